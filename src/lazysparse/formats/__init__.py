@@ -1,0 +1,1 @@
+"""formats stage of lazysparse."""

@@ -1,0 +1,216 @@
+"""Finch-Logic IR nodes: immutable, structurally compared plan language (Finch paper §6.5).
+
+Conventions (lazysparse, not Finch.jl):
+- Field lists are in *axis order* (row-major, like NumPy): the first field is axis 0.
+- A loop order is written outermost-first: ``Reorder(arg, (i, j))`` loops ``i`` outside ``j``.
+- ``Table.tns`` is an :class:`Immediate` holding data (a ``formats.Tensor``); data compares
+  by identity, scalars by type and value (NaN equals NaN), so plans hash cheaply.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+
+def _scalar_key(val: Any) -> Any:
+    """Hashable identity of an immediate value: scalars by (type, value), NaN-safe; data by id."""
+    if isinstance(val, bool | int | str | type(None)):
+        return (type(val).__name__, val)
+    if isinstance(val, float | complex) or (
+        hasattr(val, "dtype") and getattr(val, "ndim", None) == 0
+    ):
+        try:
+            c = complex(val)
+        except (TypeError, ValueError):
+            return ("id", id(val))
+        tag = str(getattr(val, "dtype", type(val).__name__))
+        parts = tuple("nan" if math.isnan(p) else p for p in (c.real, c.imag))
+        return (tag, parts)
+    if isinstance(val, tuple):
+        return ("tuple", tuple(_scalar_key(v) for v in val))
+    try:
+        hash(val)
+    except TypeError:
+        return ("id", id(val))
+    if hasattr(val, "__array__") or hasattr(val, "levels"):
+        return ("id", id(val))
+    return (type(val).__qualname__, val)
+
+
+class LogicNode:
+    """Base of every Finch-Logic node."""
+
+    __slots__ = ()
+
+    @property
+    def children(self) -> tuple[LogicNode, ...]:
+        """The node's child nodes, in field order."""
+        return ()
+
+    def __str__(self) -> str:
+        from lazysparse.logic.printer import format_plan
+
+        return format_plan(self)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Immediate(LogicNode):
+    """A literal: a scalar constant, an operator, or data (inside ``Table``)."""
+
+    val: Any
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Immediate) and _scalar_key(self.val) == _scalar_key(other.val)
+
+    def __hash__(self) -> int:
+        return hash(("Immediate", _scalar_key(self.val)))
+
+    def __repr__(self) -> str:
+        return f"Immediate({self.val!r})"
+
+
+@dataclass(frozen=True, repr=False)
+class Field(LogicNode):
+    """A named index (a dimension)."""
+
+    name: str
+
+    def __repr__(self) -> str:
+        return f"Field({self.name!r})"
+
+
+@dataclass(frozen=True, repr=False)
+class Alias(LogicNode):
+    """A named tensor: the result of a ``Query`` or ``Subquery``."""
+
+    name: str
+
+    def __repr__(self) -> str:
+        return f"Alias({self.name!r})"
+
+
+@dataclass(frozen=True)
+class Table(LogicNode):
+    """Concrete data ``tns`` (an Immediate holding a Tensor) indexed by ``idxs``."""
+
+    tns: Immediate
+    idxs: tuple[Field, ...]
+
+    @property
+    def children(self) -> tuple[LogicNode, ...]:
+        return (self.tns, *self.idxs)
+
+
+@dataclass(frozen=True)
+class MapJoin(LogicNode):
+    """Pointwise ``op`` over ``args``; same-named fields join, others broadcast."""
+
+    op: Immediate
+    args: tuple[LogicNode, ...]
+
+    @property
+    def children(self) -> tuple[LogicNode, ...]:
+        return (self.op, *self.args)
+
+
+@dataclass(frozen=True)
+class Aggregate(LogicNode):
+    """Reduce ``arg`` over ``idxs`` with ``op`` starting from ``init``."""
+
+    op: Immediate
+    init: Immediate
+    arg: LogicNode
+    idxs: tuple[Field, ...]
+
+    @property
+    def children(self) -> tuple[LogicNode, ...]:
+        return (self.op, self.init, self.arg, *self.idxs)
+
+
+@dataclass(frozen=True)
+class Reorder(LogicNode):
+    """Permute ``arg``'s fields to ``idxs``; drops size-1 fields, adds broadcast ones."""
+
+    arg: LogicNode
+    idxs: tuple[Field, ...]
+
+    @property
+    def children(self) -> tuple[LogicNode, ...]:
+        return (self.arg, *self.idxs)
+
+
+@dataclass(frozen=True)
+class Relabel(LogicNode):
+    """Rename ``arg``'s fields positionally to ``idxs`` (no data movement)."""
+
+    arg: LogicNode
+    idxs: tuple[Field, ...]
+
+    @property
+    def children(self) -> tuple[LogicNode, ...]:
+        return (self.arg, *self.idxs)
+
+
+@dataclass(frozen=True)
+class Reformat(LogicNode):
+    """Materialize ``arg`` in the storage format described by ``tns`` (an Immediate)."""
+
+    tns: Immediate
+    arg: LogicNode
+
+    @property
+    def children(self) -> tuple[LogicNode, ...]:
+        return (self.tns, self.arg)
+
+
+@dataclass(frozen=True)
+class Subquery(LogicNode):
+    """Evaluate ``arg``, bind it to ``lhs``, and return it (an inline let, keeps DAG identity)."""
+
+    lhs: Alias
+    arg: LogicNode
+
+    @property
+    def children(self) -> tuple[LogicNode, ...]:
+        return (self.lhs, self.arg)
+
+
+@dataclass(frozen=True)
+class Query(LogicNode):
+    """Statement: evaluate ``rhs`` and bind the result to ``lhs``."""
+
+    lhs: Alias
+    rhs: LogicNode
+
+    @property
+    def children(self) -> tuple[LogicNode, ...]:
+        return (self.lhs, self.rhs)
+
+
+@dataclass(frozen=True)
+class Produces(LogicNode):
+    """Statement: return ``args`` (aliases) from the plan."""
+
+    args: tuple[LogicNode, ...]
+
+    @property
+    def children(self) -> tuple[LogicNode, ...]:
+        return self.args
+
+
+@dataclass(frozen=True)
+class Plan(LogicNode):
+    """A sequence of statements (queries, then one ``Produces``)."""
+
+    bodies: tuple[LogicNode, ...]
+
+    @property
+    def children(self) -> tuple[LogicNode, ...]:
+        return self.bodies
+
+
+EXPRESSION_NODES = (Immediate, Field, Alias, Table, MapJoin, Aggregate, Reorder, Relabel,
+                    Reformat, Subquery)
+STATEMENT_NODES = (Query, Produces, Plan)
