@@ -1,0 +1,137 @@
+"""Plan construction helpers: fresh names, broadcasting alignment, mapjoin and aggregate builders.
+
+Every namespace function builds its plan through these, so that broadcasting is always
+relabel/reorder with new fields (the optimizer sees contractions) and every result is wrapped
+in a ``Subquery`` that gives it an identity (shared subexpressions stay shared).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+
+from lazysparse.logic.nodes import (
+    Aggregate,
+    Alias,
+    Field,
+    Immediate,
+    LogicNode,
+    MapJoin,
+    Relabel,
+    Reorder,
+    Subquery,
+)
+
+_counter = itertools.count()
+
+
+def fresh_field() -> Field:
+    """A field name never used before in this process."""
+    return Field(f"i{next(_counter)}")
+
+
+def fresh_fields(n: int) -> tuple[Field, ...]:
+    """``n`` fresh fields."""
+    return tuple(fresh_field() for _ in range(n))
+
+
+def fresh_alias() -> Alias:
+    """An alias name never used before in this process."""
+    return Alias(f"A{next(_counter)}")
+
+
+def identify(body: LogicNode) -> Subquery:
+    """Wrap ``body`` in a subquery with a fresh alias, giving the result a DAG identity."""
+    return Subquery(fresh_alias(), body)
+
+
+def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
+    """The Array API broadcast of ``shapes``; ValueError naming the shapes when they clash."""
+    ndim = max((len(s) for s in shapes), default=0)
+    out: list[int] = []
+    for axis in range(ndim):
+        size = 1
+        for s in shapes:
+            k = axis - (ndim - len(s))
+            if k < 0:
+                continue
+            d = s[k]
+            if d == 1:
+                continue
+            if size not in (1, d):
+                raise ValueError(
+                    f"operands could not be broadcast together with shapes "
+                    f"{' '.join(str(tuple(x)) for x in shapes)}"
+                )
+            size = d
+        out.append(size)
+    return tuple(out)
+
+
+def access(expr: LogicNode, shape: Sequence[int], out_fields: Sequence[Field],
+           out_shape: Sequence[int]) -> LogicNode:
+    """``expr`` (of ``shape``) viewed on ``out_fields`` of a broadcast result of ``out_shape``.
+
+    Axes align from the right. A size-1 axis broadcast against a larger one gets a fresh field
+    that a ``Reorder`` drops, so it never joins with the result's field of that axis.
+    """
+    offset = len(out_shape) - len(shape)
+    labels: list[Field] = []
+    kept: list[Field] = []
+    for k, d in enumerate(shape):
+        f = out_fields[offset + k]
+        if d == 1 and out_shape[offset + k] != 1:
+            labels.append(fresh_field())
+        else:
+            labels.append(f)
+            kept.append(f)
+    node: LogicNode = Relabel(expr, tuple(labels))
+    if len(kept) != len(labels):
+        node = Reorder(node, tuple(kept))
+    return node
+
+
+def build_mapjoin(op: object, operands: Sequence[tuple[LogicNode, tuple[int, ...]] | Immediate],
+                  out_shape: tuple[int, ...]) -> tuple[Subquery, tuple[Field, ...]]:
+    """``MapJoin(op, ...)`` over broadcast operands (``(expr, shape)`` pairs or scalars).
+
+    Returns the identified expression and the fields of its axes. The result is reordered
+    to all ``out_fields`` when some field appears in no operand (a pure broadcast).
+    """
+    out_fields = fresh_fields(len(out_shape))
+    args: list[LogicNode] = []
+    present: set[Field] = set()
+    for operand in operands:
+        if isinstance(operand, Immediate):
+            args.append(operand)
+            continue
+        expr, shape = operand
+        node = access(expr, shape, out_fields, out_shape)
+        args.append(node)
+        present.update(f for f in out_fields[len(out_shape) - len(shape):]
+                       if f in _fields_of_access(node))
+    body: LogicNode = MapJoin(Immediate(op), tuple(args))
+    if any(f not in present for f in out_fields):
+        body = Reorder(body, out_fields)
+    return identify(body), out_fields
+
+
+def _fields_of_access(node: LogicNode) -> tuple[Field, ...]:
+    """Fields an ``access`` node keeps (the Reorder's, else the Relabel's)."""
+    assert isinstance(node, Relabel | Reorder)
+    return node.idxs
+
+
+def build_aggregate(op: object, init: object, expr: LogicNode, ndim: int,
+                    axes: Sequence[int], keepdims: bool = False) -> Subquery:
+    """``Aggregate(op, init, expr, reduced)`` over ``axes`` of an ``ndim``-d expression.
+
+    With ``keepdims`` the reduced axes come back as size-1 axes through a ``Reorder`` that
+    adds fresh fields in their positions.
+    """
+    fields = fresh_fields(ndim)
+    reduced = tuple(fields[a] for a in sorted(set(axes)))
+    body: LogicNode = Aggregate(Immediate(op), Immediate(init), Relabel(expr, fields), reduced)
+    if keepdims and reduced:
+        body = Reorder(body, tuple(fresh_field() if f in reduced else f for f in fields))
+    return identify(body)

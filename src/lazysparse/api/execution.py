@@ -1,0 +1,146 @@
+"""Turning lazy arrays into results: plan assembly, executor choice, memoization.
+
+``compute(*arrays)`` puts every requested array into one ``Plan`` (so shared subexpressions
+run once), hands it to the executor chosen by ``LAZYSPARSE_EXECUTOR``, and stores each result
+on its array, so a later plan uses the stored tensor instead of recomputing it.
+"""
+
+from __future__ import annotations
+
+import os
+import weakref
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from lazysparse.logic.nodes import (
+    Aggregate,
+    Alias,
+    Immediate,
+    LogicNode,
+    MapJoin,
+    Plan,
+    Produces,
+    Query,
+    Reformat,
+    Relabel,
+    Reorder,
+    Subquery,
+    Table,
+)
+
+if TYPE_CHECKING:
+    from lazysparse.api.lazy_array import LazyArray
+    from lazysparse.formats import Tensor
+
+Executor = Callable[[Plan], "tuple[Tensor, ...]"]
+
+# Results of computed subqueries, by alias, held only while their LazyArray lives.
+_MEMO: weakref.WeakValueDictionary[Alias, Tensor] = weakref.WeakValueDictionary()
+
+
+def reference_executor(plan: Plan) -> tuple[Tensor, ...]:
+    """Run ``plan`` with the dense NumPy reference interpreter (the oracle)."""
+    from lazysparse.logic import interpret
+
+    return interpret(plan)
+
+
+_EXECUTORS: dict[str, Callable[[], Executor]] = {
+    "reference": lambda: reference_executor,
+}
+
+
+def register_executor(name: str, factory: Callable[[], Executor]) -> None:
+    """Make ``LAZYSPARSE_EXECUTOR=name`` select the executor ``factory()`` returns."""
+    _EXECUTORS[name] = factory
+
+
+def default_executor_name() -> str:
+    """The default executor: the compiled path when installed, else the reference one."""
+    return "compiled" if "compiled" in _EXECUTORS else "reference"
+
+
+def get_executor() -> Executor:
+    """The executor named by ``LAZYSPARSE_EXECUTOR`` (default: compiled when available)."""
+    name = os.environ.get("LAZYSPARSE_EXECUTOR", "").strip().lower() or default_executor_name()
+    try:
+        factory = _EXECUTORS[name]
+    except KeyError:
+        raise ValueError(
+            f"LAZYSPARSE_EXECUTOR={name!r} is not an executor; choose one of {sorted(_EXECUTORS)}"
+        ) from None
+    return factory()
+
+
+def substitute_memoized(node: LogicNode, cache: dict[int, LogicNode] | None = None) -> LogicNode:
+    """Replace every subquery whose result is memoized by a ``Table`` of that result."""
+    if cache is None:
+        cache = {}
+    key = id(node)
+    if key in cache:
+        return cache[key]
+    out: LogicNode
+    match node:
+        case Subquery(lhs=lhs, arg=arg):
+            memo = _MEMO.get(lhs)
+            if memo is not None and not isinstance(arg, Table):
+                from lazysparse.api.building import fresh_fields
+
+                out = Subquery(lhs, Table(Immediate(memo), fresh_fields(memo.ndim)))
+            else:
+                new_arg = substitute_memoized(arg, cache)
+                out = node if new_arg is arg else Subquery(lhs, new_arg)
+        case MapJoin(op=op, args=args):
+            new_args = tuple(substitute_memoized(a, cache) for a in args)
+            out = node if new_args == args else MapJoin(op, new_args)
+        case Aggregate(op=op, init=init, arg=arg, idxs=idxs):
+            new = substitute_memoized(arg, cache)
+            out = node if new is arg else Aggregate(op, init, new, idxs)
+        case Reorder(arg=arg, idxs=idxs) | Relabel(arg=arg, idxs=idxs):
+            new = substitute_memoized(arg, cache)
+            out = node if new is arg else type(node)(new, idxs)
+        case Reformat(tns=tns, arg=arg):
+            new = substitute_memoized(arg, cache)
+            out = node if new is arg else Reformat(tns, new)
+        case _:
+            out = node
+    cache[key] = out
+    return out
+
+
+def build_plan(arrays: tuple[LazyArray, ...]) -> Plan:
+    """One plan computing every array in ``arrays``: a query each, then ``Produces``."""
+    from lazysparse.api.building import fresh_alias, fresh_fields
+
+    cache: dict[int, LogicNode] = {}
+    queries: list[LogicNode] = []
+    outs: list[Alias] = []
+    for a in arrays:
+        expr = substitute_memoized(a.expr, cache)
+        out = fresh_alias()
+        rhs: LogicNode = Relabel(expr, fresh_fields(a.ndim))
+        if a.requested_format is not None:
+            rhs = Reformat(Immediate(a.requested_format), rhs)
+        queries.append(Query(out, rhs))
+        outs.append(out)
+    return Plan((*queries, Produces(tuple(outs))))
+
+
+def compute(*arrays: LazyArray) -> tuple[LazyArray, ...]:
+    """Compute ``arrays`` together in one plan; each keeps its result (memoized)."""
+    from lazysparse.api.lazy_array import LazyArray
+
+    for a in arrays:
+        if not isinstance(a, LazyArray):
+            raise TypeError(f"compute() takes lazysparse arrays, got {type(a).__name__}")
+    todo = tuple({id(a): a for a in arrays if a.result is None}.values())
+    if todo:
+        results = get_executor()(build_plan(todo))
+        for a, tensor in zip(todo, results, strict=True):
+            a.set_result(tensor)
+    return arrays
+
+
+def memoize(alias: Alias, tensor: Tensor) -> None:
+    """Remember ``tensor`` as the value of ``alias`` for later plans."""
+    _MEMO[alias] = tensor

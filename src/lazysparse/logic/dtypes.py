@@ -1,0 +1,215 @@
+"""Array API dtypes, dtype kinds and type promotion (the standard's lattice, NumPy beyond it).
+
+Promotion follows the Array API 2024.12 table for pairs of array dtypes inside one kind
+(bool, signed/unsigned integer, real/complex floating, and the mixed int/uint pairs it
+defines). Pairs the standard leaves unspecified (bool with int, int with float, int64 with
+uint64) follow NumPy 2 unless ``strict=True``. Python scalars are *weak*: they take the
+array operand's dtype when their kind fits (NEP 50 / the standard's scalar rules).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+BOOL = np.dtype(np.bool_)
+INT_DTYPES = tuple(np.dtype(t) for t in ("int8", "int16", "int32", "int64"))
+UINT_DTYPES = tuple(np.dtype(t) for t in ("uint8", "uint16", "uint32", "uint64"))
+REAL_FLOAT_DTYPES = (np.dtype("float32"), np.dtype("float64"))
+COMPLEX_DTYPES = (np.dtype("complex64"), np.dtype("complex128"))
+ALL_DTYPES: tuple[np.dtype, ...] = (
+    BOOL, *INT_DTYPES, *UINT_DTYPES, *REAL_FLOAT_DTYPES, *COMPLEX_DTYPES
+)
+DEFAULT_INT = np.dtype("int64")
+DEFAULT_FLOAT = np.dtype("float64")
+DEFAULT_COMPLEX = np.dtype("complex128")
+INDEX_DTYPE = np.dtype("int64")  # dtype of a Field used as a value
+
+KIND_NAMES = (
+    "bool", "signed integer", "unsigned integer", "integral", "real floating",
+    "complex floating", "numeric", "real numeric", "floating-point", "integer or boolean",
+    "any",
+)
+
+
+def as_dtype(dt: Any) -> np.dtype:
+    """``np.dtype(dt)``, rejecting dtypes outside the Array API set with a TypeError."""
+    try:
+        d = np.dtype(dt)
+    except TypeError as e:
+        raise TypeError(f"not a data type: {dt!r}") from e
+    if d not in ALL_DTYPES:
+        raise TypeError(f"unsupported data type {d} (lazysparse supports the Array API dtypes: "
+                        f"{', '.join(str(x) for x in ALL_DTYPES)})")
+    return d
+
+
+def isdtype(dtype: Any, kind: str | tuple[str, ...] | Any) -> bool:
+    """Array API ``isdtype``: does ``dtype`` belong to ``kind`` (a kind name, dtype or tuple)."""
+    d = np.dtype(dtype)
+    if isinstance(kind, tuple):
+        return any(isdtype(d, k) for k in kind)
+    if not isinstance(kind, str):
+        return d == np.dtype(kind)
+    match kind:
+        case "bool":
+            return d == BOOL
+        case "signed integer":
+            return d in INT_DTYPES
+        case "unsigned integer":
+            return d in UINT_DTYPES
+        case "integral":
+            return d in INT_DTYPES or d in UINT_DTYPES
+        case "real floating":
+            return d in REAL_FLOAT_DTYPES
+        case "complex floating":
+            return d in COMPLEX_DTYPES
+        case "floating-point":
+            return d in REAL_FLOAT_DTYPES or d in COMPLEX_DTYPES
+        case "real numeric":
+            return d != BOOL and d not in COMPLEX_DTYPES and d in ALL_DTYPES
+        case "numeric":
+            return d != BOOL and d in ALL_DTYPES
+        case "integer or boolean":
+            return d == BOOL or d in INT_DTYPES or d in UINT_DTYPES
+        case "any":
+            return d in ALL_DTYPES
+    raise ValueError(f"unknown dtype kind {kind!r}; expected one of {KIND_NAMES}")
+
+
+def _kind_rank(d: np.dtype) -> int:
+    """0 bool, 1 integer, 2 real floating, 3 complex floating."""
+    if d == BOOL:
+        return 0
+    if d.kind in "iu":
+        return 1
+    return 2 if d.kind == "f" else 3
+
+
+def _standard_pair(a: np.dtype, b: np.dtype) -> bool:
+    """Whether the Array API standard defines the promotion of ``a`` with ``b``."""
+    ka, kb = _kind_rank(a), _kind_rank(b)
+    if ka != kb:
+        return {ka, kb} == {2, 3}
+    if ka == 1 and a.kind != b.kind:
+        u = a if a.kind == "u" else b
+        return u.itemsize < 8
+    return True
+
+
+def promote_types(a: Any, b: Any, *, strict: bool = False) -> np.dtype:
+    """Promote two array dtypes. ``strict`` raises TypeError outside the standard's table."""
+    da, db = as_dtype(a), as_dtype(b)
+    if strict and not _standard_pair(da, db):
+        raise TypeError(f"the Array API standard does not define promotion of {da} with {db}")
+    return as_dtype(np.promote_types(da, db))
+
+
+def _python_scalar_rank(x: Any) -> int:
+    if isinstance(x, bool):
+        return 0
+    if isinstance(x, int):
+        return 1
+    return 2 if isinstance(x, float) else 3
+
+
+def is_python_scalar(x: Any) -> bool:
+    """A Python bool/int/float/complex (weakly typed), not a NumPy scalar."""
+    return isinstance(x, bool | int | float | complex) and not isinstance(x, np.generic)
+
+
+_DEFAULT_FOR_RANK = {0: BOOL, 1: DEFAULT_INT, 2: DEFAULT_FLOAT, 3: DEFAULT_COMPLEX}
+
+
+def _with_weak_scalar(d: np.dtype, rank: int) -> np.dtype:
+    """The dtype of ``d`` combined with a Python scalar of kind ``rank``."""
+    dr = _kind_rank(d)
+    if rank <= dr:
+        return d
+    if rank == 3:
+        return np.dtype("complex64") if d == np.dtype("float32") else DEFAULT_COMPLEX
+    return _DEFAULT_FOR_RANK[rank]
+
+
+def dtype_of(x: Any) -> np.dtype | None:
+    """The dtype of an array-like/dtype/NumPy scalar, or None for a Python scalar."""
+    if is_python_scalar(x):
+        return None
+    if hasattr(x, "dtype"):
+        return as_dtype(x.dtype)
+    return as_dtype(x)
+
+
+def result_type(*args: Any, strict: bool = False) -> np.dtype:
+    """Array API ``result_type`` over dtypes, arrays, NumPy scalars and weak Python scalars."""
+    if not args:
+        raise ValueError("result_type needs at least one argument")
+    strong = [d for d in (dtype_of(a) for a in args) if d is not None]
+    weak = [_python_scalar_rank(a) for a in args if is_python_scalar(a)]
+    if strong:
+        res = strong[0]
+        for d in strong[1:]:
+            res = promote_types(res, d, strict=strict)
+    else:
+        res = _DEFAULT_FOR_RANK[max(weak)]
+        weak = []
+    for rank in weak:
+        res = _with_weak_scalar(res, rank)
+    return res
+
+
+def real_dtype(d: np.dtype) -> np.dtype:
+    """The real counterpart of a complex dtype (other dtypes unchanged)."""
+    if d == np.dtype("complex64"):
+        return np.dtype("float32")
+    if d == np.dtype("complex128"):
+        return DEFAULT_FLOAT
+    return d
+
+
+def floating_dtype(d: np.dtype) -> np.dtype:
+    """``d`` if floating-point, else the default float (what float-only math gives ints)."""
+    return d if d.kind in "fc" else DEFAULT_FLOAT
+
+
+def scalar_as(value: Any, dtype: Any) -> np.generic:
+    """Convert a Python/NumPy scalar to a NumPy scalar of ``dtype``; OverflowError if it
+    does not fit an integer dtype, TypeError for a complex value into a real dtype."""
+    d = as_dtype(dtype)
+    if isinstance(value, np.generic):
+        if np.iscomplexobj(value) and d.kind != "c" and value.imag != 0:
+            raise TypeError(f"cannot represent complex value {value!r} as {d}")
+        if np.iscomplexobj(value) and d.kind != "c":
+            value = value.real
+        return np.asarray(value).astype(d)[()]
+    if isinstance(value, complex) and d.kind != "c":
+        if value.imag != 0:
+            raise TypeError(f"cannot represent complex value {value!r} as {d}")
+        value = value.real
+    if d.kind in "iu" and isinstance(value, int) and not isinstance(value, bool):
+        info = np.iinfo(d)
+        if not info.min <= value <= info.max:
+            raise OverflowError(f"Python integer {value} out of bounds for {d}")
+    if d.kind in "iu" and isinstance(value, float):
+        if not np.isfinite(value):
+            raise ValueError(f"cannot convert {value!r} to integer dtype {d}")
+    return np.asarray(value).astype(d)[()]
+
+
+def dtype_min(d: np.dtype) -> np.generic:
+    """The smallest value of ``d`` (-inf for floats, False for bool)."""
+    if d == BOOL:
+        return np.bool_(False)
+    if d.kind in "iu":
+        return d.type(np.iinfo(d).min)
+    return d.type(-np.inf)
+
+
+def dtype_max(d: np.dtype) -> np.generic:
+    """The largest value of ``d`` (+inf for floats, True for bool)."""
+    if d == BOOL:
+        return np.bool_(True)
+    if d.kind in "iu":
+        return d.type(np.iinfo(d).max)
+    return d.type(np.inf)
