@@ -96,11 +96,13 @@ def build_mapjoin(op: object, operands: Sequence[tuple[LogicNode, tuple[int, ...
     """``MapJoin(op, ...)`` over broadcast operands (``(expr, shape)`` pairs or scalars).
 
     Returns the identified expression and the fields of its axes. The result is reordered
-    to all ``out_fields`` when some field appears in no operand (a pure broadcast).
+    to ``out_fields`` when the operands' fields (unique concatenation) are not exactly
+    those, in axis order: a field no operand has (pure broadcast) or a later axis that
+    appears first (``ones(3) + ones((2, 1))``).
     """
     out_fields = fresh_fields(len(out_shape))
     args: list[LogicNode] = []
-    present: set[Field] = set()
+    present: dict[Field, None] = {}
     for operand in operands:
         if isinstance(operand, Immediate):
             args.append(operand)
@@ -108,10 +110,12 @@ def build_mapjoin(op: object, operands: Sequence[tuple[LogicNode, tuple[int, ...
         expr, shape = operand
         node = access(expr, shape, out_fields, out_shape)
         args.append(node)
-        present.update(f for f in out_fields[len(out_shape) - len(shape):]
-                       if f in _fields_of_access(node))
+        for f in _fields_of_access(node):
+            present.setdefault(f, None)
     body: LogicNode = MapJoin(Immediate(op), tuple(args))
-    if any(f not in present for f in out_fields):
+    if tuple(present) != out_fields:
+        # a field missing (pure broadcast) or the operands' field order (unique
+        # concatenation, first appearance first) is not the axis order
         body = Reorder(body, out_fields)
     return identify(body), out_fields
 

@@ -34,8 +34,17 @@ if TYPE_CHECKING:
 
 Executor = Callable[[Plan], "tuple[Tensor, ...]"]
 
-# Results of computed subqueries, by alias, held only while their LazyArray lives.
-_MEMO: weakref.WeakValueDictionary[Alias, Tensor] = weakref.WeakValueDictionary()
+# Computed arrays by the alias of their subquery, held only while the LazyArray lives
+# (its ``result`` is the memoized tensor; Tensors themselves take no weak references).
+_MEMO: weakref.WeakValueDictionary[Alias, LazyArray] = weakref.WeakValueDictionary()
+
+
+def memoized(alias: Alias) -> Tensor | None:
+    """The computed value of the subquery ``alias``, if an array still holds it."""
+    arr = _MEMO.get(alias)
+    if arr is None or arr.expr.lhs != alias:
+        return None
+    return arr.result
 
 
 def reference_executor(plan: Plan) -> tuple[Tensor, ...]:
@@ -82,7 +91,7 @@ def substitute_memoized(node: LogicNode, cache: dict[int, LogicNode] | None = No
     out: LogicNode
     match node:
         case Subquery(lhs=lhs, arg=arg):
-            memo = _MEMO.get(lhs)
+            memo = memoized(lhs)
             if memo is not None and not isinstance(arg, Table):
                 from lazysparse.api.building import fresh_fields
 
@@ -141,6 +150,6 @@ def compute(*arrays: LazyArray) -> tuple[LazyArray, ...]:
     return arrays
 
 
-def memoize(alias: Alias, tensor: Tensor) -> None:
-    """Remember ``tensor`` as the value of ``alias`` for later plans."""
-    _MEMO[alias] = tensor
+def memoize(alias: Alias, array: LazyArray) -> None:
+    """Remember ``array`` (computed) as the value of ``alias`` for later plans."""
+    _MEMO[alias] = array

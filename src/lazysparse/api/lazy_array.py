@@ -125,7 +125,7 @@ class LazyArray:
     def set_result(self, tensor: Tensor) -> None:
         """Store the computed tensor; later plans read it instead of recomputing."""
         self._result = tensor
-        execution.memoize(self._expr.lhs, tensor)
+        execution.memoize(self._expr.lhs, self)
 
     def tensor(self) -> Tensor:
         """Compute (once) and return the stored ``formats.Tensor``."""
@@ -147,3 +147,160 @@ class LazyArray:
         if dtype is not None:
             out = out.astype(dtype, copy=False)
         return out
+
+    # numpy defers binary operators with a LazyArray to the LazyArray's reflected forms
+    __array_ufunc__ = None
+
+    # --- functional updates ---
+    def replace_with(self, other: LazyArray) -> None:
+        """Make this array the value of ``other`` (same shape): its plan is replaced, the
+        data it was built from is left untouched (``__setitem__``, in-place operators)."""
+        self._expr = other._expr
+        self._dtype = other._dtype
+        self._fill_value = other._fill_value
+        self._format = other._format
+        self._requested_format = other._requested_format
+        self._result = other._result
+
+    def copy(self) -> LazyArray:
+        """A new array object with the same value (plans are immutable: nothing is copied)."""
+        out = LazyArray(self._expr, self._shape, self._dtype, self._fill_value, self._device,
+                        self._format, self._requested_format)
+        out._result = self._result
+        return out
+
+    # --- observation (each computes once) ---
+    def _scalar(self, what: str) -> Any:
+        if self.ndim != 0:
+            raise TypeError(f"{what}() of a lazysparse array needs a 0-d array, got shape "
+                            f"{self.shape}")
+        return self.tensor().to_numpy()[()]
+
+    def __bool__(self) -> bool:
+        return bool(self._scalar("bool"))
+
+    def __int__(self) -> int:
+        v = self._scalar("int")
+        if self._dtype.kind == "c":
+            raise TypeError("int() of a complex array is not defined")
+        if self._dtype.kind == "f" and not np.isfinite(v):
+            raise (OverflowError if np.isinf(v) else ValueError)(f"cannot convert {v} to int")
+        return int(v)
+
+    def __float__(self) -> float:
+        v = self._scalar("float")
+        if self._dtype.kind == "c":
+            raise TypeError("float() of a complex array is not defined; use real()/abs()")
+        return float(v)
+
+    def __complex__(self) -> complex:
+        return complex(self._scalar("complex"))
+
+    def __index__(self) -> int:
+        if self._dtype.kind not in "iu":
+            raise TypeError(f"only integer arrays can be used as an index, not {self._dtype}")
+        return int(self._scalar("index"))
+
+    def __len__(self) -> int:
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d lazysparse array")
+        return self._shape[0]
+
+    def __iter__(self) -> Any:
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d lazysparse array")
+        return (self[i] for i in range(self._shape[0]))
+
+    def __repr__(self) -> str:
+        body = np.array2string(self.__array__(), separator=", ", prefix="lazysparse.asarray(")
+        fmt = f", format={self.format!r}" if self.format not in (None, "dense") else ""
+        return f"lazysparse.asarray({body}, dtype={self._dtype}{fmt})"
+
+    def __str__(self) -> str:
+        return str(self.__array__())
+
+    def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
+                   copy: bool | None = None) -> Any:
+        if stream is not None:
+            raise BufferError("lazysparse CPU arrays take no stream")
+        arr = self.__array__()
+        kwargs: dict[str, Any] = {}
+        if max_version is not None:
+            kwargs["max_version"] = max_version
+        if dl_device is not None:
+            kwargs["dl_device"] = dl_device
+        if copy is not None:
+            kwargs["copy"] = copy
+        return arr.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (1, 0)  # kDLCPU
+
+    def to_device(self, device: Any, /, *, stream: Any = None) -> LazyArray:
+        """This array on ``device`` (computes it: moving data needs values)."""
+        if device not in ("cpu", CPU):
+            raise ValueError(f"to_device: unsupported device {device!r}")
+        if stream is not None:
+            raise ValueError("to_device: lazysparse CPU arrays take no stream")
+        self.tensor()
+        return self
+
+    def __array_namespace__(self, /, *, api_version: str | None = None) -> Any:
+        if api_version is not None and api_version not in ("2021.12", "2022.12", "2023.12",
+                                                           "2024.12"):
+            raise ValueError(f"lazysparse does not implement Array API version {api_version!r}")
+        import lazysparse
+
+        return lazysparse
+
+    # --- indexing ---
+    def __getitem__(self, key: Any, /) -> LazyArray:
+        from lazysparse.api.indexing import getitem
+
+        return getitem(self, key)
+
+    def __setitem__(self, key: Any, value: Any, /) -> None:
+        from lazysparse.api.indexing import setitem
+
+        setitem(self, key, value)
+
+    # --- transposes and matmul ---
+    @property
+    def T(self) -> LazyArray:  # noqa: N802 - the standard's name
+        if self.ndim != 2:
+            raise ValueError(f".T needs a 2-d array, got {self.ndim}-d; use permute_dims/mT")
+        from lazysparse.api.manipulation import permute_dims
+
+        return permute_dims(self, (1, 0))
+
+    @property
+    def mT(self) -> LazyArray:  # noqa: N802 - the standard's name
+        if self.ndim < 2:
+            raise ValueError(f".mT needs at least 2 dimensions, got {self.ndim}")
+        from lazysparse.api.manipulation import matrix_transpose
+
+        return matrix_transpose(self)
+
+    def _matmul_fn(self) -> Any:
+        try:
+            from lazysparse.api.linalg import matmul
+        except ImportError as e:  # pragma: no cover - api-compute's module
+            raise TypeError("matmul is not available in this build") from e
+        return matmul
+
+    def __matmul__(self, other: Any, /) -> LazyArray:
+        if not isinstance(other, LazyArray | np.ndarray):
+            return NotImplemented
+        return self._matmul_fn()(self, other)
+
+    def __rmatmul__(self, other: Any, /) -> LazyArray:
+        if not isinstance(other, LazyArray | np.ndarray):
+            return NotImplemented
+        return self._matmul_fn()(other, self)
+
+    def __imatmul__(self, other: Any, /) -> LazyArray:
+        res = self._matmul_fn()(self, other)
+        if res.shape != self.shape:
+            raise ValueError(f"@=: result shape {res.shape} differs from {self.shape}")
+        self.replace_with(res)
+        return self

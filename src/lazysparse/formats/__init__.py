@@ -1,1 +1,36 @@
-"""formats stage of lazysparse."""
+"""formats stage of lazysparse: level-based tensors, named formats and conversions.
+
+A Tensor is a tree of levels (Dense, Compressed, Singleton) over a values array with a fill
+value; each level declares properties and capabilities that code generation reasons about.
+"""
+
+from .config import DensifyError, get_densify_limit, set_densify_limit
+from .convert import as_tensor, convert
+from .dtypes import SUPPORTED_DTYPES
+from .levels import Compressed, Dense, Level, LevelCapabilities, LevelProperties, Singleton
+from .random import random
+from .specs import FORMAT_NAMES, LEVEL_KINDS, FormatSpec, format_spec
+from .tensor import Tensor
+from .validation import CoordinateError
+
+__all__ = [
+    "FORMAT_NAMES",
+    "LEVEL_KINDS",
+    "SUPPORTED_DTYPES",
+    "Compressed",
+    "CoordinateError",
+    "Dense",
+    "DensifyError",
+    "FormatSpec",
+    "Level",
+    "LevelCapabilities",
+    "LevelProperties",
+    "Singleton",
+    "Tensor",
+    "as_tensor",
+    "convert",
+    "format_spec",
+    "get_densify_limit",
+    "random",
+    "set_densify_limit",
+]

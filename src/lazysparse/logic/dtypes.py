@@ -136,7 +136,7 @@ def dtype_of(x: Any) -> np.dtype | None:
     """The dtype of an array-like/dtype/NumPy scalar, or None for a Python scalar."""
     if is_python_scalar(x):
         return None
-    if hasattr(x, "dtype"):
+    if not isinstance(x, type | np.dtype | str) and hasattr(x, "dtype"):
         return as_dtype(x.dtype)
     return as_dtype(x)
 
@@ -177,6 +177,8 @@ def scalar_as(value: Any, dtype: Any) -> np.generic:
     """Convert a Python/NumPy scalar to a NumPy scalar of ``dtype``; OverflowError if it
     does not fit an integer dtype, TypeError for a complex value into a real dtype."""
     d = as_dtype(dtype)
+    if d == BOOL and isinstance(value, complex | np.complexfloating):
+        return np.bool_(value != 0)
     if isinstance(value, np.generic):
         if np.iscomplexobj(value) and d.kind != "c" and value.imag != 0:
             raise TypeError(f"cannot represent complex value {value!r} as {d}")

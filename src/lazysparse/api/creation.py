@@ -1,0 +1,373 @@
+"""Array API creation functions, plus ``asarray`` of sparse inputs and ``random``.
+
+Creation makes lazy *leaves* (stored tensors). Arrays whose every element is one value
+(``zeros``, ``empty``, ``ones``, ``full`` and their ``_like`` forms) are stored as sparse
+tensors with no entries and that value as fill value: O(1) memory whatever the shape
+(csr for 2-D, csf otherwise, dense for 0-d). ``eye``, ``tril``/``triu`` of sparse input stay
+sparse; ``arange``, ``linspace`` and NumPy input are dense.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from lazysparse import formats
+from lazysparse.api import tensors as T
+from lazysparse.api.lazy_array import CPU, LazyArray
+from lazysparse.logic import dtypes as _dt
+
+
+def _check_device(device: Any, fname: str) -> None:
+    if device is not None and device not in ("cpu", CPU):
+        raise ValueError(f"{fname}: unsupported device {device!r}; lazysparse runs on 'cpu'")
+
+
+def _shape_arg(shape: Any, fname: str) -> tuple[int, ...]:
+    if isinstance(shape, int | np.integer) and not isinstance(shape, bool):
+        shape = (shape,)
+    try:
+        out = tuple(int(operator_index(d)) for d in shape)
+    except TypeError:
+        raise TypeError(f"{fname}: shape must be an int or a tuple of ints, got {shape!r}"
+                        ) from None
+    if any(d < 0 for d in out):
+        raise ValueError(f"{fname}: negative dimension in shape {out}")
+    return out
+
+
+def operator_index(d: Any) -> int:
+    import operator
+
+    return operator.index(d)
+
+
+def _is_scipy_sparse(obj: Any) -> bool:
+    try:
+        import scipy.sparse as sp
+    except ImportError:  # pragma: no cover
+        return False
+    return bool(sp.issparse(obj))
+
+
+def _is_pydata_sparse(obj: Any) -> bool:
+    return type(obj).__module__.split(".")[0] == "sparse" and hasattr(obj, "fill_value")
+
+
+def _finish(x: LazyArray, dtype: np.dtype | None, copy: bool | None, format: str | None,
+            fname: str) -> LazyArray:
+    """Apply a requested dtype and format to an array obtained without conversion."""
+    from lazysparse.api.elementwise import astype
+    from lazysparse.api.interop import asformat
+
+    if dtype is not None and dtype != x.dtype:
+        if copy is False:
+            raise ValueError(f"{fname}: converting {x.dtype} to {dtype} needs a copy, but "
+                             "copy=False")
+        x = astype(x, dtype)
+    if format is not None:
+        x = asformat(x, format)
+    return x
+
+
+def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None, copy: bool | None = None,
+            format: str | None = None, fill_value: Any = None) -> LazyArray:
+    """``obj`` as a lazysparse array: lazy arrays, ``formats.Tensor``, scipy.sparse and
+    pydata sparse (their layout kept, no copy where possible), NumPy arrays, scalars and
+    nested sequences. ``format``/``fill_value`` choose the storage of the result."""
+    _check_device(device, "asarray")
+    d = _dt.as_dtype(dtype) if dtype is not None else None
+    if isinstance(obj, LazyArray):
+        x = obj.copy() if copy else obj
+        return _finish(x, d, copy, format, "asarray")
+    if isinstance(obj, formats.Tensor):
+        t = T.copy_tensor(obj) if copy else obj
+        return _finish(LazyArray.from_tensor(t), d, copy, format, "asarray")
+    if _is_scipy_sparse(obj):
+        t = formats.Tensor.from_scipy(obj.copy() if copy else obj)
+        return _finish(LazyArray.from_tensor(t), d, copy, format, "asarray")
+    if _is_pydata_sparse(obj):
+        t = formats.Tensor.from_pydata(obj.copy() if copy else obj)
+        return _finish(LazyArray.from_tensor(t), d, copy, format, "asarray")
+    arr = _to_numpy(obj, d, copy)
+    if fill_value is not None or format not in (None, "dense"):
+        fmt = format if format is not None else T.sparse_format_for(arr.ndim)
+        t = formats.Tensor.from_numpy(arr, fmt, 0 if fill_value is None else fill_value)
+    else:
+        t = T.dense(arr)
+    return LazyArray.from_tensor(t)
+
+
+def _to_numpy(obj: Any, dtype: np.dtype | None, copy: bool | None) -> np.ndarray:
+    """A NumPy array of ``obj`` with the standard's default dtypes for Python scalars."""
+    if isinstance(obj, np.ndarray | np.generic) or hasattr(obj, "__array__") or hasattr(
+            obj, "__dlpack__"):
+        try:
+            arr = np.asarray(obj, dtype=dtype, copy=copy)
+        except ValueError as e:
+            raise ValueError(f"asarray: {e}") from None
+        if isinstance(obj, np.ndarray) and copy is None and dtype is None:
+            pass
+        _dt.as_dtype(arr.dtype)
+        return arr
+    if copy is False and not isinstance(obj, memoryview | bytes | bytearray):
+        raise ValueError("asarray: copy=False is impossible for a Python scalar or sequence")
+    if isinstance(obj, memoryview | bytes | bytearray):
+        arr = np.asarray(memoryview(obj), dtype=dtype)
+        if copy:
+            arr = arr.copy()
+        return arr
+    if dtype is None:
+        dtype = _infer_dtype(obj)
+    try:
+        with np.errstate(over="raise"):
+            arr = np.array(obj, dtype=dtype)
+    except OverflowError as e:
+        raise OverflowError(f"asarray: {e}") from None
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"asarray: cannot convert {type(obj).__name__} to an array: {e}"
+                      ) from None
+    _dt.as_dtype(arr.dtype)
+    return arr
+
+
+def _infer_dtype(obj: Any) -> np.dtype | None:
+    """Default dtype of Python scalars / nested sequences (bool, int64, float64,
+    complex128) — or None to let NumPy decide (sequences of arrays)."""
+    rank = -1
+    stack = [obj]
+    while stack:
+        o = stack.pop()
+        if isinstance(o, bool | np.bool_):
+            rank = max(rank, 0)
+        elif isinstance(o, int) and not isinstance(o, bool):
+            rank = max(rank, 1)
+        elif isinstance(o, float):
+            rank = max(rank, 2)
+        elif isinstance(o, complex):
+            rank = max(rank, 3)
+        elif isinstance(o, list | tuple):
+            stack.extend(o)
+        else:
+            return None
+    return {-1: _dt.DEFAULT_FLOAT, 0: _dt.BOOL, 1: _dt.DEFAULT_INT, 2: _dt.DEFAULT_FLOAT,
+            3: _dt.DEFAULT_COMPLEX}[rank]
+
+
+def _scalar_dtype(value: Any, fname: str) -> np.dtype:
+    if isinstance(value, LazyArray | np.ndarray | np.generic):
+        return _dt.as_dtype(value.dtype)
+    if not _dt.is_python_scalar(value):
+        raise TypeError(f"{fname}: fill_value must be a scalar, got {type(value).__name__}")
+    return _dt.result_type(value)
+
+
+def full(shape: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
+         format: str | None = None) -> LazyArray:
+    """An array of ``shape`` whose every element is ``fill_value``: stored as a sparse
+    tensor with no entries and that fill value (O(1) memory)."""
+    _check_device(device, "full")
+    s = _shape_arg(shape, "full")
+    d = _dt.as_dtype(dtype) if dtype is not None else _scalar_dtype(fill_value, "full")
+    if isinstance(fill_value, LazyArray):
+        fill_value = fill_value._scalar("full")
+    value = _dt.scalar_as(fill_value, d)
+    return LazyArray.from_tensor(T.empty_sparse(s, d, value, format))
+
+
+def zeros(shape: Any, *, dtype: Any = None, device: Any = None,
+          format: str | None = None) -> LazyArray:
+    """An array of zeros (a sparse tensor with no entries, fill 0)."""
+    return full(shape, 0, dtype=_dt.DEFAULT_FLOAT if dtype is None else dtype, device=device,
+                format=format)
+
+
+def empty(shape: Any, *, dtype: Any = None, device: Any = None,
+          format: str | None = None) -> LazyArray:
+    """An uninitialized array; lazysparse gives zeros (no entries stored, fill 0)."""
+    return zeros(shape, dtype=dtype, device=device, format=format)
+
+
+def ones(shape: Any, *, dtype: Any = None, device: Any = None,
+         format: str | None = None) -> LazyArray:
+    """An array of ones (no entries stored, fill 1)."""
+    return full(shape, 1, dtype=_dt.DEFAULT_FLOAT if dtype is None else dtype, device=device,
+                format=format)
+
+
+def _like(x: Any, fname: str) -> LazyArray:
+    if not isinstance(x, LazyArray):
+        raise TypeError(f"{fname}: expected a lazysparse array, got {type(x).__name__}")
+    return x
+
+
+def full_like(x: LazyArray, /, fill_value: Any, *, dtype: Any = None, device: Any = None,
+              format: str | None = None) -> LazyArray:
+    """``full(x.shape, fill_value)`` with ``x``'s dtype unless ``dtype`` is given."""
+    x = _like(x, "full_like")
+    d = x.dtype if dtype is None else _dt.as_dtype(dtype)
+    if _dt.is_python_scalar(fill_value) and not _dt.isdtype(d, "bool") and isinstance(
+            fill_value, bool) is False:
+        pass
+    return full(x.shape, fill_value, dtype=d, device=device, format=format)
+
+
+def zeros_like(x: LazyArray, /, *, dtype: Any = None, device: Any = None,
+               format: str | None = None) -> LazyArray:
+    """Zeros of ``x``'s shape (and dtype unless given)."""
+    return full_like(x, 0, dtype=dtype, device=device, format=format)
+
+
+def empty_like(x: LazyArray, /, *, dtype: Any = None, device: Any = None,
+               format: str | None = None) -> LazyArray:
+    """An uninitialized array like ``x`` (zeros)."""
+    return zeros_like(x, dtype=dtype, device=device, format=format)
+
+
+def ones_like(x: LazyArray, /, *, dtype: Any = None, device: Any = None,
+              format: str | None = None) -> LazyArray:
+    """Ones of ``x``'s shape (and dtype unless given)."""
+    return full_like(x, 1, dtype=dtype, device=device, format=format)
+
+
+def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: Any = None,
+        device: Any = None, format: str | None = None) -> LazyArray:
+    """Ones on diagonal ``k``, stored sparse (csr, fill 0)."""
+    _check_device(device, "eye")
+    n = operator_index(n_rows)
+    m = n if n_cols is None else operator_index(n_cols)
+    k = operator_index(k)
+    if n < 0 or m < 0:
+        raise ValueError(f"eye: negative dimension ({n}, {m})")
+    d = _dt.DEFAULT_FLOAT if dtype is None else _dt.as_dtype(dtype)
+    rows = np.arange(max(0, -k), min(n, m - k) if m - k > 0 else 0, dtype=np.int64)
+    coords = np.stack([rows, rows + k]) if rows.size else np.zeros((2, 0), np.int64)
+    t = T.from_coords((n, m), coords, np.ones(rows.size, d), d.type(0),
+                      format or "csr", sorted_unique=True)
+    return LazyArray.from_tensor(t)
+
+
+def arange(start: int | float, /, stop: int | float | None = None, step: int | float = 1, *,
+           dtype: Any = None, device: Any = None) -> LazyArray:
+    """Evenly spaced values in ``[start, stop)`` (dense)."""
+    _check_device(device, "arange")
+    if stop is None:
+        start, stop = 0, start
+    if step == 0:
+        raise ValueError("arange: step must not be zero")
+    if dtype is None:
+        d = _dt.result_type(*(v for v in (start, stop, step)))
+        if any(isinstance(v, float) for v in (start, stop, step)):
+            d = _dt.DEFAULT_FLOAT
+    else:
+        d = _dt.as_dtype(dtype)
+    n = max(0, math.ceil((stop - start) / step))
+    if d.kind in "iu" and all(isinstance(v, int) for v in (start, stop, step)):
+        arr = np.arange(start, stop, step, dtype=np.int64 if d.kind == "i" else np.uint64)
+        arr = arr.astype(d)
+    else:
+        arr = (start + step * np.arange(n, dtype=np.float64)).astype(d)
+    return LazyArray.from_tensor(T.dense(arr))
+
+
+def linspace(start: int | float | complex, stop: int | float | complex, /, num: int, *,
+             dtype: Any = None, device: Any = None, endpoint: bool = True) -> LazyArray:
+    """``num`` evenly spaced values from ``start`` to ``stop`` (dense)."""
+    _check_device(device, "linspace")
+    num = operator_index(num)
+    if num < 0:
+        raise ValueError(f"linspace: num must be non-negative, got {num}")
+    is_c = isinstance(start, complex) or isinstance(stop, complex)
+    d = (_dt.DEFAULT_COMPLEX if is_c else _dt.DEFAULT_FLOAT) if dtype is None else \
+        _dt.as_dtype(dtype)
+    if d.kind not in "fc":
+        raise TypeError(f"linspace: dtype must be floating-point, got {d}")
+    arr = np.linspace(start, stop, num, endpoint=endpoint, dtype=np.complex128 if is_c or
+                      d.kind == "c" else np.float64).astype(d)
+    return LazyArray.from_tensor(T.dense(arr))
+
+
+def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> LazyArray:
+    """An array from a DLPack-exporting object (no copy unless ``copy``)."""
+    _check_device(device, "from_dlpack")
+    if isinstance(x, LazyArray):
+        return x.copy() if copy else x
+    try:
+        arr = np.from_dlpack(x, copy=copy)
+    except (TypeError, AttributeError) as e:
+        raise TypeError(f"from_dlpack: {e}") from None
+    return LazyArray.from_tensor(T.dense(arr))
+
+
+def meshgrid(*arrays: LazyArray, indexing: str = "xy") -> list[LazyArray]:
+    """Coordinate grids of 1-D ``arrays`` (lazy: broadcasts of reshaped inputs)."""
+    from lazysparse.api.manipulation import broadcast_to, expand_dims
+
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
+    for a in arrays:
+        if not isinstance(a, LazyArray):
+            raise TypeError(f"meshgrid: expected lazysparse arrays, got {type(a).__name__}")
+        if a.ndim != 1:
+            raise ValueError(f"meshgrid: arrays must be 1-D, got shape {a.shape}")
+    if len({a.dtype for a in arrays}) > 1:
+        raise TypeError("meshgrid: arrays must share one dtype")
+    sizes = [a.shape[0] for a in arrays]
+    n = len(arrays)
+    if indexing == "xy" and n >= 2:
+        sizes[0], sizes[1] = sizes[1], sizes[0]
+    out = []
+    for k, a in enumerate(arrays):
+        pos = k
+        if indexing == "xy" and n >= 2 and k < 2:
+            pos = 1 - k
+        others = tuple(ax for ax in range(n) if ax != pos)
+        v = expand_dims(a, axis=others) if others else a
+        out.append(broadcast_to(v, tuple(sizes)))
+    return out
+
+
+def _tri(x: LazyArray, k: int, lower: bool, fname: str) -> LazyArray:
+    if not isinstance(x, LazyArray):
+        raise TypeError(f"{fname}: expected a lazysparse array, got {type(x).__name__}")
+    if x.ndim < 2:
+        raise ValueError(f"{fname}: x must have at least 2 dimensions, got shape {x.shape}")
+    k = operator_index(k)
+
+    def dense_fn(a: np.ndarray) -> np.ndarray:
+        return np.tril(a, k) if lower else np.triu(a, k)
+
+    def sparse_fn(c: np.ndarray, v: np.ndarray, shape: tuple[int, ...]) -> Any:
+        keep = (c[-1] - c[-2] <= k) if lower else (c[-1] - c[-2] >= k)
+        return shape, c[:, keep], v[keep]
+
+    t = x.tensor()
+    if not T.is_dense(t) and t.fill_value != 0:
+        # entries outside the triangle become 0, which is not the fill: go dense
+        return T.eager(x, dense_fn)
+    return T.eager(x, dense_fn, sparse_fn)
+
+
+def tril(x: LazyArray, /, *, k: int = 0) -> LazyArray:
+    """Lower triangle of the last two axes (computes ``x``; sparse input stays sparse)."""
+    return _tri(x, k, True, "tril")
+
+
+def triu(x: LazyArray, /, *, k: int = 0) -> LazyArray:
+    """Upper triangle of the last two axes (computes ``x``; sparse input stays sparse)."""
+    return _tri(x, k, False, "triu")
+
+
+def random(shape: Sequence[int] | int, density: float = 0.01, *, format: str = "coo",
+           dtype: Any = None, fill_value: Any = None, seed: Any = None) -> LazyArray:
+    """A random sparse array (``formats.random``) as a lazy leaf."""
+    s = _shape_arg(shape, "random")
+    kwargs: dict[str, Any] = {"format": format, "seed": seed}
+    if dtype is not None:
+        kwargs["dtype"] = _dt.as_dtype(dtype)
+    if fill_value is not None:
+        kwargs["fill_value"] = fill_value
+    return LazyArray.from_tensor(formats.random(s, density, **kwargs))

@@ -1,0 +1,78 @@
+"""The materializing side of the computational functions: compute a LazyArray, read its
+stored entries (never densifying a sparse tensor), densify within the limit, and wrap NumPy
+or coordinate results back as LazyArray leaves.
+
+Functions whose result depends on data (nonzero, unique, sort, searchsorted) or that are
+dense by nature (factorizations, FFTs, cumulative sums) go through here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from lazysparse.api.lazy_array import CPU, Device, LazyArray
+from lazysparse.api.tensors import coo_parts
+from lazysparse.formats.config import check_densify
+from lazysparse.formats.tensor import Tensor
+
+
+def tensor_of(x: LazyArray) -> Tensor:
+    """The computed tensor of ``x`` (computes it once)."""
+    return x.tensor()
+
+
+def is_dense(t: Tensor) -> bool:
+    """Whether every level of ``t`` is dense (every entry is stored)."""
+    return all(lv.kind == "dense" for lv in t.levels)
+
+
+def stored_entries(t: Tensor) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
+    """Coordinates (one int64 array per axis, in axis order) and values of the stored
+    entries, by walking the levels (``api.tensors.coo_parts``): O(stored positions)."""
+    coords, values = coo_parts(t)
+    return tuple(coords), values
+
+
+def sorted_entries(t: Tensor) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
+    """``stored_entries`` in row-major (C) order of their coordinates."""
+    coords, values = stored_entries(t)
+    if t.ndim > 1 and values.size:
+        order = np.lexsort(coords[::-1])
+        coords = tuple(c[order] for c in coords)
+        values = values[order]
+    return coords, values
+
+
+def check_dense_size(shape: tuple[int, ...], dtype: Any, what: str) -> None:
+    """DensifyError (a ValueError) when a dense array of ``shape`` passes the densify limit."""
+    n = 1
+    for d in shape:
+        n *= d
+    check_densify(n * np.dtype(dtype).itemsize, tuple(shape), dtype, what)
+
+
+def to_numpy(x: LazyArray, what: str) -> np.ndarray:
+    """``x`` computed and densified (respecting the densify limit)."""
+    t = tensor_of(x)
+    check_dense_size(t.shape, t.dtype, what)
+    return np.asarray(t.to_numpy())
+
+
+def from_numpy(arr: Any, device: Device = CPU) -> LazyArray:
+    """A dense NumPy result as a lazysparse leaf (fill value 0 of its dtype)."""
+    a = np.asarray(arr, order="C")
+    return LazyArray.from_tensor(Tensor.from_numpy(a, format="dense"), device)
+
+
+def from_coords(coords: tuple[np.ndarray, ...], values: np.ndarray, shape: tuple[int, ...],
+                fill_value: Any, device: Device = CPU) -> LazyArray:
+    """A COO leaf of ``shape`` with entries ``values`` at ``coords`` (unique, any order) and
+    ``fill_value`` elsewhere; a dense leaf for 0-d and 1-element shapes."""
+    values = np.asarray(values)
+    if len(shape) == 0:
+        return from_numpy(values.reshape(()), device)
+    return LazyArray.from_tensor(
+        Tensor.from_coords(tuple(np.asarray(c, np.int64) for c in coords), values, shape,
+                           fill_value=fill_value, format="coo"), device)

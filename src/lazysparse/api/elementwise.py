@@ -1,0 +1,205 @@
+"""Elementwise functions and operators, generated from the operator registry.
+
+Every Array API elementwise function is one ``ElementwiseFunction`` of
+``logic.operators.ELEMENTWISE_FUNCTIONS``; this module turns each into a namespace function
+(``xp.add``) and its ``LazyArray`` dunders (``__add__``, ``__radd__``, ``__iadd__``). Each
+call builds a broadcast ``MapJoin`` (see ``building.build_mapjoin``); nothing runs. Dtypes,
+accepted kinds and fill values come from the registry: result fill is ``op(fills...)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from lazysparse.api.building import broadcast_shapes, build_mapjoin
+from lazysparse.api.lazy_array import LazyArray
+from lazysparse.logic import dtypes as _dt
+from lazysparse.logic.nodes import Immediate
+from lazysparse.logic.operators import (
+    ELEMENTWISE_FUNCTIONS,
+    Operator,
+    astype_op,
+    get_operator,
+    mapjoin_fill,
+)
+
+Operand = LazyArray | bool | int | float | complex
+
+
+def as_operand(x: Any, fname: str) -> Operand:
+    """``x`` as a lazy array or a weak Python scalar; TypeError for anything else."""
+    if isinstance(x, LazyArray) or _dt.is_python_scalar(x):
+        return x
+    if isinstance(x, np.ndarray | np.generic):
+        from lazysparse.api.creation import asarray
+
+        return asarray(x)
+    raise TypeError(f"{fname}: unsupported operand type {type(x).__name__!r}; expected a "
+                    "lazysparse array or a Python scalar")
+
+
+def _same_device(arrays: list[LazyArray], fname: str) -> Any:
+    dev = arrays[0].device
+    for a in arrays[1:]:
+        if a.device != dev:
+            raise ValueError(f"{fname}: arrays are on different devices ({dev} and {a.device})")
+    return dev
+
+
+def apply_operator(op: Operator, *args: Any, fname: str | None = None) -> LazyArray:
+    """``op`` applied elementwise to broadcast ``args`` (lazy arrays and Python scalars)."""
+    name = fname or op.name
+    operands = [as_operand(a, name) for a in args]
+    arrays = [a for a in operands if isinstance(a, LazyArray)]
+    if not arrays:
+        raise TypeError(f"{name}: at least one argument must be an array")
+    meta = [a.dtype if isinstance(a, LazyArray) else a for a in operands]
+    op_dtypes = op.operand_dtypes(*meta)  # TypeError for wrong dtype kinds
+    out_dtype = op.result_dtype(*meta)
+    shape = broadcast_shapes(*(a.shape for a in arrays))
+    parts: list[Any] = []
+    fills: list[Any] = []
+    for a, d in zip(operands, op_dtypes, strict=True):
+        if isinstance(a, LazyArray):
+            parts.append((a.expr, a.shape))
+            fills.append(a.fill_value if a.fill_value is not None else a.dtype.type(0))
+        else:
+            s = _dt.scalar_as(a, d)
+            parts.append(Immediate(s))
+            fills.append(s)
+    fill = mapjoin_fill(op, fills) if all(a.fill_value is not None for a in arrays) else None
+    expr, _ = build_mapjoin(op, parts, shape)
+    return LazyArray(expr, shape, out_dtype, fill, _same_device(arrays, name))
+
+
+def astype(x: LazyArray, dtype: Any, /, *, copy: bool = True, device: Any = None) -> LazyArray:
+    """``x`` converted to ``dtype`` (lazy: a MapJoin of the cast operator)."""
+    if not isinstance(x, LazyArray):
+        raise TypeError(f"astype: expected a lazysparse array, got {type(x).__name__}")
+    d = _dt.as_dtype(dtype)
+    if device is not None and device != x.device:
+        raise ValueError(f"astype: unsupported device {device!r}")
+    if d == x.dtype:
+        return x.copy() if copy else x
+    return apply_operator(astype_op(d), x, fname="astype")
+
+
+def where(condition: Any, x1: Any, x2: Any, /) -> LazyArray:
+    """Elements of ``x1`` where ``condition`` is True, else of ``x2`` (lazy MapJoin)."""
+    cond = as_operand(condition, "where")
+    if isinstance(cond, LazyArray) and cond.dtype != _dt.BOOL:
+        raise TypeError(f"where: condition must have a boolean dtype, got {cond.dtype}")
+    return apply_operator(get_operator("where"), cond, x1, x2, fname="where")
+
+
+def clip(x: LazyArray, /, min: Any = None, max: Any = None) -> LazyArray:  # noqa: A002
+    """``x`` limited to ``[min, max]`` (either bound optional); keeps ``x``'s dtype."""
+    x = as_operand(x, "clip")
+    if not isinstance(x, LazyArray):
+        raise TypeError("clip: x must be an array")
+    if x.dtype.kind not in "biuf" or x.dtype == _dt.BOOL:
+        raise TypeError(f"clip: x must have a real numeric dtype, got {x.dtype}")
+    out = x
+    for bound, name in ((min, "maximum"), (max, "minimum")):
+        if bound is None:
+            continue
+        b = as_operand(bound, "clip")
+        if isinstance(b, LazyArray):
+            if b.dtype.kind not in "iuf" or b.dtype.kind != x.dtype.kind and not (
+                    b.dtype.kind in "iu" and x.dtype.kind in "iu"):
+                raise TypeError(f"clip: bound dtype {b.dtype} does not match x's {x.dtype}")
+            b = astype(b, x.dtype, copy=False)
+        elif x.dtype.kind in "iu":
+            if isinstance(b, float | complex):
+                raise TypeError(f"clip: bound {b!r} is not an integer for {x.dtype} input")
+            info = np.iinfo(x.dtype)
+            b = int(min_(max_(b, int(info.min)), int(info.max)))
+        out = apply_operator(get_operator(name), out, b, fname="clip")
+    if out.shape != x.shape:
+        raise ValueError(f"clip: bounds of shape {out.shape} do not broadcast to x's "
+                         f"{x.shape}")
+    return out if out.dtype == x.dtype else astype(out, x.dtype, copy=False)
+
+
+min_ = min
+max_ = max
+
+
+def _make_function(name: str, op: Operator, nargs: int) -> Callable[..., LazyArray]:
+    """The namespace function for one registry entry, with the standard's signature."""
+    if nargs == 1:
+        def fn(x: Any, /) -> LazyArray:
+            return apply_operator(op, x, fname=name)
+    elif nargs == 2:
+        def fn(x1: Any, x2: Any, /) -> LazyArray:  # type: ignore[misc]
+            return apply_operator(op, x1, x2, fname=name)
+    else:
+        def fn(*args: Any) -> LazyArray:  # type: ignore[misc]
+            return apply_operator(op, *args, fname=name)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__module__ = "lazysparse"
+    fn.__doc__ = (f"Elementwise ``{name}`` (Array API). Lazy: builds a broadcast MapJoin of "
+                  f"the registry operator ``{op.name}``.")
+    return fn
+
+
+def _inplace_update(self: LazyArray, res: LazyArray, dunder: str) -> LazyArray:
+    """Make ``self`` the result ``res`` (a functional update of its plan) and return it."""
+    if res.shape != self.shape:
+        raise ValueError(f"{dunder}: result shape {res.shape} differs from the array's "
+                         f"{self.shape}; in-place operations cannot broadcast the array")
+    if res.dtype != self.dtype:
+        if not _dt.isdtype(self.dtype, "numeric") and res.dtype != self.dtype:
+            raise TypeError(f"{dunder}: result dtype {res.dtype} cannot be stored in "
+                            f"{self.dtype}")
+        res = astype(res, self.dtype, copy=False)
+    self.replace_with(res)
+    return self
+
+
+def _make_dunder(dunder: str, name: str, op: Operator, nargs: int) -> Callable[..., Any]:
+    """One dunder: ``__op__`` (self first), ``__rop__`` (reflected) or ``__iop__``."""
+    stem = dunder[2:-2]
+    if nargs == 1:
+        def d(self: LazyArray, /) -> LazyArray:
+            return apply_operator(op, self, fname=dunder)
+    elif stem.startswith("i") and stem[1:] in _STEMS:
+        def d(self: LazyArray, other: Any, /) -> LazyArray:  # type: ignore[misc]
+            if not _dt.is_python_scalar(other) and not isinstance(other, LazyArray | np.ndarray
+                                                                   | np.generic):
+                return NotImplemented
+            return _inplace_update(self, apply_operator(op, self, other, fname=dunder),
+                                   dunder)
+    elif stem.startswith("r") and stem[1:] in _STEMS:
+        def d(self: LazyArray, other: Any, /) -> LazyArray:  # type: ignore[misc]
+            if not _dt.is_python_scalar(other) and not isinstance(other, LazyArray | np.ndarray
+                                                                   | np.generic):
+                return NotImplemented
+            return apply_operator(op, other, self, fname=dunder)
+    else:
+        def d(self: LazyArray, other: Any, /) -> LazyArray:  # type: ignore[misc]
+            if not _dt.is_python_scalar(other) and not isinstance(other, LazyArray | np.ndarray
+                                                                   | np.generic):
+                return NotImplemented
+            return apply_operator(op, self, other, fname=dunder)
+    d.__name__ = dunder
+    d.__qualname__ = f"LazyArray.{dunder}"
+    d.__doc__ = f"``{name}`` as an operator (lazy)."
+    return d
+
+
+_STEMS = {"add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor",
+          "lshift", "rshift", "matmul"}
+
+FUNCTIONS: dict[str, Callable[..., LazyArray]] = {}
+for _name, _ef in ELEMENTWISE_FUNCTIONS.items():
+    if _name == "clip":
+        continue
+    FUNCTIONS[_name] = _make_function(_name, _ef.operator, _ef.nargs)
+    for _dunder in _ef.dunders:
+        setattr(LazyArray, _dunder, _make_dunder(_dunder, _name, _ef.operator, _ef.nargs))
+FUNCTIONS["clip"] = clip
+FUNCTIONS["where"] = where

@@ -1,0 +1,395 @@
+"""Indexing: ``__getitem__``, ``__setitem__``, ``take``, ``take_along_axis``.
+
+Lazy: keys made of full slices, ``...`` and ``None`` (a relabel/reorder, no data moved).
+Eager (compute ``x`` first): integers, partial or strided slices, integer and boolean
+arrays; a dense tensor is indexed by NumPy, a sparse one by filtering and renumbering its
+stored coordinates (it stays sparse). ``__setitem__`` is a functional update: the array's plan
+becomes ``where(mask, values, old plan)`` with ``mask``/``values`` small sparse tensors of
+the selected positions; the old data and every other array sharing it are untouched.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import numpy as np
+
+from lazysparse.api import tensors as T
+from lazysparse.api.building import fresh_field, fresh_fields, identify
+from lazysparse.api.lazy_array import LazyArray
+from lazysparse.api.manipulation import expand_dims, normalize_axis
+from lazysparse.logic import dtypes as _dt
+from lazysparse.logic.nodes import Relabel, Reorder
+
+Key = tuple[Any, ...]
+
+
+def _is_int(k: Any) -> bool:
+    return isinstance(k, int | np.integer) and not isinstance(k, bool | np.bool_)
+
+
+def _component(k: Any) -> Any:
+    """Normalize one key component: ints, slices, None, Ellipsis stay; arrays become NumPy
+    (computing lazy ones); 0-d integer arrays become ints."""
+    if k is None or k is Ellipsis or isinstance(k, slice) or _is_int(k):
+        return k
+    if isinstance(k, bool | np.bool_):
+        return np.asarray(k)
+    if isinstance(k, LazyArray):
+        if k.dtype.kind in "iu" and k.ndim == 0:
+            return int(k)
+        if k.dtype.kind not in "iub":
+            raise IndexError(f"arrays used as indices must be of integer or boolean type, "
+                             f"not {k.dtype}")
+        return np.asarray(k)
+    if isinstance(k, np.ndarray):
+        if k.dtype.kind not in "iub":
+            raise IndexError(f"arrays used as indices must be of integer or boolean type, "
+                             f"not {k.dtype}")
+        return k
+    if isinstance(k, list):
+        arr = np.asarray(k)
+        if arr.size == 0:
+            arr = arr.astype(np.int64)
+        if arr.dtype.kind not in "iub":
+            raise IndexError(f"index lists must hold integers or booleans, got {k!r}")
+        return arr
+    raise IndexError(f"only integers, slices (`:`), ellipsis (`...`), None and integer or "
+                     f"boolean arrays are valid indices, got {type(k).__name__}")
+
+
+def normalize_key(key: Any, shape: tuple[int, ...]) -> list[Any]:
+    """The key as a list with the ellipsis expanded and ints range-checked."""
+    items = list(key) if isinstance(key, tuple) else [key]
+    items = [_component(k) for k in items]
+    n_ell = sum(1 for k in items if k is Ellipsis)
+    if n_ell > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    used = sum(k.ndim if isinstance(k, np.ndarray) and k.dtype == np.bool_ else
+               (0 if k is None or k is Ellipsis else 1) for k in items)
+    if used > len(shape):
+        raise IndexError(f"too many indices for array: array is {len(shape)}-dimensional, "
+                         f"but {used} were indexed")
+    if n_ell:
+        i = items.index(Ellipsis)
+        items[i:i + 1] = [slice(None)] * (len(shape) - used)
+    else:
+        items += [slice(None)] * (len(shape) - used)
+    axis = 0
+    for j, k in enumerate(items):
+        if k is None:
+            continue
+        if isinstance(k, np.ndarray) and k.dtype == np.bool_:
+            want = shape[axis:axis + k.ndim]
+            if k.shape != want:
+                raise IndexError(f"boolean index of shape {k.shape} does not match the "
+                                 f"indexed axes of shape {want}")
+            axis += k.ndim
+            continue
+        n = shape[axis]
+        if _is_int(k):
+            i = int(k)
+            if not -n <= i < n:
+                raise IndexError(f"index {i} is out of bounds for axis {axis} with size {n}")
+            items[j] = i % n
+        axis += 1
+    return items
+
+
+def _is_full(k: Any, n: int) -> bool:
+    return isinstance(k, slice) and k.indices(n) == (0, n, 1)
+
+
+def getitem(x: LazyArray, key: Any) -> LazyArray:
+    """``x[key]`` following the Array API (and NumPy) indexing rules."""
+    items = normalize_key(key, x.shape)
+    # lazy: full slices and new axes only
+    axis = 0
+    lazy = True
+    for k in items:
+        if k is None:
+            continue
+        if isinstance(k, np.ndarray) or not _is_full(k, x.shape[axis]):
+            lazy = False
+            break
+        axis += 1
+    if lazy:
+        return _lazy_view(x, items)
+    if any(isinstance(k, np.ndarray) for k in items):
+        return _advanced(x, items)
+    return _basic_eager(x, items)
+
+
+def _lazy_view(x: LazyArray, items: list[Any]) -> LazyArray:
+    if all(k is not None for k in items):
+        return x
+    f = fresh_fields(x.ndim)
+    it = iter(zip(f, x.shape, strict=True))
+    out_fields, shape = [], []
+    for k in items:
+        if k is None:
+            out_fields.append(fresh_field())
+            shape.append(1)
+        else:
+            fi, d = next(it)
+            out_fields.append(fi)
+            shape.append(d)
+    body = Reorder(Relabel(x.expr, f), tuple(out_fields))
+    return LazyArray(identify(body), tuple(shape), x.dtype, x.fill_value, x.device)
+
+
+def _basic_eager(x: LazyArray, items: list[Any]) -> LazyArray:
+    np_key = tuple(items)
+
+    def sparse_fn(c: np.ndarray, v: np.ndarray, shape: tuple[int, ...]) -> Any:
+        keep = np.ones(c.shape[1], dtype=bool)
+        new_c: list[np.ndarray | None] = []
+        new_shape: list[int] = []
+        axis = 0
+        for k in items:
+            if k is None:
+                new_c.append(None)
+                new_shape.append(1)
+                continue
+            ci, n = c[axis], shape[axis]
+            axis += 1
+            if isinstance(k, int):
+                keep &= ci == k
+                continue
+            start, stop, step = k.indices(n)
+            length = len(range(start, stop, step))
+            q, r = np.divmod(ci - start, step)
+            keep &= (r == 0) & (q >= 0) & (q < length)
+            new_c.append(q)
+            new_shape.append(length)
+        nnz = int(keep.sum())
+        out = np.zeros((len(new_shape), nnz), dtype=np.int64)
+        for j, q in enumerate(new_c):
+            if q is not None:
+                out[j] = q[keep]
+        return tuple(new_shape), out, v[keep]
+
+    return T.eager(x, lambda a: a[np_key], sparse_fn)
+
+
+def _advanced(x: LazyArray, items: list[Any]) -> LazyArray:
+    """Integer/boolean array indexing (data-dependent for masks): NumPy semantics."""
+    np_key = tuple(items)
+    arrays = [k for k in items if isinstance(k, np.ndarray)]
+    t = x.tensor()
+    if len(arrays) == 1 and arrays[0].dtype != np.bool_ and not T.is_dense(t):
+        idx = arrays[0]
+        ax = next(j for j, k in enumerate(items) if k is idx)
+        others = [k for k in items if k is not idx]
+        if all(_is_full(k, x.shape[j if j < ax else j + 1]) for j, k in enumerate(others)
+               if k is not None) and None not in items and idx.ndim == 1:
+            return take(x, idx, axis=ax)
+    if len(arrays) == 1 and arrays[0].dtype == np.bool_ and arrays[0].ndim == x.ndim and \
+            not T.is_dense(t) and len(items) == 1:
+        mask = arrays[0]
+
+        def sparse_fn(c: np.ndarray, v: np.ndarray, shape: tuple[int, ...]) -> Any:
+            flat = np.ravel_multi_index(tuple(c), shape) if c.shape[1] else \
+                np.zeros(0, np.int64)
+            sel = np.flatnonzero(mask)
+            pos = np.searchsorted(sel, flat)
+            pos_c = np.minimum(pos, max(sel.size - 1, 0))
+            hit = (sel.size > 0) & (sel[pos_c] == flat) if sel.size else np.zeros(
+                flat.size, bool)
+            return (int(sel.size),), pos[hit][None, :], v[hit]
+
+        return T.eager(x, lambda a: a[np_key], sparse_fn)
+    for k in arrays:
+        if k.dtype.kind in "iu":
+            _check_int_bounds(k, items, x.shape)
+    return T.eager(x, lambda a: a[np_key])
+
+
+def _check_int_bounds(k: np.ndarray, items: list[Any], shape: tuple[int, ...]) -> None:
+    axis = 0
+    for it in items:
+        if it is k:
+            n = shape[axis]
+            if k.size and (k.min() < -n or k.max() >= n):
+                raise IndexError(f"index out of bounds for axis {axis} with size {n}")
+            return
+        if it is None:
+            continue
+        axis += it.ndim if isinstance(it, np.ndarray) and it.dtype == np.bool_ else 1
+
+
+def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Concatenation of ``range(s, s + c)`` for each start/count."""
+    total = int(counts.sum())
+    offs = np.repeat(starts - np.cumsum(counts) + counts, counts)
+    return np.arange(total, dtype=np.int64) + offs
+
+
+def take(x: LazyArray, indices: Any, /, *, axis: int | None = None) -> LazyArray:
+    """Elements of ``x`` at integer ``indices`` along ``axis`` (computes ``x``; sparse
+    input stays sparse)."""
+    if not isinstance(x, LazyArray):
+        raise TypeError(f"take: expected a lazysparse array, got {type(x).__name__}")
+    if axis is None:
+        if x.ndim != 1:
+            raise ValueError(f"take: axis is required for a {x.ndim}-d array")
+        axis = 0
+    ax = normalize_axis(axis, x.ndim, "take")
+    idx = np.asarray(indices)
+    if idx.dtype.kind not in "iu":
+        raise TypeError(f"take: indices must have an integer dtype, got {idx.dtype}")
+    if idx.ndim != 1:
+        raise ValueError(f"take: indices must be 1-D, got shape {idx.shape}")
+    n = x.shape[ax]
+    if idx.size and (idx.min() < -n or idx.max() >= n):
+        raise IndexError(f"take: index out of bounds for axis {ax} with size {n}")
+    idx = np.where(idx < 0, idx + n, idx).astype(np.int64)
+
+    def sparse_fn(c: np.ndarray, v: np.ndarray, shape: tuple[int, ...]) -> Any:
+        order = np.argsort(idx, kind="stable")
+        sidx = idx[order]
+        lo = np.searchsorted(sidx, c[ax], "left")
+        hi = np.searchsorted(sidx, c[ax], "right")
+        counts = hi - lo
+        ent = np.repeat(np.arange(c.shape[1]), counts)
+        pos = order[_ranges(lo, counts)]
+        nc = c[:, ent]
+        nc[ax] = pos
+        new_shape = list(shape)
+        new_shape[ax] = idx.size
+        return tuple(new_shape), nc, v[ent]
+
+    return T.eager(x, lambda a: np.take(a, idx, axis=ax), sparse_fn)
+
+
+def take_along_axis(x: LazyArray, indices: Any, /, *, axis: int = -1) -> LazyArray:
+    """``x`` gathered at ``indices`` along ``axis`` (same ndim; computes both)."""
+    if not isinstance(x, LazyArray):
+        raise TypeError(f"take_along_axis: expected a lazysparse array, got "
+                        f"{type(x).__name__}")
+    ax = normalize_axis(axis, x.ndim, "take_along_axis")
+    idx = np.asarray(indices)
+    if idx.dtype.kind not in "iu":
+        raise TypeError(f"take_along_axis: indices must be integers, got {idx.dtype}")
+    if idx.ndim != x.ndim:
+        raise ValueError(f"take_along_axis: indices must have {x.ndim} dimensions, got "
+                         f"{idx.ndim}")
+    n = x.shape[ax]
+    if idx.size and (idx.min() < -n or idx.max() >= n):
+        raise IndexError(f"take_along_axis: index out of bounds for axis {ax} with size {n}")
+    try:
+        np.broadcast_shapes(tuple(d for k, d in enumerate(x.shape) if k != ax),
+                            tuple(d for k, d in enumerate(idx.shape) if k != ax))
+    except ValueError:
+        raise ValueError(f"take_along_axis: indices of shape {idx.shape} do not broadcast "
+                         f"with x of shape {x.shape}") from None
+    return T.eager(x, lambda a: np.take_along_axis(a, idx, axis=ax))
+
+
+# --- __setitem__ ------------------------------------------------------------------------
+
+def _value_operand(x: LazyArray, value: Any) -> Any:
+    """``value`` as a scalar of ``x``'s dtype or a lazy array."""
+    if _dt.is_python_scalar(value) or isinstance(value, np.generic):
+        if isinstance(value, complex) and x.dtype.kind != "c":
+            raise TypeError(f"cannot assign complex {value!r} to a {x.dtype} array")
+        if isinstance(value, float) and x.dtype.kind in "biu":
+            raise TypeError(f"cannot assign float {value!r} to a {x.dtype} array")
+        return _dt.scalar_as(value, x.dtype)
+    if isinstance(value, LazyArray):
+        return value
+    if isinstance(value, np.ndarray):
+        from lazysparse.api.creation import asarray
+
+        return asarray(value)
+    raise TypeError(f"cannot assign a {type(value).__name__} to a lazysparse array")
+
+
+def setitem(x: LazyArray, key: Any, value: Any) -> None:
+    """``x[key] = value`` as a functional update of ``x``'s plan."""
+    from lazysparse.api.elementwise import apply_operator, astype
+    from lazysparse.logic.operators import get_operator
+
+    where = get_operator("where")
+    val = _value_operand(x, value)
+    items = normalize_key(key, x.shape)
+    masks = [k for k in items if isinstance(k, np.ndarray) and k.dtype == np.bool_]
+    raw_mask = key if isinstance(key, LazyArray) and key.dtype == _dt.BOOL else None
+    is_scalar = not isinstance(val, LazyArray) or val.ndim == 0
+    if isinstance(val, LazyArray) and val.dtype != x.dtype:
+        val = astype(val, x.dtype)
+    if raw_mask is not None and is_scalar:
+        # lazy: where(mask, value, x), the mask broadcast over trailing axes
+        m = raw_mask
+        if m.ndim < x.ndim:
+            m = expand_dims(m, axis=tuple(range(m.ndim, x.ndim)))
+        new = apply_operator(where, m, val, x, fname="__setitem__")
+        if new.shape != x.shape:
+            raise ValueError(f"__setitem__: mask of shape {raw_mask.shape} does not match "
+                             f"{x.shape}")
+        x.replace_with(new)
+        return
+    coords, sel_shape = _selection(items, x.shape, masks)
+    if isinstance(val, LazyArray):
+        vals = np.asarray(val)
+        try:
+            vals = np.broadcast_to(vals, sel_shape)
+        except ValueError:
+            raise ValueError(f"__setitem__: value of shape {vals.shape} cannot be broadcast "
+                             f"to the selection's shape {sel_shape}") from None
+        vals = vals.reshape(-1)
+    else:
+        vals = np.full(coords.shape[1], val, dtype=x.dtype)
+    # later duplicates win (NumPy's order); from_coords needs unique coordinates
+    if coords.shape[1] > 1 and x.ndim:
+        flat = np.ravel_multi_index(tuple(coords), x.shape)
+        _, last = np.unique(flat[::-1], return_index=True)
+        keep = np.sort(coords.shape[1] - 1 - last)
+        coords, vals = coords[:, keep], vals[keep]
+    fill = x.fill_value if x.fill_value is not None else x.dtype.type(0)
+    if x.ndim == 0:
+        new = LazyArray.from_tensor(T.dense(np.asarray(vals[0] if vals.size else fill,
+                                                       dtype=x.dtype)), x.device)
+        x.replace_with(new)
+        return
+    mask_t = T.from_coords(x.shape, coords, np.ones(coords.shape[1], bool), np.False_)
+    vals_t = T.from_coords(x.shape, coords, vals.astype(x.dtype, copy=False), fill)
+    new = apply_operator(where, LazyArray.from_tensor(mask_t, x.device),
+                         LazyArray.from_tensor(vals_t, x.device), x, fname="__setitem__")
+    x.replace_with(new)
+
+
+def _selection(items: list[Any], shape: tuple[int, ...],
+               masks: list[np.ndarray]) -> tuple[np.ndarray, tuple[int, ...]]:
+    """Coordinates ``(ndim, n)`` of the selected elements in row-major selection order,
+    and the shape a value must broadcast to."""
+    arrays = [k for k in items if isinstance(k, np.ndarray)]
+    if arrays:
+        pos = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)[tuple(items)]
+        coords = np.array(np.unravel_index(pos.reshape(-1), shape), dtype=np.int64)
+        return coords.reshape(len(shape), -1), pos.shape
+    per_axis: list[np.ndarray] = []
+    sel_shape: list[int] = []
+    axis = 0
+    for k in items:
+        if k is None:
+            sel_shape.append(1)
+            continue
+        n = shape[axis]
+        axis += 1
+        if isinstance(k, int):
+            per_axis.append(np.array([k], dtype=np.int64))
+        else:
+            r = np.arange(*k.indices(n), dtype=np.int64)
+            per_axis.append(r)
+            sel_shape.append(r.size)
+    if not per_axis:
+        return np.zeros((0, 1), np.int64), tuple(sel_shape)
+    grids = np.meshgrid(*per_axis, indexing="ij")
+    coords = np.stack([g.reshape(-1) for g in grids]) if grids else np.zeros((0, 1))
+    return coords.astype(np.int64), tuple(sel_shape)
+
+
+def _check_index(i: Any) -> int:
+    return operator.index(i)

@@ -1,0 +1,45 @@
+"""Beyond the standard: storage formats and interoperability (``asformat``, ``to_scipy``,
+``to_numpy``, ``compute``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lazysparse import formats
+from lazysparse.api.building import fresh_fields, identify
+from lazysparse.api.lazy_array import LazyArray
+from lazysparse.logic.nodes import Relabel
+
+
+def asformat(x: LazyArray, format: Any, /) -> LazyArray:  # noqa: A002 - public name
+    """``x`` stored in ``format`` (a name such as ``"csr"`` or a ``FormatSpec``). Lazy: the
+    result's query gets a ``Reformat`` that the optimizer keeps."""
+    if not isinstance(x, LazyArray):
+        raise TypeError(f"asformat: expected a lazysparse array, got {type(x).__name__}")
+    spec = formats.format_spec(format, x.ndim)
+    if x.format == spec.name and x.requested_format in (None, spec):
+        t = x.result
+        if t is not None and t.spec == spec:
+            return x
+    if x.result is not None:
+        # data already there: convert it now (no plan to optimize)
+        return LazyArray.from_tensor(formats.convert(x.result, spec), x.device)
+    body = Relabel(x.expr, fresh_fields(x.ndim))
+    return LazyArray(identify(body), x.shape, x.dtype, x.fill_value, x.device, spec.name,
+                     spec)
+
+
+def to_scipy(x: LazyArray, /) -> Any:
+    """``x`` (computed) as a ``scipy.sparse`` array (2-D)."""
+    if not isinstance(x, LazyArray):
+        raise TypeError(f"to_scipy: expected a lazysparse array, got {type(x).__name__}")
+    if x.ndim != 2:
+        raise ValueError(f"to_scipy: scipy.sparse holds 2-D arrays, got shape {x.shape}")
+    return x.tensor().to_scipy()
+
+
+def to_numpy(x: LazyArray, /) -> Any:
+    """``x`` (computed) as a NumPy array."""
+    if not isinstance(x, LazyArray):
+        raise TypeError(f"to_numpy: expected a lazysparse array, got {type(x).__name__}")
+    return x.__array__()

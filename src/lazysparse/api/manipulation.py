@@ -1,0 +1,372 @@
+"""Array API manipulation functions.
+
+Lazy (relabel/reorder, no data movement): ``permute_dims``, ``matrix_transpose``,
+``moveaxis``, ``expand_dims``, ``squeeze``, ``broadcast_to``/``broadcast_arrays`` (a
+``MapJoin(overwrite, extent, x)`` whose first operand is an entry-less sparse tensor giving
+the new axes their extent), and ``reshape`` when it only adds or drops size-1 axes.
+Eager (compute the input, then move stored entries; sparse stays sparse): ``reshape``,
+``concat``, ``stack``, ``flip``, ``roll``, ``tile``, ``repeat``; ``unstack`` is indexing.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from lazysparse.api import tensors as T
+from lazysparse.api.building import broadcast_shapes, fresh_field, fresh_fields, identify
+from lazysparse.api.lazy_array import LazyArray
+from lazysparse.logic import dtypes as _dt
+from lazysparse.logic.nodes import Immediate, MapJoin, Relabel, Reorder
+from lazysparse.logic.operators import get_operator
+
+
+def _arr(x: Any, fname: str) -> LazyArray:
+    if not isinstance(x, LazyArray):
+        raise TypeError(f"{fname}: expected a lazysparse array, got {type(x).__name__}")
+    return x
+
+
+def normalize_axis(axis: Any, ndim: int, fname: str) -> int:
+    """``axis`` in ``[0, ndim)``; IndexError naming the bounds when out of range."""
+    try:
+        a = operator.index(axis)
+    except TypeError:
+        raise TypeError(f"{fname}: axis must be an integer, got {axis!r}") from None
+    if not -ndim <= a < ndim:
+        raise IndexError(f"{fname}: axis {a} is out of bounds for an array of {ndim} "
+                         "dimension(s)")
+    return a % ndim
+
+
+def normalize_axes(axes: Any, ndim: int, fname: str) -> tuple[int, ...]:
+    """A tuple of distinct normalized axes (an int or a sequence)."""
+    if isinstance(axes, int | np.integer):
+        axes = (axes,)
+    out = tuple(normalize_axis(a, ndim, fname) for a in axes)
+    if len(set(out)) != len(out):
+        raise ValueError(f"{fname}: repeated axis in {tuple(axes)}")
+    return out
+
+
+def _wrap(x: LazyArray, body: Any, shape: tuple[int, ...], fmt: str | None = None) -> LazyArray:
+    return LazyArray(identify(body), shape, x.dtype, x.fill_value, x.device, fmt)
+
+
+def permute_dims(x: LazyArray, /, axes: tuple[int, ...]) -> LazyArray:
+    """``x`` with its axes permuted (lazy: Reorder of a Relabel)."""
+    x = _arr(x, "permute_dims")
+    perm = normalize_axes(tuple(axes), x.ndim, "permute_dims")
+    if len(perm) != x.ndim:
+        raise ValueError(f"permute_dims: axes {tuple(axes)} is not a permutation of "
+                         f"{x.ndim} axes")
+    if perm == tuple(range(x.ndim)):
+        return x
+    f = fresh_fields(x.ndim)
+    body = Reorder(Relabel(x.expr, f), tuple(f[a] for a in perm))
+    return _wrap(x, body, tuple(x.shape[a] for a in perm))
+
+
+def matrix_transpose(x: LazyArray, /) -> LazyArray:
+    """Swap the last two axes (lazy)."""
+    x = _arr(x, "matrix_transpose")
+    if x.ndim < 2:
+        raise ValueError(f"matrix_transpose: needs at least 2 dimensions, got {x.ndim}")
+    perm = (*range(x.ndim - 2), x.ndim - 1, x.ndim - 2)
+    return permute_dims(x, perm)
+
+
+def moveaxis(x: LazyArray, source: Any, destination: Any, /) -> LazyArray:
+    """Move axes ``source`` to positions ``destination`` (lazy)."""
+    x = _arr(x, "moveaxis")
+    src = normalize_axes(source, x.ndim, "moveaxis")
+    dst = normalize_axes(destination, x.ndim, "moveaxis")
+    if len(src) != len(dst):
+        raise ValueError("moveaxis: source and destination need the same number of axes")
+    order = [a for a in range(x.ndim) if a not in src]
+    for d, s in sorted(zip(dst, src, strict=True)):
+        order.insert(d, s)
+    return permute_dims(x, tuple(order))
+
+
+def _reshape_fields(x: LazyArray, shape: tuple[int, ...]) -> LazyArray:
+    """``x`` viewed with size-1 axes added/removed so it has ``shape`` (same non-1 dims)."""
+    f = fresh_fields(x.ndim)
+    kept = [fi for fi, d in zip(f, x.shape, strict=True) if d != 1]
+    it = iter(kept)
+    out = tuple(fresh_field() if d == 1 else next(it) for d in shape)
+    return _wrap(x, Reorder(Relabel(x.expr, f), out), shape)
+
+
+def expand_dims(x: LazyArray, /, axis: int | tuple[int, ...] = 0) -> LazyArray:
+    """Insert size-1 axes at ``axis`` (positions in the result; lazy)."""
+    x = _arr(x, "expand_dims")
+    n = x.ndim + (len(axis) if isinstance(axis, tuple) else 1)
+    axes = normalize_axes(axis, n, "expand_dims")
+    f = fresh_fields(x.ndim)
+    it = iter(f)
+    out = tuple(fresh_field() if k in axes else next(it) for k in range(n))
+    shape_it = iter(x.shape)
+    shape = tuple(1 if k in axes else next(shape_it) for k in range(n))
+    return _wrap(x, Reorder(Relabel(x.expr, f), out), shape)
+
+
+def squeeze(x: LazyArray, /, axis: int | tuple[int, ...]) -> LazyArray:
+    """Remove size-1 axes ``axis`` (lazy); ValueError if one is not of size 1."""
+    x = _arr(x, "squeeze")
+    axes = normalize_axes(axis, x.ndim, "squeeze")
+    for a in axes:
+        if x.shape[a] != 1:
+            raise ValueError(f"squeeze: axis {a} has size {x.shape[a]}, not 1")
+    if not axes:
+        return x
+    f = fresh_fields(x.ndim)
+    out = tuple(fi for k, fi in enumerate(f) if k not in axes)
+    shape = tuple(d for k, d in enumerate(x.shape) if k not in axes)
+    return _wrap(x, Reorder(Relabel(x.expr, f), out), shape)
+
+
+def broadcast_to(x: LazyArray, /, shape: tuple[int, ...]) -> LazyArray:
+    """``x`` broadcast to ``shape`` (lazy; ValueError when incompatible)."""
+    x = _arr(x, "broadcast_to")
+    shape = tuple(operator.index(d) for d in shape)
+    try:
+        ok = len(shape) >= x.ndim and broadcast_shapes(x.shape, shape) == shape
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ValueError(f"broadcast_to: cannot broadcast shape {x.shape} to {shape}")
+    if shape == x.shape:
+        return x
+    if shape[len(shape) - x.ndim:] == x.shape and all(
+            d == 1 for d in shape[: len(shape) - x.ndim]):
+        # only leading size-1 axes are added
+        return _reshape_fields(x, shape)
+    from lazysparse.api.building import access
+
+    fill = x.fill_value if x.fill_value is not None else x.dtype.type(0)
+    extent = T.empty_sparse(shape, x.dtype, fill)
+    out = fresh_fields(len(shape))
+    extent_leaf = LazyArray.from_tensor(extent).expr
+    body = MapJoin(Immediate(get_operator("overwrite")),
+                   (Relabel(extent_leaf, out), access(x.expr, x.shape, out, shape)))
+    return LazyArray(identify(body), shape, x.dtype, x.fill_value, x.device)
+
+
+def broadcast_arrays(*arrays: LazyArray) -> list[LazyArray]:
+    """Every array broadcast to their common shape (lazy)."""
+    for a in arrays:
+        _arr(a, "broadcast_arrays")
+    shape = broadcast_shapes(*(a.shape for a in arrays))
+    return [broadcast_to(a, shape) for a in arrays]
+
+
+def reshape(x: LazyArray, /, shape: tuple[int, ...], *, copy: bool | None = None) -> LazyArray:
+    """``x`` with a new shape (C order). Lazy when only size-1 axes change, else computes
+    ``x`` and relinearizes its stored coordinates (sparse stays sparse)."""
+    x = _arr(x, "reshape")
+    if isinstance(shape, int | np.integer):
+        shape = (shape,)
+    shape = tuple(operator.index(d) for d in shape)
+    if sum(1 for d in shape if d == -1) > 1:
+        raise ValueError("reshape: only one dimension can be -1")
+    if any(d < -1 for d in shape):
+        raise ValueError(f"reshape: invalid shape {shape}")
+    if -1 in shape:
+        rest = math.prod(d for d in shape if d != -1)
+        if rest == 0 or x.size % rest:
+            raise ValueError(f"reshape: cannot reshape array of size {x.size} into {shape}")
+        shape = tuple(x.size // rest if d == -1 else d for d in shape)
+    if math.prod(shape) != x.size:
+        raise ValueError(f"reshape: cannot reshape array of shape {x.shape} (size {x.size}) "
+                         f"into shape {shape}")
+    if copy is False and x.result is None:
+        pass  # lazy arrays are never aliased; no copy is made either way
+    if shape == x.shape:
+        return x.copy() if copy else x
+    if [d for d in shape if d != 1] == [d for d in x.shape if d != 1]:
+        return _reshape_fields(x, shape)
+
+    def sparse_fn(c: np.ndarray, v: np.ndarray, old: tuple[int, ...]) -> Any:
+        flat = np.ravel_multi_index(tuple(c), old) if c.shape[1] else np.zeros(0, np.int64)
+        new = np.array(np.unravel_index(flat, shape), dtype=np.int64).reshape(len(shape), -1)
+        return shape, new, v
+
+    return T.eager(x, lambda a: np.reshape(a, shape), sparse_fn)
+
+
+def _same_dtype_list(arrays: Any, fname: str) -> list[LazyArray]:
+    if isinstance(arrays, LazyArray) or not isinstance(arrays, Sequence):
+        raise TypeError(f"{fname}: expected a tuple or list of arrays")
+    out = [_arr(a, fname) for a in arrays]
+    if not out:
+        raise ValueError(f"{fname}: needs at least one array")
+    return out
+
+
+def _common(arrays: list[LazyArray]) -> np.dtype:
+    d = arrays[0].dtype
+    for a in arrays[1:]:
+        d = _dt.promote_types(d, a.dtype)
+    return d
+
+
+def concat(arrays: tuple[LazyArray, ...] | list[LazyArray], /, *,
+           axis: int | None = 0) -> LazyArray:
+    """Join arrays along ``axis`` (None: flatten first). Computes the inputs; when all are
+    sparse with one fill value the result is sparse."""
+    arrays = _same_dtype_list(arrays, "concat")
+    if axis is None:
+        arrays = [reshape(a, (-1,)) for a in arrays]
+        axis = 0
+    ndim = arrays[0].ndim
+    if ndim == 0:
+        raise ValueError("concat: zero-dimensional arrays cannot be concatenated")
+    ax = normalize_axis(axis, ndim, "concat")
+    for a in arrays:
+        if a.ndim != ndim or any(d != e for k, (d, e) in enumerate(
+                zip(a.shape, arrays[0].shape, strict=True)) if k != ax):
+            raise ValueError(f"concat: shapes {[b.shape for b in arrays]} do not match "
+                             f"outside axis {ax}")
+    d = _common(arrays)
+    from lazysparse.api.execution import compute
+
+    compute(*arrays)
+    tensors = [a.tensor() for a in arrays]
+    fills = {_fill_key(t.fill_value, d) for t in tensors}
+    shape = list(arrays[0].shape)
+    shape[ax] = sum(a.shape[ax] for a in arrays)
+    if all(not T.is_dense(t) for t in tensors) and len(fills) == 1:
+        cs, vs, off = [], [], 0
+        for t in tensors:
+            c, v = T.coo_parts(t)
+            c = c.copy()
+            c[ax] += off
+            off += t.shape[ax]
+            cs.append(c)
+            vs.append(v.astype(d))
+        t = T.from_coords(tuple(shape), np.concatenate(cs, axis=1), np.concatenate(vs),
+                          d.type(tensors[0].fill_value), tensors[0].format)
+        return T.leaf(t, arrays[0])
+    out = np.concatenate([t.to_numpy().astype(d, copy=False) for t in tensors], axis=ax)
+    return T.leaf(T.dense(out), arrays[0])
+
+
+def _fill_key(v: Any, d: np.dtype) -> Any:
+    s = np.asarray(v).astype(d)[()]
+    return ("nan",) if s != s else (s.item(),)
+
+
+def stack(arrays: tuple[LazyArray, ...] | list[LazyArray], /, *, axis: int = 0) -> LazyArray:
+    """Join arrays along a new axis (computes the inputs)."""
+    arrays = _same_dtype_list(arrays, "stack")
+    shape = arrays[0].shape
+    for a in arrays:
+        if a.shape != shape:
+            raise ValueError(f"stack: all arrays need one shape, got "
+                             f"{[b.shape for b in arrays]}")
+    ax = normalize_axis(axis, len(shape) + 1, "stack")
+    return concat([expand_dims(a, axis=ax) for a in arrays], axis=ax)
+
+
+def unstack(x: LazyArray, /, *, axis: int = 0) -> tuple[LazyArray, ...]:
+    """Split ``x`` along ``axis`` into a tuple of arrays (indexing)."""
+    x = _arr(x, "unstack")
+    if x.ndim == 0:
+        raise ValueError("unstack: x must have at least one dimension")
+    ax = normalize_axis(axis, x.ndim, "unstack")
+    pre = (slice(None),) * ax
+    return tuple(x[(*pre, i)] for i in range(x.shape[ax]))
+
+
+def flip(x: LazyArray, /, *, axis: int | tuple[int, ...] | None = None) -> LazyArray:
+    """Reverse the order of elements along ``axis`` (all when None; computes ``x``)."""
+    x = _arr(x, "flip")
+    axes = tuple(range(x.ndim)) if axis is None else normalize_axes(axis, x.ndim, "flip")
+    if not axes or x.ndim == 0:
+        return x
+
+    def sparse_fn(c: np.ndarray, v: np.ndarray, shape: tuple[int, ...]) -> Any:
+        c = c.copy()
+        for a in axes:
+            c[a] = shape[a] - 1 - c[a]
+        return shape, c, v
+
+    return T.eager(x, lambda a: np.flip(a, axis=axes), sparse_fn)
+
+
+def roll(x: LazyArray, /, shift: int | tuple[int, ...], *,
+         axis: int | tuple[int, ...] | None = None) -> LazyArray:
+    """Shift elements cyclically along ``axis`` (flattened when None; computes ``x``)."""
+    x = _arr(x, "roll")
+    if axis is None:
+        if not isinstance(shift, int | np.integer):
+            raise ValueError("roll: shift must be an int when axis is None")
+        flat = reshape(x, (-1,))
+        return reshape(roll(flat, int(shift), axis=0), x.shape)
+    shifts = (shift,) if isinstance(shift, int | np.integer) else tuple(shift)
+    axes = (axis,) if isinstance(axis, int | np.integer) else tuple(axis)
+    axes = tuple(normalize_axis(a, x.ndim, "roll") for a in axes)
+    if len(shifts) == 1 and len(axes) > 1:
+        shifts = shifts * len(axes)
+    if len(shifts) != len(axes):
+        raise ValueError("roll: shift and axis must have the same length")
+
+    def sparse_fn(c: np.ndarray, v: np.ndarray, shape: tuple[int, ...]) -> Any:
+        c = c.copy()
+        for s, a in zip(shifts, axes, strict=True):
+            if shape[a]:
+                c[a] = (c[a] + int(s)) % shape[a]
+        return shape, c, v
+
+    return T.eager(x, lambda a: np.roll(a, shifts, axis=axes), sparse_fn)
+
+
+def tile(x: LazyArray, repetitions: tuple[int, ...], /) -> LazyArray:
+    """Repeat the whole of ``x`` ``repetitions`` times per axis (computes ``x``)."""
+    x = _arr(x, "tile")
+    reps = tuple(operator.index(r) for r in repetitions)
+    if any(r < 0 for r in reps):
+        raise ValueError(f"tile: repetitions must be non-negative, got {reps}")
+    n = max(len(reps), x.ndim)
+    reps_full = (1,) * (n - len(reps)) + reps
+    if x.ndim < n:
+        x = reshape(x, (1,) * (n - x.ndim) + x.shape)
+
+    def sparse_fn(c: np.ndarray, v: np.ndarray, shape: tuple[int, ...]) -> Any:
+        new_shape = tuple(d * r for d, r in zip(shape, reps_full, strict=True))
+        for a, r in enumerate(reps_full):
+            if r == 1:
+                continue
+            offs = np.repeat(np.arange(r, dtype=np.int64) * shape[a], c.shape[1])
+            c = np.tile(c, (1, r))
+            c[a] += offs
+            v = np.tile(v, r)
+        return new_shape, c, v
+
+    return T.eager(x, lambda a: np.tile(a, reps_full), sparse_fn)
+
+
+def repeat(x: LazyArray, repeats: Any, /, *, axis: int | None = None) -> LazyArray:
+    """Repeat each element of ``x`` (along ``axis``, or of the flattened ``x``)."""
+    x = _arr(x, "repeat")
+    if axis is None:
+        x = reshape(x, (-1,))
+        axis = 0
+    ax = normalize_axis(axis, x.ndim, "repeat")
+    if isinstance(repeats, LazyArray):
+        if repeats.dtype.kind not in "iu":
+            raise TypeError(f"repeat: repeats must be integers, got {repeats.dtype}")
+        reps = np.asarray(repeats)
+        if reps.ndim > 1 or reps.ndim == 1 and reps.shape[0] not in (1, x.shape[ax]):
+            raise ValueError(f"repeat: repeats of shape {reps.shape} does not match axis "
+                             f"{ax} of size {x.shape[ax]}")
+    else:
+        reps = np.asarray(operator.index(repeats))
+    if np.any(reps < 0):
+        raise ValueError("repeat: repeats must be non-negative")
+    return T.eager(x, lambda a: np.repeat(a, reps, axis=ax))

@@ -1,0 +1,86 @@
+"""The user-facing namespace: every public name of ``import lazysparse as xp``.
+
+Collected here from the api modules (elementwise functions are generated from the operator
+registry); ``lazysparse/__init__.py`` re-exports ``NAMESPACE``. The computational modules
+(statistical, searching, sorting, sets, utility, linalg, fft, einsum) contribute their
+``__all__`` when present.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import math
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from lazysparse.api import creation, data_types, elementwise, indexing, info, interop, manipulation
+from lazysparse.api.execution import compute
+from lazysparse.api.lazy_array import CPU, Device, LazyArray
+
+DTYPES = {name: np.dtype(name) for name in (
+    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float32", "float64", "complex64", "complex128")}
+
+CONSTANTS = {"e": math.e, "inf": math.inf, "nan": math.nan, "pi": math.pi, "newaxis": None}
+
+CREATION = ("arange", "asarray", "empty", "empty_like", "eye", "from_dlpack", "full",
+            "full_like", "linspace", "meshgrid", "ones", "ones_like", "tril", "triu", "zeros",
+            "zeros_like", "random")
+MANIPULATION = ("broadcast_arrays", "broadcast_to", "concat", "expand_dims", "flip",
+                "moveaxis", "permute_dims", "repeat", "reshape", "roll", "squeeze", "stack",
+                "tile", "unstack", "matrix_transpose")
+INDEXING = ("take", "take_along_axis")
+DATA_TYPES = ("can_cast", "finfo", "iinfo", "isdtype", "result_type")
+INTEROP = ("asformat", "to_scipy", "to_numpy")
+
+# api-compute's modules and the sub-namespaces (extensions) they may provide
+COMPUTE_MODULES = ("statistical", "searching", "sorting", "sets", "utility", "linalg", "fft",
+                   "einsum")
+
+
+def _public(module: ModuleType) -> dict[str, Any]:
+    names = getattr(module, "__all__", None)
+    if names is None:
+        names = [n for n in vars(module) if not n.startswith("_")
+                 and callable(getattr(module, n))
+                 and getattr(getattr(module, n), "__module__", "") == module.__name__]
+    return {n: getattr(module, n) for n in names}
+
+
+def build_namespace() -> dict[str, Any]:
+    """Every public name, by name."""
+    ns: dict[str, Any] = {}
+    ns.update(DTYPES)
+    ns.update(CONSTANTS)
+    ns.update({n: getattr(creation, n) for n in CREATION})
+    ns.update(elementwise.FUNCTIONS)
+    ns["astype"] = elementwise.astype
+    ns.update({n: getattr(manipulation, n) for n in MANIPULATION})
+    ns.update({n: getattr(indexing, n) for n in INDEXING})
+    ns.update({n: getattr(data_types, n) for n in DATA_TYPES})
+    ns.update({n: getattr(interop, n) for n in INTEROP})
+    ns["__array_namespace_info__"] = info.__array_namespace_info__
+    ns["compute"] = compute
+    ns["LazyArray"] = LazyArray
+    ns["Device"] = Device
+    ns["CPU"] = CPU
+    for name in COMPUTE_MODULES:
+        full = f"lazysparse.api.{name}"
+        if importlib.util.find_spec(full) is None:
+            continue
+        module = importlib.import_module(full)
+        for key, val in _public(module).items():
+            if key in ("linalg", "fft") and isinstance(val, ModuleType):
+                ns[key] = val
+            elif key not in ns or name in ("searching",) and key == "where":
+                ns[key] = val
+        extension = getattr(module, "EXTENSION", None)
+        if extension is not None:
+            ns[name] = extension
+    return ns
+
+
+NAMESPACE = build_namespace()

@@ -1,0 +1,130 @@
+"""Eager helpers on stored ``formats.Tensor`` data, for the operations Finch-Logic cannot
+express (slicing with steps, reshape, concat, flip ...): read a tensor's coordinates, build a
+sparse tensor from coordinates, and apply an operation densely (NumPy) or on coordinates.
+
+A dense tensor is handled as a NumPy array; a sparse one through its coordinate list, so its
+sparsity and fill value survive and it is never densified.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from lazysparse import formats
+from lazysparse.api.lazy_array import LazyArray
+
+
+def is_dense(t: formats.Tensor) -> bool:
+    """Whether every level of ``t`` is dense (a plain NumPy array holds it)."""
+    return all(getattr(lv, "kind", "") == "dense" for lv in t.levels)
+
+
+def coo_parts(t: formats.Tensor) -> tuple[np.ndarray, np.ndarray]:
+    """Coordinates ``(ndim, nnz)`` (int64, axis order) and values of ``t``'s stored entries,
+    by walking its levels (Dense: every coordinate; Compressed: ptr/idx; Singleton: idx)."""
+    pos = np.zeros(1, dtype=np.int64)
+    level_coords: list[np.ndarray] = []
+    for lv in t.levels:
+        kind = lv.kind
+        if kind == "dense":
+            n = lv.size
+            new_pos = (pos[:, None] * n + np.arange(n, dtype=np.int64)[None, :]).ravel()
+            level_coords = [np.repeat(c, n) for c in level_coords]
+            level_coords.append(np.tile(np.arange(n, dtype=np.int64), pos.size))
+            pos = new_pos
+        elif kind == "singleton":
+            level_coords.append(np.asarray(lv.idx, dtype=np.int64)[pos])
+        else:  # compressed (unique or not)
+            ptr = np.asarray(lv.ptr, dtype=np.int64)
+            starts, stops = ptr[pos], ptr[pos + 1]
+            counts = stops - starts
+            total = int(counts.sum())
+            offsets = np.repeat(starts - np.cumsum(counts) + counts, counts)
+            new_pos = np.arange(total, dtype=np.int64) + offsets
+            level_coords = [np.repeat(c, counts) for c in level_coords]
+            level_coords.append(np.asarray(lv.idx, dtype=np.int64)[new_pos])
+            pos = new_pos
+    values = np.asarray(t.values)[pos] if t.levels else np.asarray(t.values)[:1]
+    coords = np.empty((t.ndim, pos.size), dtype=np.int64)
+    for k, axis in enumerate(t.mode_order):
+        coords[axis] = level_coords[k]
+    return coords, values
+
+
+def sparse_format_for(ndim: int, like: str | None = None) -> str:
+    """The sparse format a result of ``ndim`` axes gets: ``like`` when it fits that ndim,
+    else csr for 2-D, csf otherwise (a 1-D csf is a sparse vector)."""
+    if like not in (None, "dense"):
+        try:
+            formats.format_spec(like, ndim)
+            return like
+        except ValueError:
+            pass
+    if ndim == 0:
+        return "dense"
+    return "csr" if ndim == 2 else "csf"
+
+
+def from_coords(shape: tuple[int, ...], coords: np.ndarray, values: np.ndarray,
+                fill_value: Any, format: str | None = None, *,
+                sorted_unique: bool = False) -> formats.Tensor:
+    """A sparse tensor of ``shape`` storing ``values`` at unique ``coords`` (``(ndim, n)``)."""
+    ndim = len(shape)
+    values = np.asarray(values)
+    fmt = sparse_format_for(ndim, format)
+    if ndim == 0:
+        val = values[0] if values.size else fill_value
+        return dense(np.asarray(val, dtype=values.dtype), fill_value)
+    coords = np.asarray(coords, dtype=np.int64).reshape(ndim, -1)
+    return formats.Tensor.from_coords(list(coords), values, shape, format=fmt,
+                                      fill_value=fill_value)
+
+
+def empty_sparse(shape: tuple[int, ...], dtype: np.dtype, fill_value: Any,
+                 format: str | None = None) -> formats.Tensor:
+    """A tensor of ``shape`` with no stored entries: every element is ``fill_value``."""
+    if len(shape) == 0:
+        return dense(np.asarray(fill_value, dtype=dtype), fill_value)
+    return from_coords(shape, np.zeros((len(shape), 0), np.int64), np.zeros(0, dtype),
+                       fill_value, format, sorted_unique=True)
+
+
+def copy_tensor(t: formats.Tensor) -> formats.Tensor:
+    """A copy of ``t`` owning its index and value arrays."""
+    levels = [lv.with_arrays(**{k: a.copy() for k, a in lv.arrays().items()})
+              if lv.arrays() else lv for lv in t.levels]
+    return formats.Tensor(t.shape, levels, t.mode_order, np.array(t.values, copy=True),
+                          t.fill_value, format=t.format)
+
+
+def dense(arr: np.ndarray, fill_value: Any = None) -> formats.Tensor:
+    """``arr`` as a dense tensor (no copy when its layout allows)."""
+    arr = np.asarray(arr)
+    return formats.Tensor.from_numpy(arr, "dense",
+                                     arr.dtype.type(0) if fill_value is None else fill_value)
+
+
+def leaf(t: formats.Tensor, like: LazyArray | None = None) -> LazyArray:
+    """A lazy leaf over stored ``t`` (on ``like``'s device)."""
+    if like is not None:
+        return LazyArray.from_tensor(t, like.device)
+    return LazyArray.from_tensor(t)
+
+
+def eager(x: LazyArray, dense_fn: Callable[[np.ndarray], np.ndarray],
+          sparse_fn: Callable[[np.ndarray, np.ndarray, tuple[int, ...]],
+                              tuple[tuple[int, ...], np.ndarray, np.ndarray]] | None = None,
+          ) -> LazyArray:
+    """Compute ``x`` and apply an operation to its data: ``dense_fn`` on the NumPy array of a
+    dense tensor, ``sparse_fn(coords, values, shape) -> (shape, coords, values)`` on the
+    stored entries of a sparse one (the fill value is kept)."""
+    t = x.tensor()
+    if is_dense(t) or sparse_fn is None or t.ndim == 0:
+        out = np.asarray(dense_fn(t.to_numpy()))
+        return leaf(dense(out, t.fill_value if not is_dense(t) else None), x)
+    coords, values = coo_parts(t)
+    shape, coords, values = sparse_fn(coords, values, t.shape)
+    return leaf(from_coords(shape, coords, values, t.fill_value, t.format), x)

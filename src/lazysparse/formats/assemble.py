@@ -1,0 +1,182 @@
+"""Build levels from sorted coordinates, expand levels back to coordinates, and sort coordinates.
+
+These are the vectorized (NumPy + Numba counting sorts) building blocks of every conversion.
+Coordinates here are in storage order: ``coords[k]`` holds the coordinates of level ``k``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from .config import check_densify
+from .dtypes import choose_index_dtype
+from .levels import Compressed, Dense, Level, Singleton
+from .sortkernels import stable_perm_pass
+from .specs import FormatSpec
+from .tensor import Tensor
+
+
+def build_tensor(
+    shape: tuple[int, ...],
+    spec: FormatSpec,
+    coords: Sequence[np.ndarray],
+    values: np.ndarray,
+    fill_value: np.generic,
+    *,
+    what: str = "conversion",
+) -> Tensor:
+    """A tensor of layout ``spec`` from unique coordinates, sorted in storage order."""
+    n = int(values.size)
+    dims = tuple(shape[m] for m in spec.mode_order)
+    idt = choose_index_dtype(shape, n)
+    coords = [c if c.dtype == idt else c.astype(idt) for c in coords]
+    levels: list[Level] = []
+    # position of each entry in the level above: None at the root; `identity` means 0..n-1
+    parent: np.ndarray | None = None
+    identity = False
+    npos = 1
+    last = len(spec.level_kinds) - 1
+    for k, kind in enumerate(spec.level_kinds):
+        c, size = coords[k], dims[k]
+        if kind == "singleton":  # one child per parent: positions unchanged
+            levels.append(Singleton(size, c))
+            continue
+        if identity:
+            parent, identity = np.arange(n, dtype=np.int64), False
+        if kind == "dense":
+            levels.append(Dense(size))
+            parent = c.astype(np.int64) if parent is None else parent * size + c
+            npos *= size
+        else:
+            if kind == "compressed-nonunique" or k == last or n == 0:
+                new = None  # every entry starts a new position
+            else:
+                new = np.empty(n, dtype=bool)
+                new[0] = True
+                np.not_equal(c[1:], c[:-1], out=new[1:])
+                if parent is not None:
+                    new[1:] |= parent[1:] != parent[:-1]
+            if new is None:
+                idx, owners, count = c, parent, n
+                parent, identity = None, True
+            else:
+                idx = c[new]
+                owners = None if parent is None else parent[new]
+                parent = np.cumsum(new, dtype=np.int64) - 1
+                count = int(idx.size)
+            ptr = _ptr(owners, npos, count, idt)
+            levels.append(Compressed(size, ptr, idx, unique=kind == "compressed"))
+            npos = count
+    if identity and npos == n:
+        out_values = values
+    else:
+        itemsize = values.dtype.itemsize
+        if spec.level_kinds and spec.level_kinds[-1] == "dense":
+            check_densify(npos * itemsize, shape, values.dtype, what)
+        out_values = np.full(npos, fill_value, dtype=values.dtype)
+        if parent is None:  # 0-d: one position
+            out_values[: values.size] = values
+        else:
+            out_values[parent] = values
+    return Tensor(
+        shape, levels, spec.mode_order, out_values, fill_value, format=spec.name, check=False
+    )
+
+
+def _ptr(owners: np.ndarray | None, nparent: int, count: int, idt: np.dtype) -> np.ndarray:
+    """Segment pointers for ``count`` children whose (ascending) parent positions are ``owners``."""
+    ptr = np.zeros(nparent + 1, dtype=idt)
+    if owners is None:
+        ptr[1:] = count
+    elif count:
+        np.cumsum(np.bincount(owners, minlength=nparent), out=ptr[1:])
+    return ptr
+
+
+def expand(t: Tensor) -> tuple[list[np.ndarray], np.ndarray]:
+    """Coordinates (storage order) and values of every position of ``t``'s last level.
+
+    The result is lexicographically sorted in storage order. Coordinates under Dense levels are
+    enumerated, so fill-valued entries may appear among them.
+    """
+    idt = t.index_dtype
+    coords: list[np.ndarray] = []  # one array per level so far, one entry per current position
+    npos = 1
+    top_dense = False  # coords == [arange(npos)]: a position is its level-0 coordinate
+    for level in t.levels:
+        if isinstance(level, Dense):
+            size = level.size
+            if coords:
+                coords = [np.repeat(c, size) for c in coords]
+                coords.append(np.tile(np.arange(size, dtype=idt), npos))
+            else:
+                coords = [np.arange(size, dtype=idt)]
+            top_dense = len(coords) == 1
+            npos *= size
+        elif isinstance(level, Compressed):
+            if coords:
+                owner = np.repeat(np.arange(npos, dtype=idt), np.diff(level.ptr))
+                coords = [owner] if top_dense else [c[owner] for c in coords]
+            top_dense = False
+            coords.append(level.idx)
+            npos = int(level.idx.size)
+        else:
+            coords.append(level.idx)
+    return coords, t.values
+
+
+def sort_coords(
+    coords: list[np.ndarray],
+    dims: tuple[int, ...],
+    values: np.ndarray,
+    sorted_from: int,
+) -> tuple[list[np.ndarray], np.ndarray]:
+    """Sort entries lexicographically by ``coords`` (LSD radix, one counting pass per level).
+
+    The entries are already sorted by levels ``sorted_from..`` (as a key), so only the passes
+    for levels ``sorted_from - 1 .. 0`` run.
+    """
+    n = int(values.size)
+    if sorted_from == 0 or n < 2:
+        return coords, values
+    perm = np.arange(n, dtype=np.int64)
+    for k in range(sorted_from - 1, -1, -1):
+        perm = stable_perm_pass(coords[k], dims[k], perm)
+    return [c[perm] for c in coords], values[perm]
+
+
+def duplicate_mask(coords: Sequence[np.ndarray], n: int) -> np.ndarray:
+    """``dup[i]``: sorted entry ``i`` has the same coordinates as entry ``i - 1``."""
+    dup = np.zeros(n, dtype=bool)
+    if n < 2:
+        return dup
+    same = np.ones(n - 1, dtype=bool)
+    for c in coords:
+        same &= c[1:] == c[:-1]
+    dup[1:] = same
+    if not coords:  # 0-d: every entry after the first repeats the one coordinate
+        dup[1:] = True
+    return dup
+
+
+def merge_duplicates(
+    coords: list[np.ndarray], values: np.ndarray, sum_duplicates: bool, order: tuple[int, ...]
+) -> tuple[list[np.ndarray], np.ndarray]:
+    """Sum repeated coordinates of sorted entries, or raise ValueError naming the first repeat."""
+    dup = duplicate_mask(coords, int(values.size))
+    if not dup.any():
+        return coords, values
+    if not sum_duplicates:
+        q = int(np.flatnonzero(dup)[0])
+        axis_coords = [0] * len(coords)
+        for k, m in enumerate(order):
+            axis_coords[m] = int(coords[k][q])
+        raise ValueError(
+            f"duplicate coordinates {tuple(axis_coords)}; pass sum_duplicates=True to add "
+            "repeated entries"
+        )
+    starts = np.flatnonzero(~dup)
+    summed = np.add.reduceat(values, starts) if values.size else values
+    return [c[starts] for c in coords], summed.astype(values.dtype, copy=False)

@@ -1,0 +1,211 @@
+"""Format-to-format conversion and construction from coordinates (vectorized NumPy + Numba)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .assemble import build_tensor, expand, merge_duplicates, sort_coords
+from .dtypes import check_dtype, choose_index_dtype, equals_fill, normalize_fill
+from .levels import Compressed, Dense
+from .sortkernels import (
+    merge_segment_repeats,
+    ptr_from_sorted,
+    scatter_by_key,
+    segment_repeats,
+    transpose_compressed,
+)
+from .specs import FormatSpec, format_spec
+from .tensor import Tensor
+from .validation import as_index_array, check_range, check_shape
+
+
+def as_tensor(obj: Any) -> Tensor:
+    """``obj`` as a Tensor: a Tensor, or anything with ``__lazysparse_tensor__()``."""
+    if isinstance(obj, Tensor):
+        return obj
+    method = getattr(obj, "__lazysparse_tensor__", None)
+    if method is not None:
+        t = method()
+        if not isinstance(t, Tensor):
+            raise TypeError(
+                f"{type(obj).__name__}.__lazysparse_tensor__() returned "
+                f"{type(t).__name__}, not a lazysparse Tensor"
+            )
+        return t
+    raise TypeError(
+        f"expected a lazysparse Tensor (or an object with __lazysparse_tensor__), "
+        f"got {type(obj).__name__}"
+    )
+
+
+def convert(
+    t: Any,
+    format: str | FormatSpec,
+    *,
+    mode_order: tuple[int, ...] | None = None,  # noqa: A002
+) -> Tensor:
+    """``t`` stored in ``format`` (a name or FormatSpec), same values and fill value.
+
+    Entries stored explicitly stay stored, except that fill-valued entries under Dense levels
+    are dropped when the target is sparse.
+    """
+    t = as_tensor(t)
+    spec = format_spec(format, t.ndim, mode_order)
+    if spec == t.spec:
+        return t
+    if spec.level_kinds == t.spec.level_kinds and spec.mode_order == t.mode_order:
+        return Tensor(
+            t.shape, t.levels, t.mode_order, t.values, t.fill_value, format=spec.name, check=False
+        )
+    source_dense = any(level.kind == "dense" for level in t.levels)
+    if all(kind == "dense" for kind in spec.level_kinds) or all(
+        level.kind == "dense" for level in t.levels
+    ):
+        from .convert_numpy import from_numpy, to_numpy
+
+        return from_numpy(to_numpy(t), spec, t.fill_value)
+    fast = _convert_2d(t, spec)
+    if fast is not None:
+        return fast
+    coords, values = expand(t)
+    if source_dense:
+        keep = ~equals_fill(values, t.fill_value)
+        coords, values = [c[keep] for c in coords], values[keep]
+    src = t.mode_order
+    target = [coords[src.index(m)] for m in spec.mode_order]
+    dims = tuple(t.shape[m] for m in spec.mode_order)
+    coords, values = sort_coords(target, dims, values, _sorted_from(src, spec.mode_order))
+    return build_tensor(t.shape, spec, coords, values, t.fill_value)
+
+
+def _sorted_from(source_order: tuple[int, ...], target_order: tuple[int, ...]) -> int:
+    """Smallest ``j`` with target levels ``j..`` equal to a prefix of the source's levels.
+
+    Entries sorted in source order are then sorted by target levels ``j..`` as a key.
+    """
+    n = len(target_order)
+    for j in range(n + 1):
+        if tuple(target_order[j:]) == tuple(source_order[: n - j]):
+            return j
+    return n
+
+
+def _convert_2d(t: Tensor, spec: FormatSpec) -> Tensor | None:
+    """Linear-time paths to a (dense, compressed) 2-D target, or None when none applies."""
+    if spec.level_kinds != ("dense", "compressed"):
+        return None
+    a, b = spec.mode_order
+    kinds, order = t.spec.level_kinds, t.mode_order
+    top, low = t.levels
+    n_a = t.shape[a]
+    if kinds in (("dense", "compressed"), ("compressed", "compressed")) and order == (b, a):
+        assert isinstance(low, Compressed)
+        major = top.idx if isinstance(top, Compressed) else np.arange(top.size, dtype=low.idx.dtype)
+        ptr = low.ptr
+        if ptr.dtype != low.idx.dtype:
+            ptr = ptr.astype(low.idx.dtype)
+        out_ptr, out_idx, out_vals = transpose_compressed(ptr, low.idx, major, t.values, n_a)
+    elif kinds == ("compressed-nonunique", "singleton"):
+        first, second = top.idx, low.idx
+        if order == (a, b):
+            out_ptr = ptr_from_sorted(first, n_a, first.dtype)
+            out_idx, out_vals = second, t.values
+        else:
+            out_ptr, out_idx, out_vals = scatter_by_key(second, n_a, first, t.values)
+    else:
+        return None
+    levels = [Dense(n_a), Compressed(t.shape[b], out_ptr, out_idx)]
+    return Tensor(
+        t.shape, levels, spec.mode_order, out_vals, t.fill_value, format=spec.name, check=False
+    )
+
+
+def from_coords(
+    coords: Any,
+    values: Any,
+    shape: Any,
+    *,
+    format: str | FormatSpec = "coo",  # noqa: A002
+    fill_value: Any = 0,
+    mode_order: tuple[int, ...] | None = None,
+    sum_duplicates: bool = False,
+) -> Tensor:
+    """A tensor from coordinates ``coords[axis][entry]`` in any order and one value per entry."""
+    shape = check_shape(shape)
+    vals = np.asarray(values)
+    dt = check_dtype(vals.dtype, "from_coords values")
+    vals = vals.astype(dt, copy=False)
+    if vals.ndim != 1:
+        raise ValueError(f"values must be 1-D (one per entry), got shape {vals.shape}")
+    n = int(vals.size)
+    axes = _coord_arrays(coords, len(shape), n)
+    for axis, c in enumerate(axes):
+        check_range(c, shape[axis], f"from_coords axis {axis}")
+    fill = normalize_fill(fill_value, dt)
+    spec = format_spec(format, len(shape), mode_order)
+    idt = choose_index_dtype(shape, n)
+    stored = [axes[m].astype(idt, copy=False) for m in spec.mode_order]
+    dims = tuple(shape[m] for m in spec.mode_order)
+    if len(shape) == 2 and n:
+        return _from_pairs_2d(shape, spec, stored, vals, fill, sum_duplicates)
+    stored, vals = sort_coords(stored, dims, vals, len(shape))
+    stored, vals = merge_duplicates(stored, vals, sum_duplicates, spec.mode_order)
+    return build_tensor(shape, spec, stored, vals, fill, what="from_coords")
+
+
+def _from_pairs_2d(
+    shape: tuple[int, ...],
+    spec: FormatSpec,
+    stored: list[np.ndarray],
+    vals: np.ndarray,
+    fill: np.generic,
+    sum_duplicates: bool,
+) -> Tensor:
+    """2-D from unsorted pairs: counting sort by the minor key, then by the major key."""
+    dims = tuple(shape[m] for m in spec.mode_order)
+    idt = stored[0].dtype
+    ptr, major, v = scatter_by_key(stored[1], dims[1], stored[0], vals)
+    minor_ids = np.arange(dims[1], dtype=idt)
+    ptr, minor, v = transpose_compressed(ptr, major, minor_ids, v, dims[0])
+    first, repeats = segment_repeats(ptr, minor)
+    if repeats and not sum_duplicates:
+        q = int(np.flatnonzero(~first)[0])
+        at = [0, 0]
+        at[spec.mode_order[0]] = int(np.searchsorted(ptr, q, side="right")) - 1
+        at[spec.mode_order[1]] = int(minor[q])
+        raise ValueError(
+            f"duplicate coordinates {tuple(at)} ({repeats} repeated entries); pass "
+            "sum_duplicates=True to add repeated entries"
+        )
+    if repeats:
+        ptr, minor, v = merge_segment_repeats(ptr, minor, v, first)
+    if spec.level_kinds == ("dense", "compressed"):
+        levels = [Dense(dims[0]), Compressed(dims[1], ptr, minor)]
+        return Tensor(shape, levels, spec.mode_order, v, fill, format=spec.name, check=False)
+    rows = np.repeat(np.arange(dims[0], dtype=idt), np.diff(ptr))
+    return build_tensor(shape, spec, [rows, minor], v, fill, what="from_coords")
+
+
+def _coord_arrays(coords: Any, ndim: int, n: int) -> list[np.ndarray]:
+    """One 1-D integer array per axis, each with ``n`` entries (ValueError otherwise)."""
+    if isinstance(coords, np.ndarray):
+        if coords.ndim != 2 and not (coords.ndim == 1 and ndim == 1):
+            raise ValueError(f"coords must have shape (ndim, nnz), got {coords.shape}")
+        arrays = list(coords) if coords.ndim == 2 else [coords]
+        if coords.ndim == 2 and coords.shape[0] != ndim:
+            raise ValueError(f"coords has {coords.shape[0]} rows, but shape has {ndim} axes")
+    else:
+        arrays = list(coords)
+    if len(arrays) != ndim:
+        raise ValueError(f"coords has {len(arrays)} axes, but shape has {ndim}")
+    out = []
+    for axis, c in enumerate(arrays):
+        arr = as_index_array(c, f"coords[{axis}]")
+        if arr.size != n:
+            raise ValueError(
+                f"coords[{axis}] has {arr.size} entries but values has {n} (mismatched lengths)"
+            )
+        out.append(arr)
+    return out

@@ -1,0 +1,64 @@
+"""Conversions between Tensors and dense NumPy arrays."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .assemble import build_tensor, expand
+from .config import check_densify
+from .dtypes import check_dtype, equals_fill, normalize_fill
+from .specs import FormatSpec, format_spec
+from .tensor import Tensor
+
+
+def from_numpy(
+    a: Any,
+    format: str | FormatSpec = "dense",  # noqa: A002
+    fill_value: Any = 0,
+    *,
+    mode_order: tuple[int, ...] | None = None,
+) -> Tensor:
+    """Store ``a`` in ``format``; sparse formats skip entries equal to ``fill_value``."""
+    arr = np.asarray(a)
+    dt = check_dtype(arr.dtype, "from_numpy")
+    arr = arr.astype(dt, copy=False)
+    fill = normalize_fill(fill_value, dt)
+    spec = format_spec(format, arr.ndim, mode_order)
+    stored = arr.transpose(spec.mode_order)
+    if all(kind == "dense" for kind in spec.level_kinds):
+        values = np.ascontiguousarray(stored).reshape(-1)
+        return Tensor(
+            arr.shape,
+            [_dense(n) for n in stored.shape],
+            spec.mode_order,
+            values,
+            fill,
+            format=spec.name,
+            check=False,
+        )
+    keep = ~equals_fill(stored, fill)
+    coords = list(np.nonzero(keep))  # C order of `stored`: sorted in storage order
+    return build_tensor(arr.shape, spec, coords, stored[keep], fill, what="from_numpy")
+
+
+def _dense(n: int) -> Any:
+    from .levels import Dense
+
+    return Dense(n)
+
+
+def to_numpy(t: Tensor) -> np.ndarray:
+    """The dense array of ``t`` (for a dense format, a view of its values)."""
+    shape, dtype = t.shape, t.dtype
+    size = int(np.prod(shape, dtype=object))
+    check_densify(size * dtype.itemsize, shape, dtype, "to_numpy")
+    inverse = tuple(int(i) for i in np.argsort(t.mode_order))
+    if all(level.kind == "dense" for level in t.levels):
+        stored_shape = tuple(shape[m] for m in t.mode_order)
+        return t.values.reshape(stored_shape).transpose(inverse)
+    coords, values = expand(t)
+    out = np.full(shape, t.fill_value, dtype=dtype)
+    out[tuple(coords[k] for k in inverse)] = values
+    return out

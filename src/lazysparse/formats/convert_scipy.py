@@ -1,0 +1,127 @@
+"""Conversions to and from scipy.sparse; csr, csc and coo share their arrays (no copies)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .dtypes import check_dtype, equals_fill
+from .levels import Compressed, Dense, Level, Singleton
+from .tensor import Tensor
+
+_SCIPY_FORMATS = ("csr", "csc", "coo", "dia", "bsr", "lil", "dok")
+
+
+def from_scipy(m: Any) -> Tensor:
+    """A Tensor (fill value 0) for any scipy.sparse array or matrix.
+
+    csr/csc/coo in canonical form (sorted, no duplicates) are wrapped without copying;
+    non-canonical ones are canonicalized (duplicates summed, as scipy defines them);
+    dia/bsr/lil/dok go through csr (2-D) or coo.
+    """
+    import scipy.sparse as sp
+
+    if not sp.issparse(m):
+        raise TypeError(
+            f"from_scipy expects a scipy.sparse array or matrix, got {type(m).__name__}"
+        )
+    check_dtype(m.dtype, "from_scipy")
+    fmt = m.format
+    if fmt in ("csr", "csc") and m.ndim == 2:
+        if not m.has_canonical_format:
+            m = m.copy()
+            m.sum_duplicates()
+        n_major, n_minor = m.shape if fmt == "csr" else m.shape[::-1]
+        levels: list[Level] = [Dense(n_major), Compressed(n_minor, m.indptr, m.indices)]
+        order = (0, 1) if fmt == "csr" else (1, 0)
+        return Tensor(m.shape, levels, order, m.data, 0, format=fmt)
+    if fmt == "coo":
+        coords = tuple(m.coords)
+        if not m.has_canonical_format and not _coo_is_canonical(coords):
+            from .convert import from_coords
+
+            return from_coords(coords, m.data, m.shape, format="coo", sum_duplicates=True)
+        return Tensor(
+            m.shape, coo_levels(m.shape, coords), tuple(range(m.ndim)), m.data, 0, format="coo"
+        )
+    if m.ndim == 2:
+        return from_scipy(m.tocsr())
+    return from_scipy(m.tocoo())
+
+
+def coo_levels(shape: tuple[int, ...], coords: tuple[np.ndarray, ...]) -> list[Level]:
+    """COO levels (compressed-nonunique root, singletons below) over coordinate arrays."""
+    n = coords[0].size if coords else 0
+    ptr = np.array([0, n], dtype=coords[0].dtype if coords else np.int64)
+    if len(shape) == 1:
+        return [Compressed(shape[0], ptr, coords[0])]
+    return [Compressed(shape[0], ptr, coords[0], unique=False)] + [
+        Singleton(shape[k], coords[k]) for k in range(1, len(shape))
+    ]
+
+
+def _coo_is_canonical(coords: tuple[np.ndarray, ...]) -> bool:
+    """Whether COO coordinates strictly ascend in row-major order."""
+    if not coords or coords[0].size < 2:
+        return True
+    cmp = np.zeros(coords[0].size - 1, dtype=np.int8)
+    for c in reversed(coords):
+        d = np.sign(np.diff(c.astype(np.int64, copy=False))).astype(np.int8)
+        cmp = np.where(d != 0, d, cmp)
+    return bool((cmp > 0).all())
+
+
+def to_scipy(t: Tensor, format: str | None = None, *, matrix: bool = False) -> Any:  # noqa: A002
+    """``t`` as a scipy.sparse array (``matrix=True``: matrix) of ``format``.
+
+    The default format is the tensor's own when scipy has it (csr, csc, coo), else csr.
+    csr/csc/coo results share the tensor's arrays. scipy has no fill values, so a tensor
+    whose fill value is not 0 raises ValueError.
+    """
+    import scipy.sparse as sp
+
+    from .convert import convert
+
+    if bool(~equals_fill(np.asarray(t.fill_value), t.dtype.type(0))):
+        raise ValueError(
+            f"scipy.sparse has no fill values, and this tensor's fill value is {t.fill_value!r} "
+            "(not 0); convert it to a dense array with to_numpy(), to pydata sparse with "
+            "to_pydata(), or build it with fill_value=0"
+        )
+    if format is None:
+        format = (
+            t.format if t.format in ("csr", "csc", "coo") else ("csr" if t.ndim == 2 else "coo")
+        )  # noqa: A001
+    format = format.lower()  # noqa: A001
+    if format not in _SCIPY_FORMATS:
+        raise ValueError(
+            f"unknown scipy.sparse format {format!r}; expected one of {_SCIPY_FORMATS}"
+        )
+    if t.ndim != 2 and (format != "coo" or matrix):
+        raise ValueError(
+            f"scipy.sparse {'matrices' if matrix else format + '_array'} are 2-D; this tensor has "
+            f"shape {t.shape} (use format='coo' for a {t.ndim}-d coo_array)"
+        )
+    kind = "matrix" if matrix else "array"
+    if format in ("csr", "csc"):
+        u = convert(t, format)
+        low = u.levels[1]
+        assert isinstance(low, Compressed)
+        m = getattr(sp, f"{format}_{kind}")(t.shape, dtype=t.dtype)
+        m.indptr, m.indices, m.data = low.ptr, low.idx, u.values
+        m.has_sorted_indices = True
+        m.has_canonical_format = True
+        return m
+    u = convert(t, "coo")
+    coords = tuple(level.idx for level in u.levels)  # type: ignore[attr-defined]
+    m = getattr(sp, f"coo_{kind}")(t.shape, dtype=t.dtype)
+    if format == "coo":
+        if matrix:
+            m.row, m.col = coords
+        else:
+            m.coords = coords
+        m.data = u.values
+        m.has_canonical_format = True
+        return m
+    return to_scipy(t, "csr", matrix=matrix).asformat(format)

@@ -1,0 +1,166 @@
+"""Numba kernels for conversions: counting-sort scatters and compressed transposes, all O(n + bins).
+
+Values move as raw words (uint8/16/32/64, complex128) of their dtype's size, so each kernel
+compiles for 5 word types x 2 index dtypes, not for every dtype. Indices are cast to unsigned
+inside the loops so Numba emits no negative-index wraparound code.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+_WORDS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64, 16: np.complex128}
+
+
+def as_words(values: np.ndarray) -> np.ndarray:
+    """View a contiguous 1-D values array as same-size raw words."""
+    values = np.ascontiguousarray(values)
+    return values.view(_WORDS[values.dtype.itemsize])
+
+
+@numba.njit(cache=True, nogil=True)
+def _counts_to_ptr(ptr):  # pragma: no cover - compiled
+    # ptr[b + 1] holds bin b's count; make it the inclusive prefix sum (segment starts)
+    total = ptr.dtype.type(0)
+    for b in range(ptr.size):
+        total += ptr[b]
+        ptr[b] = total
+
+
+@numba.njit(cache=True, nogil=True)
+def _transpose(ptr, idx, major, vals, out_ptr, out_idx, out_vals):  # pragma: no cover
+    nparent = ptr.size - 1
+    nbins = out_ptr.size - 1
+    for q in range(idx.size):
+        out_ptr[np.uintp(idx[q]) + 1] += 1
+    _counts_to_ptr(out_ptr)
+    nxt = out_ptr[:nbins].copy()
+    for p in range(nparent):
+        m = major[p]
+        for q in range(np.uintp(ptr[p]), np.uintp(ptr[p + 1])):
+            c = np.uintp(idx[q])
+            d = np.uintp(nxt[c])
+            nxt[c] = d + 1
+            out_idx[d] = m
+            out_vals[d] = vals[q]
+
+
+@numba.njit(cache=True, nogil=True)
+def _scatter(key, minor, vals, out_ptr, out_minor, out_vals):  # pragma: no cover
+    nbins = out_ptr.size - 1
+    for q in range(key.size):
+        out_ptr[np.uintp(key[q]) + 1] += 1
+    _counts_to_ptr(out_ptr)
+    nxt = out_ptr[:nbins].copy()
+    for q in range(key.size):
+        k = np.uintp(key[q])
+        d = np.uintp(nxt[k])
+        nxt[k] = d + 1
+        out_minor[d] = minor[q]
+        out_vals[d] = vals[q]
+
+
+@numba.njit(cache=True, nogil=True)
+def _perm_pass(key, perm_in, out_ptr, perm_out):  # pragma: no cover
+    nbins = out_ptr.size - 1
+    for q in range(perm_in.size):
+        out_ptr[np.uintp(key[np.uintp(perm_in[q])]) + 1] += 1
+    _counts_to_ptr(out_ptr)
+    nxt = out_ptr[:nbins].copy()
+    for q in range(perm_in.size):
+        e = perm_in[q]
+        k = np.uintp(key[np.uintp(e)])
+        d = np.uintp(nxt[k])
+        nxt[k] = d + 1
+        perm_out[d] = e
+
+
+@numba.njit(cache=True, nogil=True)
+def _count_ptr(key, out_ptr):  # pragma: no cover
+    for q in range(key.size):
+        out_ptr[np.uintp(key[q]) + 1] += 1
+    _counts_to_ptr(out_ptr)
+
+
+@numba.njit(cache=True, nogil=True)
+def _first_flags(ptr, idx, first):  # pragma: no cover - compiled
+    repeats = 0
+    for p in range(ptr.size - 1):
+        lo, hi = np.uintp(ptr[p]), np.uintp(ptr[p + 1])
+        for q in range(lo, hi):
+            if q > lo and idx[q] == idx[q - 1]:
+                first[q] = False
+                repeats += 1
+            else:
+                first[q] = True
+    return repeats
+
+
+def transpose_compressed(
+    ptr: np.ndarray, idx: np.ndarray, major: np.ndarray, values: np.ndarray, nminor: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Regroup a two-level (major, compressed minor) layout by minor coordinate.
+
+    ``major[p]`` is the coordinate of parent ``p``. Returns ``(ptr, idx, values)`` of the
+    transposed layout, with majors ascending within each minor segment. ``ptr``, ``idx`` and
+    ``major`` must share one integer dtype.
+    """
+    out_ptr = np.zeros(nminor + 1, dtype=ptr.dtype)
+    out_idx = np.empty(idx.size, dtype=idx.dtype)
+    out_vals = np.empty(idx.size, dtype=values.dtype)
+    _transpose(ptr, idx, major, as_words(values), out_ptr, out_idx, as_words(out_vals))
+    return out_ptr, out_idx, out_vals
+
+
+def scatter_by_key(
+    key: np.ndarray, nbins: int, minor: np.ndarray, values: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Stable counting sort of ``(minor, values)`` by ``key`` in ``[0, nbins)``; returns ptr too."""
+    out_ptr = np.zeros(nbins + 1, dtype=key.dtype)
+    out_minor = np.empty(minor.size, dtype=minor.dtype)
+    out_vals = np.empty(values.size, dtype=values.dtype)
+    _scatter(key, minor, as_words(values), out_ptr, out_minor, as_words(out_vals))
+    return out_ptr, out_minor, out_vals
+
+
+def stable_perm_pass(key: np.ndarray, nbins: int, perm: np.ndarray) -> np.ndarray:
+    """``perm`` reordered stably by ``key[perm]`` (one LSD radix pass, O(n + nbins)).
+
+    When ``nbins`` dwarfs ``n`` a stable comparison sort is cheaper than the bin array.
+    """
+    if nbins > 8 * perm.size + 4096:
+        return perm[np.argsort(key[perm], kind="stable")]
+    out_ptr = np.zeros(nbins + 1, dtype=np.int64)
+    out = np.empty_like(perm)
+    _perm_pass(key, perm, out_ptr, out)
+    return out
+
+
+def ptr_from_sorted(key: np.ndarray, nbins: int, dtype: np.dtype) -> np.ndarray:
+    """Segment pointers of an ascending ``key`` array with ``nbins`` bins."""
+    out = np.zeros(nbins + 1, dtype=dtype)
+    _count_ptr(key, out)
+    return out
+
+
+def segment_repeats(ptr: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, int]:
+    """Flags of positions that start a new coordinate within their segment, and the repeat count.
+
+    ``idx`` must be sorted within each segment of ``ptr``.
+    """
+    first = np.empty(idx.size, dtype=np.bool_)
+    repeats = int(_first_flags(ptr, idx, first))
+    return first, repeats
+
+
+def merge_segment_repeats(
+    ptr: np.ndarray, idx: np.ndarray, values: np.ndarray, first: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Keep the ``first`` positions of each run of equal coordinates, adding the run's values."""
+    starts = np.flatnonzero(first)
+    kept = np.zeros(idx.size + 1, dtype=np.int64)
+    np.cumsum(first, out=kept[1:])
+    new_ptr = kept[ptr].astype(ptr.dtype)
+    summed = np.add.reduceat(values, starts).astype(values.dtype, copy=False)
+    return new_ptr, idx[starts], summed

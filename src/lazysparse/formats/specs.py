@@ -1,0 +1,165 @@
+"""Format specs: hashable descriptions of a layout (level kinds + mode order) and named formats."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .levels.base import LevelCapabilities, LevelProperties
+from .levels.compressed import COMPRESSED_CAPABILITIES
+from .levels.dense import DENSE_CAPABILITIES, DENSE_PROPERTIES
+from .levels.singleton import SINGLETON_CAPABILITIES, SINGLETON_PROPERTIES
+
+LEVEL_KINDS = ("dense", "compressed", "compressed-nonunique", "singleton")
+
+FORMAT_NAMES = ("dense", "csr", "csc", "coo", "csf", "dcsr")
+
+_FIXED_2D = {"csr": (0, 1), "csc": (1, 0)}
+
+
+@dataclass(frozen=True)
+class FormatSpec:
+    """A layout: ``level_kinds[k]`` stores axis ``mode_order[k]``; ``name`` is the format's name."""
+
+    name: str
+    level_kinds: tuple[str, ...]
+    mode_order: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        kinds, order = tuple(self.level_kinds), tuple(int(m) for m in self.mode_order)
+        object.__setattr__(self, "level_kinds", kinds)
+        object.__setattr__(self, "mode_order", order)
+        if sorted(order) != list(range(len(kinds))):
+            raise ValueError(
+                f"mode_order {order} must be a permutation of range({len(kinds)}) "
+                f"(one entry per level)"
+            )
+        for k, kind in enumerate(kinds):
+            if kind not in LEVEL_KINDS:
+                raise ValueError(f"unknown level kind {kind!r}; expected one of {LEVEL_KINDS}")
+            if kind == "singleton" and (k == 0 or kinds[k - 1] not in _NONUNIQUE_PARENTS):
+                raise ValueError(
+                    "a singleton level must follow a compressed-nonunique or singleton level "
+                    f"(one child per parent), got level kinds {kinds}"
+                )
+            if kind == "compressed-nonunique" and (
+                k + 1 >= len(kinds) or kinds[k + 1] != "singleton"
+            ):
+                raise ValueError(
+                    "a compressed-nonunique level must be followed by a singleton level, "
+                    f"got level kinds {kinds}"
+                )
+
+    @property
+    def ndim(self) -> int:
+        """Number of axes (= number of levels)."""
+        return len(self.level_kinds)
+
+    def level_properties(self) -> tuple[LevelProperties, ...]:
+        """Properties of each level, outermost first (what code generation reasons about)."""
+        return tuple(_PROPERTIES[kind] for kind in self.level_kinds)
+
+    def level_capabilities(self) -> tuple[LevelCapabilities, ...]:
+        """Capabilities of each level, outermost first."""
+        return tuple(_CAPABILITIES[kind] for kind in self.level_kinds)
+
+    def level_of_axis(self, axis: int) -> int:
+        """Which level stores ``axis``."""
+        return self.mode_order.index(axis)
+
+
+_NONUNIQUE_PARENTS = ("compressed-nonunique", "singleton")
+
+_PROPERTIES = {
+    "dense": DENSE_PROPERTIES,
+    "compressed": LevelProperties(False, True, True, False, True),
+    "compressed-nonunique": LevelProperties(False, True, False, False, True),
+    "singleton": SINGLETON_PROPERTIES,
+}
+_CAPABILITIES = {
+    "dense": DENSE_CAPABILITIES,
+    "compressed": COMPRESSED_CAPABILITIES,
+    "compressed-nonunique": COMPRESSED_CAPABILITIES,
+    "singleton": SINGLETON_CAPABILITIES,
+}
+
+
+def _kinds(name: str, ndim: int) -> tuple[str, ...]:
+    """Level kinds of named format ``name`` with ``ndim`` axes (ValueError if it has none)."""
+    if ndim == 0:
+        if name in ("dense", "coo", "csf"):
+            return ()
+        raise ValueError(f"format {name!r} needs ndim == 2; a 0-d tensor can be dense, coo or csf")
+    if name == "dense":
+        return ("dense",) * ndim
+    if name in ("csr", "csc", "dcsr"):
+        if ndim != 2:
+            raise ValueError(
+                f"format {name!r} is for 2-D tensors, got ndim={ndim}; "
+                "use 'coo' or 'csf' (n-d) or 'dense'"
+            )
+        return ("compressed", "compressed") if name == "dcsr" else ("dense", "compressed")
+    if name == "coo":
+        if ndim == 1:
+            return ("compressed",)
+        return ("compressed-nonunique",) + ("singleton",) * (ndim - 1)
+    if name == "csf":
+        return ("compressed",) * ndim
+    raise ValueError(f"unknown format {name!r}; expected one of {FORMAT_NAMES} or a FormatSpec")
+
+
+def format_spec(
+    name: str | FormatSpec, ndim: int, mode_order: tuple[int, ...] | None = None
+) -> FormatSpec:
+    """The spec of named format ``name`` for ``ndim`` axes, optionally with a mode order.
+
+    csr and csc have fixed mode orders; dense, coo, csf and dcsr accept any permutation.
+    """
+    if isinstance(name, FormatSpec):
+        if name.ndim != ndim:
+            raise ValueError(f"format spec {name} has {name.ndim} levels, tensor has ndim={ndim}")
+        if mode_order is not None and tuple(mode_order) != name.mode_order:
+            raise ValueError(f"mode_order {mode_order} conflicts with spec {name}")
+        return name
+    if not isinstance(name, str):
+        raise TypeError(f"format must be a name or FormatSpec, got {type(name).__name__}")
+    name = name.lower()
+    kinds = _kinds(name, ndim)
+    if name in _FIXED_2D:
+        fixed = _FIXED_2D[name]
+        if mode_order is not None and tuple(mode_order) != fixed:
+            other = "csc" if name == "csr" else "csr"
+            raise ValueError(
+                f"format {name!r} has mode order {fixed}; for mode order {tuple(mode_order)} "
+                f"use format {other!r} (or 'dcsr'/'csf' with a mode_order)"
+            )
+        return FormatSpec(name, kinds, fixed)
+    order = tuple(range(ndim)) if mode_order is None else _check_mode_order(mode_order, ndim)
+    return FormatSpec(name, kinds, order)
+
+
+def _check_mode_order(mode_order: Any, ndim: int) -> tuple[int, ...]:
+    """``mode_order`` as a tuple of ints, ValueError unless a permutation of ``range(ndim)``."""
+    try:
+        order = tuple(int(m) for m in mode_order)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"mode_order must be a sequence of ints, got {mode_order!r}") from exc
+    if sorted(order) != list(range(ndim)):
+        raise ValueError(f"mode_order {order} is not a permutation of range({ndim})")
+    return order
+
+
+def infer_spec(level_kinds: tuple[str, ...], mode_order: tuple[int, ...]) -> FormatSpec:
+    """The named spec matching these levels and mode order (``"custom"`` when none does)."""
+    ndim = len(level_kinds)
+    if ndim == 0:
+        return FormatSpec("dense", (), ())
+    preferred = ("csr", "csc", "dcsr", "csf", "coo", "dense")
+    for name in preferred:
+        try:
+            spec = format_spec(name, ndim, None if name in _FIXED_2D else mode_order)
+        except ValueError:
+            continue
+        if spec.level_kinds == tuple(level_kinds) and spec.mode_order == tuple(mode_order):
+            return spec
+    return FormatSpec("custom", tuple(level_kinds), tuple(mode_order))

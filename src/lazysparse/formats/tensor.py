@@ -1,0 +1,255 @@
+"""The Tensor: a tree of levels over a values array, with a fill value."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .dtypes import choose_index_dtype, fill_key, normalize_fill
+from .levels import Level
+from .specs import FormatSpec, format_spec, infer_spec
+from .validation import as_index_array, as_values_array, check_levels, check_shape
+
+if TYPE_CHECKING:
+    import scipy.sparse
+
+
+class Tensor:
+    """An n-d array stored as levels (``levels[k]`` stores axis ``mode_order[k]``) over values.
+
+    ``values`` has one entry per position of the last level (a 0-d tensor has no levels and
+    one value); every coordinate not stored reads as ``fill_value``. The constructor checks
+    the structure (``check=False`` skips the O(nnz) checks for trusted, internally built data).
+    """
+
+    __slots__ = ("shape", "levels", "mode_order", "values", "fill_value", "spec", "_index_dtype")
+
+    def __init__(
+        self,
+        shape: Sequence[int],
+        levels: Sequence[Level],
+        mode_order: Sequence[int],
+        values: Any,
+        fill_value: Any = 0,
+        *,
+        format: str | None = None,  # noqa: A002 - the public name of a tensor's format
+        check: bool = True,
+    ) -> None:
+        self.shape: tuple[int, ...] = check_shape(shape)
+        levels = tuple(levels)
+        for level in levels:
+            if not isinstance(level, Level):
+                raise TypeError(f"levels must be Level objects, got {type(level).__name__}")
+        if len(levels) != len(self.shape):
+            raise ValueError(
+                f"a tensor of shape {self.shape} needs {len(self.shape)} levels, got {len(levels)}"
+            )
+        kinds = tuple(level.kind for level in levels)
+        try:
+            order = tuple(int(m) for m in mode_order)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"mode_order must be a sequence of ints, got {mode_order!r}") from exc
+        spec = (
+            infer_spec(kinds, order) if format is None else format_spec(format, len(order), order)
+        )
+        if spec.level_kinds != kinds:
+            raise ValueError(
+                f"levels {kinds} do not match format {spec.name!r} ({spec.level_kinds})"
+            )
+        self.spec: FormatSpec = spec
+        self.mode_order: tuple[int, ...] = spec.mode_order
+        self.values: np.ndarray = as_values_array(values)
+        self.fill_value: np.generic = normalize_fill(fill_value, self.values.dtype)
+        self.levels: tuple[Level, ...] = _unify_index_dtype(levels, self.shape)
+        first = next((a for lv in self.levels for a in lv.arrays().values()), None)
+        nnz = self.values.size
+        self._index_dtype = (
+            first.dtype if first is not None else choose_index_dtype(self.shape, nnz)
+        )
+        if check:
+            dims = tuple(self.shape[m] for m in self.mode_order)
+            npos = check_levels(self.levels, dims)
+            if npos != self.values.size:
+                raise ValueError(
+                    f"values has length {self.values.size}, but the levels have {npos} positions "
+                    "(mismatched lengths)"
+                )
+
+    # ---- attributes -------------------------------------------------------------------------
+    @property
+    def format(self) -> str:
+        """The format's name (``"csr"``, ``"coo"``, ...; ``"custom"`` for unnamed layouts)."""
+        return self.spec.name
+
+    @property
+    def dtype(self) -> np.dtype:
+        """Dtype of the values."""
+        return self.values.dtype
+
+    @property
+    def ndim(self) -> int:
+        """Number of axes."""
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        """Number of elements of the (dense) array."""
+        return int(np.prod(self.shape, dtype=object))
+
+    @property
+    def nnz(self) -> int:
+        """Number of stored values (for a dense format: every element)."""
+        return int(self.values.size)
+
+    @property
+    def index_dtype(self) -> np.dtype:
+        """Dtype of every ptr/idx array (int32 where dimensions and nnz fit, else int64)."""
+        return np.dtype(self._index_dtype)
+
+    @property
+    def signature(self) -> tuple[Any, ...]:
+        """Hashable cache key of the data: (format spec, dtype, fill value (NaN-safe), ndim)."""
+        return (self.spec, self.dtype.str, fill_key(self.fill_value), self.ndim)
+
+    def level_arrays(self, k: int) -> dict[str, np.ndarray]:
+        """Index arrays of level ``k`` by name (``ptr``/``idx``); no copies."""
+        return self.levels[k].arrays()
+
+    def __lazysparse_tensor__(self) -> Tensor:
+        """A Tensor is its own storage."""
+        return self
+
+    def __repr__(self) -> str:
+        return (
+            f"Tensor(format={self.format!r}, shape={self.shape}, dtype={self.dtype}, "
+            f"nnz={self.nnz}, fill_value={self.fill_value!r}, mode_order={self.mode_order})"
+        )
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        out = self.to_numpy()
+        return out if dtype is None else out.astype(dtype, copy=False)
+
+    # ---- constructors -------------------------------------------------------------------------
+    @classmethod
+    def from_numpy(
+        cls,
+        a: Any,
+        format: str | FormatSpec = "dense",  # noqa: A002
+        fill_value: Any = 0,
+        *,
+        mode_order: Sequence[int] | None = None,
+    ) -> Tensor:
+        """Store ``a`` in ``format``; entries equal to ``fill_value`` (NaN-aware) are not stored."""
+        from .convert_numpy import from_numpy
+
+        return from_numpy(a, format, fill_value, mode_order=mode_order)
+
+    @classmethod
+    def from_coords(
+        cls,
+        coords: Any,
+        values: Any,
+        shape: Sequence[int],
+        *,
+        format: str | FormatSpec = "coo",  # noqa: A002
+        fill_value: Any = 0,
+        mode_order: Sequence[int] | None = None,
+        sum_duplicates: bool = False,
+    ) -> Tensor:
+        """Build from coordinates ``coords[axis][entry]`` (any order) and one value per entry.
+
+        Repeated coordinates raise ValueError unless ``sum_duplicates=True`` adds them.
+        """
+        from .convert import from_coords
+
+        return from_coords(
+            coords,
+            values,
+            shape,
+            format=format,
+            fill_value=fill_value,
+            mode_order=mode_order,
+            sum_duplicates=sum_duplicates,
+        )
+
+    @classmethod
+    def from_scipy(cls, m: Any) -> Tensor:
+        """Wrap a scipy.sparse array/matrix; csr/csc/coo share index and value arrays."""
+        from .convert_scipy import from_scipy
+
+        return from_scipy(m)
+
+    @classmethod
+    def from_pydata(cls, s: Any) -> Tensor:
+        """Wrap a pydata ``sparse`` COO/GCXS/DOK array, keeping its fill value."""
+        from .convert_pydata import from_pydata
+
+        return from_pydata(s)
+
+    # ---- exports ------------------------------------------------------------------------------
+    def to_numpy(self) -> np.ndarray:
+        """The dense NumPy array (DensifyError past the densify limit)."""
+        from .convert_numpy import to_numpy
+
+        return to_numpy(self)
+
+    def to_scipy(self, format: str | None = None, *, matrix: bool = False) -> scipy.sparse.sparray:  # noqa: A002
+        """A scipy.sparse array (``matrix=True``: matrix); csr/csc/coo share memory."""
+        from .convert_scipy import to_scipy
+
+        return to_scipy(self, format, matrix=matrix)
+
+    def to_pydata(self, format: str = "coo") -> Any:  # noqa: A002
+        """A pydata ``sparse`` array (``"coo"`` or ``"gcxs"``) with the same fill value."""
+        from .convert_pydata import to_pydata
+
+        return to_pydata(self, format)
+
+    def asformat(self, format: str | FormatSpec, mode_order: Sequence[int] | None = None) -> Tensor:  # noqa: A002
+        """This tensor converted to ``format`` (same as ``convert(self, format)``)."""
+        from .convert import convert
+
+        return convert(self, format, mode_order=mode_order)
+
+
+def _unify_index_dtype(levels: tuple[Level, ...], shape: tuple[int, ...]) -> tuple[Level, ...]:
+    """Give every ptr/idx array one int32/int64 dtype (kept as is when they already agree)."""
+    arrays = [(k, name, a) for k, lv in enumerate(levels) for name, a in lv.arrays().items()]
+    if not arrays:
+        return levels
+    converted = {
+        (k, name): as_index_array(a, f"level {k} ({type(levels[k]).__name__}) {name}")
+        for k, name, a in arrays
+    }
+    dtypes = {a.dtype for a in converted.values()}
+    if len(dtypes) == 1 and next(iter(dtypes)) in (np.dtype(np.int32), np.dtype(np.int64)):
+        target = next(iter(dtypes))
+        if target == np.int32 and max(shape, default=0) > np.iinfo(np.int32).max:
+            target = np.dtype(np.int64)
+    else:
+        nnz = max((int(a.size) for a in converted.values()), default=0)
+        target = choose_index_dtype(shape, nnz)
+        for a in converted.values():
+            if a.size and a.dtype.kind == "u" and int(a.max()) > np.iinfo(np.int64).max:
+                raise ValueError(f"index value {int(a.max())} does not fit in int64")
+            if a.size and a.dtype.itemsize >= target.itemsize and a.dtype != target:
+                hi, lo = int(a.max()), int(a.min())
+                if hi > np.iinfo(target).max or lo < np.iinfo(target).min:
+                    target = np.dtype(np.int64)
+    out = []
+    for k, lv in enumerate(levels):
+        new = {name: _cast(converted[(k, name)], target) for name in lv.arrays()}
+        out.append(
+            lv.with_arrays(**new) if any(new[n] is not a for n, a in lv.arrays().items()) else lv
+        )
+    return tuple(out)
+
+
+def _cast(a: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """``a`` in ``dtype``, without a copy when it already is."""
+    return a if a.dtype == dtype else a.astype(dtype)
+
+
+__all__ = ["Tensor"]

@@ -1,0 +1,307 @@
+"""Read a normal-form query into a kernel description: operands, pointwise tree, reduction.
+
+Everything later passes need is here and nothing else: per-operand level properties and
+capabilities (never level class names), dtypes, fill values, the loop order, the reduction
+and the requested output format. Scalar constants become kernel arguments (``PConst.slot``),
+so their values are not part of the structure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from lazysparse.formats.levels.base import LevelCapabilities, LevelProperties
+from lazysparse.formats.specs import FormatSpec
+from lazysparse.logic.nodes import (
+    Aggregate,
+    Alias,
+    Field,
+    Immediate,
+    MapJoin,
+    Query,
+    Reformat,
+    Relabel,
+    Reorder,
+)
+from lazysparse.logic.operators import Operator, aggregate_dtype
+
+INDEX_DTYPE = np.dtype(np.int64)
+
+
+@dataclass(frozen=True)
+class LevelInfo:
+    """One operand level as code generation sees it: its field, properties, capabilities."""
+
+    field: str
+    props: LevelProperties
+    caps: LevelCapabilities
+
+    @property
+    def located(self) -> bool:
+        """Full levels that can locate are addressed ``p * size + c``, never iterated."""
+        return self.props.full and self.caps.locate
+
+    @property
+    def chained(self) -> bool:
+        """Branchless levels continue their parent's position range (Chou et al. §5)."""
+        return self.props.branchless
+
+
+@dataclass(frozen=True)
+class OperandInfo:
+    """One ``Relabel(Alias, idxs)`` access: slot number, fields per level, dtype, fill."""
+
+    slot: int
+    alias: str
+    axis_fields: tuple[str, ...]
+    levels: tuple[LevelInfo, ...]
+    dtype: np.dtype
+    fill_key: Any
+
+    def level_of(self, fld: str) -> int | None:
+        """The level storing field ``fld`` or None."""
+        for k, lv in enumerate(self.levels):
+            if lv.field == fld:
+                return k
+        return None
+
+
+class PNode:
+    """Base of the pointwise tree nodes."""
+
+    __slots__ = ()
+
+
+@dataclass(frozen=True)
+class PAccess(PNode):
+    """The value of operand ``slot`` at the current coordinates."""
+
+    slot: int
+    dtype: np.dtype
+
+
+@dataclass(frozen=True)
+class PConst(PNode):
+    """Scalar constant number ``slot`` (a kernel argument) of ``dtype``."""
+
+    slot: int
+    dtype: np.dtype
+
+
+@dataclass(frozen=True)
+class PField(PNode):
+    """The loop index ``name`` used as a value (int64)."""
+
+    name: str
+    dtype: np.dtype = INDEX_DTYPE
+
+
+@dataclass(frozen=True)
+class PApply(PNode):
+    """``op(args)`` with arguments cast to ``operand_dtypes``; result of ``dtype``."""
+
+    op: Operator
+    args: tuple[PNode, ...]
+    operand_dtypes: tuple[np.dtype, ...]
+    dtype: np.dtype
+
+
+@dataclass(frozen=True)
+class KernelInfo:
+    """A normal-form query, reduced to what lowering needs (hashable: the kernel's structure)."""
+
+    loop_order: tuple[str, ...]
+    operands: tuple[OperandInfo, ...]
+    expr: PNode
+    reduce_op: Operator | None
+    reduced: tuple[str, ...]
+    out_fields: tuple[str, ...]  # result axes, axis order (= loop order minus reduced)
+    out_spec: FormatSpec
+    out_dtype: np.dtype
+    acc_dtype: np.dtype
+    fill_keys: tuple[Any, ...]  # fill value keys of the operands (also in operands)
+    const_dtypes: tuple[np.dtype, ...]
+
+    @property
+    def out_storage_fields(self) -> tuple[str, ...]:
+        """Result fields in the output's storage (level) order."""
+        return tuple(self.out_fields[m] for m in self.out_spec.mode_order)
+
+
+@dataclass(frozen=True)
+class QueryData:
+    """The runtime side of a query: operand tensors, constants, init, result shape."""
+
+    tensors: tuple[Any, ...]
+    consts: tuple[Any, ...]
+    init: Any
+    extents: dict[str, int]
+    out_shape: tuple[int, ...]
+    out_fill: Any
+
+
+def fill_key(v: Any) -> Any:
+    """Hashable, NaN-safe identity of a fill value (dtype and value)."""
+    arr = np.asarray(v)
+    c = complex(arr[()]) if arr.dtype.kind in "biufc" else arr[()]
+    if isinstance(c, complex):
+        c = tuple("nan" if np.isnan(x) else x for x in (c.real, c.imag))
+    return (str(arr.dtype), c)
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """Equality that treats NaN as equal to NaN."""
+    try:
+        ca, cb = complex(a), complex(b)
+    except (TypeError, ValueError):
+        return bool(a == b)
+    if np.isnan(ca) or np.isnan(cb):
+        return bool(np.isnan(ca) and np.isnan(cb))
+    return ca == cb
+
+
+def _unwrap_query(query: Query) -> tuple[FormatSpec, Any]:
+    if not isinstance(query, Query):
+        raise TypeError(f"compile_query expects a Query, got {type(query).__name__}")
+    rhs = query.rhs
+    if not (isinstance(rhs, Reformat) and isinstance(rhs.tns, Immediate)
+            and isinstance(rhs.tns.val, FormatSpec)):
+        raise ValueError(
+            "not a normal-form compute query: expected Query(alias, Reformat("
+            f"Immediate(FormatSpec), ...)), got rhs {type(rhs).__name__}")
+    return rhs.tns.val, rhs.arg
+
+
+def analyze_query(query: Query, env: dict[Alias, Any]) -> tuple[KernelInfo, QueryData]:
+    """Split a normal-form compute query into its structure and its runtime data."""
+    spec, body = _unwrap_query(query)
+    reduce_op: Operator | None = None
+    init: Any = None
+    reduced: tuple[str, ...] = ()
+    if isinstance(body, Aggregate):
+        if not (isinstance(body.op, Immediate) and isinstance(body.op.val, Operator)):
+            raise TypeError(f"Aggregate.op must be Immediate(Operator), got {body.op!r}")
+        reduce_op, init = body.op.val, body.init.val
+        if reduce_op.nargs != 2:
+            raise ValueError(f"reduction operator {reduce_op.name} is not binary")
+        reduced = tuple(f.name for f in body.idxs)
+        body = body.arg
+    if not isinstance(body, Reorder):
+        raise ValueError(f"normal form needs Reorder(pointwise, loop_order), got {body!r}")
+    loop_order = tuple(f.name for f in body.idxs)
+    if len(set(loop_order)) != len(loop_order):
+        raise ValueError(f"loop order {loop_order} repeats a field")
+    for r in reduced:
+        if r not in loop_order:
+            raise ValueError(f"reduced field {r!r} is not in the loop order {loop_order}")
+    out_fields = tuple(f for f in loop_order if f not in reduced)
+    if spec.ndim != len(out_fields):
+        raise ValueError(f"output format {spec} has {spec.ndim} levels but the query has "
+                         f"{len(out_fields)} result axes {out_fields}")
+
+    operands: list[OperandInfo] = []
+    tensors: list[Any] = []
+    consts: list[Any] = []
+    const_dtypes: list[np.dtype] = []
+    extents: dict[str, int] = {}
+
+    def note_extent(fld: str, n: int, what: str) -> None:
+        if extents.setdefault(fld, n) != n:
+            raise ValueError(f"field {fld!r} has extent {extents[fld]} but {what} gives {n}")
+
+    def walk(node: Any) -> PNode:
+        match node:
+            case Relabel(arg=Alias() as alias, idxs=idxs):
+                if alias not in env:
+                    raise ValueError(f"alias {alias.name!r} is not bound in the environment")
+                t = env[alias]
+                names = tuple(f.name for f in idxs)
+                if len(names) != t.ndim:
+                    raise ValueError(f"{alias.name} has ndim {t.ndim}, relabelled with {names}")
+                for ax, fld in enumerate(names):
+                    if fld not in loop_order:
+                        raise ValueError(f"field {fld!r} of {alias.name} is not in the loop "
+                                         f"order {loop_order}")
+                    note_extent(fld, t.shape[ax], f"axis {ax} of {alias.name}")
+                lvls = tuple(
+                    LevelInfo(names[t.mode_order[k]], lv.properties, lv.capabilities)
+                    for k, lv in enumerate(t.levels))
+                pos = [loop_order.index(lv.field) for lv in lvls]
+                if pos != sorted(pos):
+                    raise ValueError(
+                        f"access {alias.name}{names} is not concordant: its storage order "
+                        f"{tuple(lv.field for lv in lvls)} is not a subsequence of the loop "
+                        f"order {loop_order}")
+                slot = len(operands)
+                operands.append(OperandInfo(slot, alias.name, names, lvls, np.dtype(t.dtype),
+                                            fill_key(t.fill_value)))
+                tensors.append(t)
+                return PAccess(slot, np.dtype(t.dtype))
+            case Immediate(val=val):
+                if isinstance(val, Operator):
+                    raise ValueError("an operator Immediate cannot be a pointwise value")
+                arr = np.asarray(val)
+                if arr.ndim != 0 or arr.dtype.kind not in "biufc":
+                    raise TypeError(f"pointwise Immediate must be a numeric scalar, got {val!r}")
+                consts.append(val)
+                const_dtypes.append(arr.dtype)
+                return PConst(len(consts) - 1, arr.dtype)
+            case Field(name=name):
+                if name not in loop_order:
+                    raise ValueError(f"field {name!r} used as a value is not in the loop order")
+                return PField(name)
+            case MapJoin(op=Immediate(val=Operator() as op), args=args):
+                if op.nargs == 2 and len(args) > 2 and op.associative:
+                    # n-ary mapjoin of an associative binary op: fold left
+                    return walk(MapJoin(node.op, (MapJoin(node.op, tuple(args[:-1])),
+                                                  args[-1])))
+                kids = tuple(walk(a) for a in args)
+                dts = tuple(_value_dtype(k, consts) for k in kids)
+                opds = tuple(np.dtype(d) for d in op.operand_dtypes(*dts))
+                return PApply(op, kids, opds, np.dtype(op.result_dtype(*dts)))
+        raise ValueError(f"not a normal-form pointwise expression: {node!r}")
+
+    expr = walk(body.arg)
+    for fld in loop_order:
+        if fld not in extents:
+            raise ValueError(f"field {fld!r} has no extent: no access is indexed by it")
+    val_dtype = np.dtype(expr.dtype)
+    if reduce_op is not None:
+        out_dtype = np.dtype(aggregate_dtype(reduce_op, init, val_dtype))
+        out_fill = np.asarray(init).astype(out_dtype)[()]
+    else:
+        out_dtype = val_dtype
+        out_fill = _eval_fill(expr, tensors, consts)
+    info = KernelInfo(
+        loop_order=loop_order, operands=tuple(operands), expr=expr, reduce_op=reduce_op,
+        reduced=reduced, out_fields=out_fields, out_spec=spec, out_dtype=out_dtype,
+        acc_dtype=out_dtype, fill_keys=tuple(o.fill_key for o in operands),
+        const_dtypes=tuple(const_dtypes))
+    data = QueryData(tuple(tensors), tuple(consts), init, extents,
+                     tuple(extents[f] for f in out_fields), out_fill)
+    return info, data
+
+
+def _value_dtype(node: PNode, consts: list[Any]) -> Any:
+    """The dtype used for promotion: Python scalar constants stay weak."""
+    if isinstance(node, PConst):
+        v = consts[node.slot]
+        return v if isinstance(v, bool | int | float | complex) else node.dtype
+    return node.dtype  # type: ignore[attr-defined]
+
+
+def _eval_fill(expr: PNode, tensors: list[Any], consts: list[Any]) -> Any:
+    """The pointwise tree evaluated on the operands' fill values (the result fill)."""
+    match expr:
+        case PAccess(slot=s, dtype=d):
+            return np.asarray(tensors[s].fill_value).astype(d)[()]
+        case PConst(slot=s):
+            return consts[s]
+        case PField():
+            return np.int64(0)
+        case PApply(op=op, args=args):
+            return np.asarray(op.apply(*(_eval_fill(a, tensors, consts) for a in args)))[()]
+    raise TypeError(f"unknown pointwise node {expr!r}")

@@ -1,0 +1,197 @@
+"""Which coordinates a loop must visit: iteration regions from operator algebra.
+
+At each loop index, every operand whose next level stores that index is a participant.
+Participants whose level is not full are *atoms*: they have coordinates where they read as
+their fill value. The pointwise tree decides, from the registry's annihilators and
+identities, the region where the value may differ from what the skipped coordinates would
+produce (an intersection below an annihilating operator, a union otherwise). The region is
+then lowered as a single position loop, a multi-way merge, or a full coordinate loop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from lazysparse.kernels.analysis import (
+    KernelInfo,
+    PAccess,
+    PApply,
+    PConst,
+    PField,
+    PNode,
+    same_value,
+)
+
+# A region is ("all",), ("none",), ("atom", slot), ("and", regions), ("or", regions).
+Region = tuple[Any, ...]
+ALL: Region = ("all",)
+NONE: Region = ("none",)
+
+# missing value kinds: ("known", value) | ("fillexpr",) | ("data",)
+Missing = tuple[Any, ...]
+
+
+def _and(parts: list[Region]) -> Region:
+    flat: list[Region] = []
+    for p in parts:
+        if p == ALL:
+            continue
+        flat.extend(p[1] if p[0] == "and" else [p])
+    uniq = list(dict.fromkeys(flat))
+    if not uniq:
+        return ALL
+    return uniq[0] if len(uniq) == 1 else ("and", tuple(uniq))
+
+
+def _or(parts: list[Region]) -> Region:
+    flat: list[Region] = []
+    for p in parts:
+        if p == NONE:
+            continue
+        if p == ALL:
+            return ALL
+        flat.extend(p[1] if p[0] == "or" else [p])
+    uniq = list(dict.fromkeys(flat))
+    if not uniq:
+        return NONE
+    return uniq[0] if len(uniq) == 1 else ("or", tuple(uniq))
+
+
+def atoms(region: Region) -> tuple[int, ...]:
+    """Operand slots a region mentions, in first-seen order."""
+    if region[0] == "atom":
+        return (region[1],)
+    if region[0] in ("and", "or"):
+        out: list[int] = []
+        for r in region[1]:
+            out += [a for a in atoms(r) if a not in out]
+        return tuple(out)
+    return ()
+
+
+def is_conjunction(region: Region) -> bool:
+    """True for one atom or an ``and`` of atoms (every atom must be present)."""
+    return region[0] == "atom" or (region[0] == "and" and all(r[0] == "atom"
+                                                                for r in region[1]))
+
+
+def region_of(node: PNode, fld: str, info: KernelInfo, fills: tuple[Any, ...],
+              sparse: set[int], full: set[int]) -> tuple[Region, Missing]:
+    """Region of ``node`` along ``fld`` and its value outside that region."""
+    match node:
+        case PAccess(slot=s, dtype=d):
+            if s in sparse:
+                return ("atom", s), ("known", np.asarray(fills[s]).astype(d)[()])
+            if s in full:
+                return ALL, ("data",)
+            return NONE, ("data",)
+        case PConst():
+            return NONE, ("fillexpr",)
+        case PField(name=name):
+            return (ALL, ("data",)) if name == fld else (NONE, ("data",))
+        case PApply(op=op, args=args, operand_dtypes=opds, dtype=rd):
+            subs = [region_of(a, fld, info, fills, sparse, full) for a in args]
+            ann_regions = []
+            for (reg, miss), od in zip(subs, opds, strict=True):
+                if reg in (ALL, NONE) or miss[0] != "known":
+                    continue
+                z = _annihilator(op, od)
+                if z is not None and same_value(np.asarray(miss[1]).astype(od)[()], z):
+                    ann_regions.append(reg)
+            if ann_regions:
+                z = _annihilator(op, opds[0])
+                zval = np.asarray(op.apply(*([z] * op.nargs)))[()] if op.nargs > 1 else None
+                if zval is None:
+                    return _and(ann_regions), ("data",)
+                return _and(ann_regions), ("known", np.asarray(zval).astype(rd)[()])
+            region = _or([r for r, _ in subs])
+            kinds = [m[0] for _, m in subs]
+            if "data" in kinds:
+                return region, ("data",)
+            if all(k == "known" for k in kinds):
+                with np.errstate(all="ignore"):
+                    v = op.apply(*(np.asarray(m[1]).astype(od)[()]
+                                   for (_, m), od in zip(subs, opds, strict=True)))
+                return region, ("known", np.asarray(v)[()])
+            return region, ("fillexpr",)
+    raise TypeError(f"unknown pointwise node {node!r}")
+
+
+def _annihilator(op: Any, dtype: np.dtype) -> Any:
+    """The operator's annihilator at ``dtype`` (implicit fills annihilate, as in scipy)."""
+    if op.nargs < 2:
+        return None
+    return op.annihilator_for(dtype)
+
+
+@dataclass(frozen=True)
+class LevelPlan:
+    """How loop ``depth`` over ``field`` runs: its region, drivers and followers.
+
+    ``kind``: ``"range"`` (every coordinate 0..n-1), ``"driver"`` (one operand's positions),
+    ``"merge"`` (multi-way merge of ``drivers`` under ``region``). ``located`` operands are
+    addressed by coordinate; ``followers`` are iterated operands that seek to each coordinate.
+    """
+
+    depth: int
+    field: str
+    kind: str
+    region: Region
+    drivers: tuple[int, ...]
+    followers: tuple[int, ...]
+    located: tuple[int, ...]
+    required: tuple[int, ...]
+
+
+def plan_level(info: KernelInfo, depth: int, fills: tuple[Any, ...],
+               out_fill: Any) -> LevelPlan:
+    """Choose the iteration of loop ``depth`` from level properties and operator algebra."""
+    fld = info.loop_order[depth]
+    sparse: set[int] = set()
+    full: set[int] = set()
+    for op in info.operands:
+        k = op.level_of(fld)
+        if k is None:
+            continue
+        lv = op.levels[k]
+        if lv.located:
+            full.add(op.slot)
+        elif lv.caps.iterate == "position":
+            if not lv.props.ordered:
+                raise ValueError(f"operand {op.alias} level {k} is unordered; co-iteration "
+                                 "needs ordered levels")
+            sparse.add(op.slot)
+        else:
+            raise ValueError(f"operand {op.alias} level {k} can neither locate nor iterate "
+                             "positions")
+    region, miss = region_of(info.expr, fld, info, fills, sparse, full)
+    if region not in (ALL, NONE) and not _may_skip(info, miss, out_fill):
+        region = ALL
+    if region == NONE:
+        region = ALL
+    located = tuple(sorted(full))
+    if region == ALL:
+        return LevelPlan(depth, fld, "range", region, (), tuple(sorted(sparse)), located, ())
+    drivers = atoms(region)
+    followers = tuple(s for s in sorted(sparse) if s not in drivers)
+    required = drivers if is_conjunction(region) else ()
+    kind = "driver" if len(drivers) == 1 else "merge"
+    return LevelPlan(depth, fld, kind, region, drivers, followers, located, required)
+
+
+def _may_skip(info: KernelInfo, miss: Missing, out_fill: Any) -> bool:
+    """Whether coordinates outside the region contribute nothing observable."""
+    if info.reduce_op is not None:
+        if miss[0] != "known":
+            return False
+        ident = info.reduce_op.identity_for(info.acc_dtype)
+        return ident is not None and same_value(
+            np.asarray(miss[1]).astype(info.acc_dtype)[()], ident)
+    if miss[0] == "fillexpr":
+        return True
+    if miss[0] == "known":
+        return same_value(np.asarray(miss[1]).astype(info.out_dtype)[()], out_fill)
+    return False

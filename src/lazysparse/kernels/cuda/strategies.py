@@ -1,0 +1,253 @@
+"""How a kernel's parallel loop maps onto the GPU, and the loop-IR rewrites that do it.
+
+- ``thread``: one thread per chunk of the outer loop (the runtime makes each chunk one row).
+- ``warp``: one warp per row; the loop that accumulates into the row's scalar ``acc`` is
+  split across the 32 lanes and the partial results meet in a shuffle tree (reduction ops
+  that are associative, commutative and have an identity).
+- ``nzsplit``: the nonzeros of the driving compressed level are cut into equal pieces of
+  ``nz_per_item`` (Senanayake et al., position-space split); each work item binary-searches
+  its first row, rows it holds whole are stored directly, rows cut by a piece boundary are
+  combined atomically (a segmented reduction).
+
+:func:`choose` picks from row-length statistics: long rows -> warp, skewed rows -> nzsplit,
+else thread.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from lazysparse.kernels.cuda.prelude import atomic_helper
+from lazysparse.kernels.cuda.render import (
+    AtomicCombine,
+    LaneFor,
+    LaneZero,
+    VarType,
+    WarpReduce,
+    expr_c,
+)
+from lazysparse.kernels.loop_ir import (
+    Apply,
+    Assign,
+    Bin,
+    Cast,
+    Const,
+    Expr,
+    For,
+    If,
+    Stmt,
+    Store,
+    Var,
+    While,
+)
+
+WARP_MEAN_ROW = 24.0  # mean row length from which a warp per row beats a thread per row
+SKEW_RATIO = 8.0  # max/mean row length above which rows are split by nonzeros
+SKEW_MIN_MAX = 256  # ...provided the longest row is at least this long
+NZ_PER_ITEM = 16  # nonzeros per nonzero-split work item (the paper's 16 per thread)
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """A GPU mapping: ``kind`` plus the reduction it may need (op, accumulator dtype) and,
+    for ``nzsplit``, the driving operand's pointer array and row-count argument names."""
+
+    kind: str
+    reduce_op: Any = None
+    acc_dtype: str | None = None
+    nz_ptr: str | None = None
+    nz_rows: str | None = None
+    nz_per_item: int = NZ_PER_ITEM
+
+
+def choose(eligible: set[str], mean_row: float, max_row: int) -> str:
+    """The strategy for these row-length statistics among the eligible ones."""
+    if ("nzsplit" in eligible and max_row >= SKEW_MIN_MAX
+            and max_row > SKEW_RATIO * max(mean_row, 1.0)):
+        return "nzsplit"
+    if "warp" in eligible and mean_row >= WARP_MEAN_ROW:
+        return "warp"
+    return "thread"
+
+
+def row_stats(ptr: Any, xp: Any = np) -> tuple[float, int]:
+    """Mean and max row length of a compressed level's pointer array (on its device)."""
+    if ptr.shape[0] < 2:
+        return 0.0, 0
+    lengths = xp.diff(ptr)
+    return float(lengths.mean()), int(lengths.max())
+
+
+# ---------------------------------------------------------------- reduction helpers
+
+
+def combine_expr(op: Any, acc_dtype: str, a: str, b: str) -> Expr:
+    """``op(a, b)`` for two accumulators of ``acc_dtype``, cast back to it."""
+    ad = np.dtype(acc_dtype)
+    ods = tuple(np.dtype(d) for d in op.operand_dtypes(ad, ad))
+    args = tuple(Var(n) if np.dtype(d) == ad else Cast(str(d), Var(n))
+                 for n, d in zip((a, b), ods, strict=True))
+    return Cast(str(ad), Apply(op, args, tuple(str(d) for d in ods)))
+
+
+def warp_capable(op: Any, acc_dtype: str | None) -> bool:
+    """Reductions that may be regrouped across lanes or pieces."""
+    return (op is not None and acc_dtype is not None and op.associative and op.commutative
+            and op.identity_for(np.dtype(acc_dtype)) is not None)
+
+
+# ---------------------------------------------------------------- warp per row
+
+
+def _warp_block(block: tuple[Stmt, ...], st: Strategy) -> tuple[Stmt, ...] | None:
+    for i, s in enumerate(block):
+        if isinstance(s, Assign) and s.var == "acc":
+            j = next((j for j in range(i + 1, len(block))
+                      if isinstance(block[j], For | While)), None)
+            if j is None or not isinstance(block[j], For):
+                return None
+            loop = block[j]
+            assert isinstance(loop, For)
+            lane0 = Bin("==", Var("ls_lane"), Const(0))
+            init = Assign("acc", Select_(lane0, s.value, Cast(str(st.acc_dtype), Var("red_id"))))
+            return (*block[:i], init, *block[i + 1:j],
+                    LaneFor(loop.var, loop.start, loop.stop, loop.body),
+                    WarpReduce("acc", "acc_lane",
+                               combine_expr(st.reduce_op, str(st.acc_dtype), "acc", "acc_lane")),
+                    LaneZero(tuple(block[j + 1:])))
+    for i, s in enumerate(block):
+        sub: tuple[Stmt, ...] | None = None
+        if isinstance(s, For):
+            inner = _warp_block(s.body, st)
+            sub = None if inner is None else (replace(s, body=inner),)
+        if sub is not None:
+            return (*block[:i], *sub, *block[i + 1:])
+    return None
+
+
+def Select_(c: Expr, a: Expr, b: Expr) -> Expr:  # noqa: N802 - mirrors the IR node name
+    """``a if c else b`` (loop-IR Select)."""
+    from lazysparse.kernels.loop_ir import Select
+
+    return Select(c, a, b)
+
+
+def warp_rewrite(body: tuple[Stmt, ...], st: Strategy) -> tuple[Stmt, ...] | None:
+    """The chunk body with its scalar-accumulation loop split across a warp, or None."""
+    if not warp_capable(st.reduce_op, st.acc_dtype):
+        return None
+    return _warp_block(body, st)
+
+
+# ---------------------------------------------------------------- nonzero split
+
+
+def _search(name: str, ptr: str, lo: Expr, hi: Expr, key: Expr, strict: bool) -> list[Stmt]:
+    """``name`` = first r in [lo, hi) with ptr[r + 1] > key (strict) / ptr[r] >= key."""
+    from lazysparse.kernels.loop_ir import Load
+
+    a, b = f"{name}_lo", f"{name}_hi"
+    mid = Var(f"{name}_mid")
+    probe = (Bin(">", Load(ptr, Bin("+", mid, Const(1))), key) if strict
+             else Bin(">=", Load(ptr, mid), key))
+    return [Assign(a, lo), Assign(b, hi),
+            While(Bin("<", Var(a), Var(b)), (
+                Assign(mid.name, Bin("//", Bin("+", Var(a), Var(b)), Const(2))),
+                If(probe, (Assign(b, mid),), (Assign(a, Bin("+", mid, Const(1))),)))),
+            Assign(name, Var(a))]
+
+
+def nzsplit_rewrite(body: tuple[Stmt, ...], st: Strategy,
+                    atomics: dict[str, str]) -> tuple[tuple[Stmt, ...], list[Stmt], Expr] | None:
+    """The chunk body of a row-reduction kernel re-cut by nonzeros: (body, host assigns,
+    new work-item count), or None where the kernel does not have that shape."""
+    from lazysparse.kernels.loop_ir import Cast as C_
+    from lazysparse.kernels.loop_ir import Load
+
+    if not warp_capable(st.reduce_op, st.acc_dtype) or st.nz_ptr is None:
+        return None
+    ad = np.dtype(st.acc_dtype)
+    if ad.kind not in "iuf" or ad.itemsize not in (4, 8):
+        return None
+    rows = [k for k, s in enumerate(body) if isinstance(s, For)]
+    if len(rows) != 1 or not all(isinstance(s, Assign) and s.var in ("clo", "chi")
+                                 or not isinstance(s, Assign | Store | While | If)
+                                 for s in body[:rows[0]]):
+        return None
+    row = body[rows[0]]
+    assert isinstance(row, For)
+    if row.start != Var("clo") or row.stop != Var("chi") or rows[0] != len(body) - 1:
+        return None
+    blk = list(row.body)
+    acc_i = next((k for k, s in enumerate(blk) if isinstance(s, Assign) and s.var == "acc"), None)
+    loop_i = next((k for k, s in enumerate(blk) if isinstance(s, For | While)), None)
+    if acc_i is None or loop_i is None or not isinstance(blk[loop_i], For):
+        return None
+    loop = blk[loop_i]
+    assert isinstance(loop, For)
+    if not (isinstance(loop.start, Var) and isinstance(loop.stop, Var)):
+        return None
+    lo_n, hi_n = loop.start.name, loop.stop.name
+    lo_i = next((k for k, s in enumerate(blk) if isinstance(s, Assign) and s.var == lo_n), None)
+    hi_i = next((k for k, s in enumerate(blk) if isinstance(s, Assign) and s.var == hi_n), None)
+    tail = blk[loop_i + 1:]
+    if (lo_i is None or hi_i is None or not acc_i < lo_i < hi_i < loop_i or len(tail) != 1
+            or not isinstance(tail[0], Store) or tail[0].value != Var("acc")):
+        return None
+    lo_s, hi_s = blk[lo_i], blk[hi_i]
+    assert isinstance(lo_s, Assign) and isinstance(hi_s, Assign)
+    aliases = {row.var} | {s.var for s in blk[:lo_i]
+                           if isinstance(s, Assign) and s.value == Var(row.var)}
+    if not any(lo_s.value == C_("int64", Load(st.nz_ptr, Var(a))) for a in aliases):
+        return None  # the driver's positions must be indexed by the row itself
+    store = tail[0]
+    acc_s = blk[acc_i]
+    assert isinstance(acc_s, Assign)
+    helper = f"ls_atomic_{st.reduce_op.name}_{ad.name}"
+    if helper not in atomics:
+        types = {"a": VarType(ad), "b": VarType(ad)}
+        atomics[helper] = atomic_helper(helper, VarType(ad).c, expr_c(
+            combine_expr(st.reduce_op, str(ad), "a", "b"), types))
+    qa, qb = Var("ls_qa"), Var("ls_qb")
+    full = Var("ls_full")
+    new_row_body: list[Stmt] = [*blk[:acc_i], *blk[acc_i + 1:hi_i + 1],
+                                Assign(full.name, Bin("and", Bin(">=", Var(lo_n), qa),
+                                                      Bin("<=", Var(hi_n), qb))),
+                                Assign(lo_n, Bin("max", Var(lo_n), qa)),
+                                Assign(hi_n, Bin("min", Var(hi_n), qb)),
+                                Assign("acc", Select_(full, acc_s.value,
+                                                      Cast(str(ad), Var("red_id")))),
+                                *blk[hi_i + 1:loop_i + 1],
+                                If(full, (store,), (AtomicCombine(helper, store.array,
+                                                                  store.index, Var("acc")),))]
+    ptr, n = st.nz_ptr, Var(str(st.nz_rows))
+    base, end = C_("int64", Load(ptr, Const(0))), C_("int64", Load(ptr, n))
+    head: list[Stmt] = [Assign("ls_qa", Bin("+", base, Bin("*", Var("t"),
+                                                          Const(st.nz_per_item)))),
+                        Assign("ls_qb", Bin("min", Bin("+", qa, Const(st.nz_per_item)), end))]
+    head += _search("clo", ptr, Const(0), n, qa, strict=True)
+    head += _search("ls_last", ptr, Var("clo"), n, qb, strict=False)
+    head.append(Assign("chi", Var("ls_last")))
+    new_body = (*head, For(row.var, Var("clo"), Var("chi"), tuple(new_row_body)))
+    host = [Assign("ls_nnz", Bin("-", end, base)),
+            Assign("ls_items", Bin("//", Bin("+", Var("ls_nnz"), Const(st.nz_per_item - 1)),
+                                   Const(st.nz_per_item)))]
+    return new_body, host, Var("ls_items")
+
+
+def rewrite(body: tuple[Stmt, ...], st: Strategy, atomics: dict[str, str]
+            ) -> tuple[tuple[Stmt, ...], str, list[Stmt], Expr | None]:
+    """Apply ``st`` to a parallel loop's body: (body, launch mode, host assigns to run
+    before the launch, replacement work-item count or None). Falls back to ``thread``."""
+    if st.kind == "warp":
+        out = warp_rewrite(body, st)
+        if out is not None:
+            return out, "warp", [], None
+    if st.kind == "nzsplit":
+        res = nzsplit_rewrite(body, st, atomics)
+        if res is not None:
+            return res[0], "nzsplit", res[1], res[2]
+    return body, "thread", [], None

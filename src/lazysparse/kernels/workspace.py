@@ -1,0 +1,138 @@
+"""How a kernel writes its output: by level capabilities, with workspaces where writes scatter.
+
+Rules (Zhang et al., "Compilation of Modular and General Sparse Workspaces", §6.2, adapted
+to row-major loop orders): an all-dense output is *inserted* (random access). A sparse output
+is *appended* in storage order when the loop order visits its fields in that order with no
+reduced loop above an output loop. Otherwise the writes scatter from the first loop where a
+reduced field precedes an output field, or where the loop order departs from the output's
+level order; the output fields from there on are the workspace's order: 1 gives a dense row
+workspace with a touched list (Gustavson), 2 or more an insert-sort-merge buffer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lazysparse.kernels.analysis import KernelInfo
+from lazysparse.kernels.coiterate import LevelPlan
+
+
+@dataclass(frozen=True)
+class OutputPlan:
+    """The output strategy of one kernel.
+
+    mode: ``"dense"`` (insert into a dense array), ``"shared"`` (one value per stored entry
+    of operand ``shared_slot``, whose index arrays the result reuses), ``"append"`` (sparse,
+    in order, two phases: count then fill), ``"rowws"`` / ``"ism"`` (sparse through a
+    workspace starting at loop ``ws_depth``).
+    acc_depth: loops at depth >= acc_depth are all reduced and accumulate into a scalar;
+    None when some reduced loop encloses an output loop (accumulate in place / workspace).
+    """
+
+    mode: str
+    acc_depth: int | None
+    ws_depth: int | None
+    ws_fields: tuple[str, ...]
+    shared_slot: int | None
+    groups: tuple[tuple[int, ...], ...]  # sparse output levels grouped (compressed + singletons)
+    dense_prefix: int  # number of leading dense output levels
+
+
+def _acc_depth(info: KernelInfo) -> int | None:
+    """First depth from which every loop is reduced (None if a reduced loop is above an
+    output loop)."""
+    if info.reduce_op is None:
+        return None
+    last_out = max((info.loop_order.index(f) for f in info.out_fields), default=-1)
+    first_red = min(info.loop_order.index(f) for f in info.reduced)
+    return last_out + 1 if first_red > last_out else None
+
+
+def _groups(info: KernelInfo) -> tuple[int, tuple[tuple[int, ...], ...]]:
+    kinds = info.out_spec.level_kinds
+    props = info.out_spec.level_properties()
+    caps = info.out_spec.level_capabilities()
+    m = 0
+    while m < len(kinds) and props[m].full and caps[m].insert:
+        m += 1
+    dense_prefix = m
+    groups: list[tuple[int, ...]] = []
+    while m < len(kinds):
+        if props[m].full or not caps[m].append or props[m].branchless:
+            raise ValueError(
+                f"output format {info.out_spec}: level {m} ({kinds[m]}) cannot be written "
+                "after a sparse level; supported outputs are dense levels followed by "
+                "appendable compressed levels, each optionally followed by singletons")
+        g = [m]
+        m += 1
+        while m < len(kinds) and props[m].branchless:
+            g.append(m)
+            m += 1
+        groups.append(tuple(g))
+    return dense_prefix, tuple(groups)
+
+
+def plan_output(info: KernelInfo, plans: tuple[LevelPlan, ...]) -> OutputPlan:
+    """Decide the output strategy from the output levels' capabilities and the loop order."""
+    acc = _acc_depth(info)
+    dense_prefix, groups = _groups(info)
+    if not groups:
+        return OutputPlan("dense", acc, None, (), None, (), dense_prefix)
+    shared = _shared_operand(info, plans, acc)
+    if shared is not None:
+        return OutputPlan("shared", acc, None, (), shared, groups, dense_prefix)
+    order = info.loop_order
+    storage = info.out_storage_fields
+    out_in_loop = [f for f in order if f in info.out_fields]
+    ws_depth: int | None = None
+    # first mismatch of output fields (in loop order) against the output's level order
+    for m, f in enumerate(out_in_loop):
+        if storage[m] != f:
+            ws_depth = order.index(f)
+            break
+    # first reduced loop with an output loop inside it
+    for d, f in enumerate(order):
+        if f in info.reduced and any(g in info.out_fields for g in order[d + 1:]):
+            ws_depth = d if ws_depth is None else min(ws_depth, d)
+            break
+    if ws_depth is None:
+        return OutputPlan("append", acc, None, (), None, groups, dense_prefix)
+    before = [f for f in order[:ws_depth] if f in info.out_fields]
+    ws_fields = storage[len(before):]
+    mode = "rowws" if len(ws_fields) == 1 else "ism"
+    if len(before) < dense_prefix and mode == "rowws":
+        raise ValueError(f"output {info.out_spec}: dense output levels must be looped "
+                         f"before the scattered writes at loop {order[ws_depth]!r}")
+    return OutputPlan(mode, acc, ws_depth, tuple(ws_fields), None, groups, dense_prefix)
+
+
+def _shared_operand(info: KernelInfo, plans: tuple[LevelPlan, ...],
+                    acc: int | None) -> int | None:
+    """An operand whose stored pattern is exactly the result's: the output reuses its index
+    arrays (intersection with one sparse operand, everything else located)."""
+    if info.reduce_op is not None and acc is None:
+        return None
+    storage = info.out_storage_fields
+    out_kinds = info.out_spec.level_kinds
+    for op in info.operands:
+        if tuple(lv.field for lv in op.levels) != storage:
+            continue
+        kinds_ok = all(
+            lv.props == p and lv.caps == c for lv, p, c in zip(
+                op.levels, info.out_spec.level_properties(),
+                info.out_spec.level_capabilities(), strict=True))
+        if not kinds_ok or len(out_kinds) != len(op.levels):
+            continue
+        ok = True
+        for lp in plans:
+            if lp.field not in storage:
+                continue
+            k = op.level_of(lp.field)
+            lv = op.levels[k]  # type: ignore[index]
+            if lv.located:
+                ok = ok and lp.kind == "range" and not lp.followers
+            else:
+                ok = ok and lp.kind == "driver" and lp.drivers == (op.slot,) and not lp.followers
+        if ok:
+            return op.slot
+    return None

@@ -1,0 +1,281 @@
+"""Reference interpreter: runs any Finch-Logic plan densely with NumPy (the tests' oracle).
+
+Values are dense arrays labelled by fields (axis order); ``mapjoin`` aligns its arguments by
+field name and broadcasts (size-1 axes stretch), ``aggregate`` reduces named axes from
+``init``, ``reorder`` permutes, drops size-1 fields and adds new size-1 ones, ``relabel``
+renames positionally, ``subquery`` binds and caches. Fill values follow the registry
+(``op(fills...)``, ``init``). Leaves are densified with ``Tensor.to_numpy()`` (so the
+formats layer's densify limit applies). A ``Field`` used as a value is its index (int64)
+with fill value 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from lazysparse.logic.dtypes import INDEX_DTYPE, is_python_scalar, scalar_as
+from lazysparse.logic.fields import unique_fields
+from lazysparse.logic.nodes import (
+    Aggregate,
+    Alias,
+    Field,
+    Immediate,
+    LogicNode,
+    MapJoin,
+    Plan,
+    Produces,
+    Query,
+    Reformat,
+    Relabel,
+    Reorder,
+    Subquery,
+    Table,
+)
+from lazysparse.logic.operators import Operator, aggregate_dtype, mapjoin_fill
+
+
+@dataclass
+class Value:
+    """A dense intermediate: ``data`` (ndarray, or a weak Python scalar when 0-d) whose axes
+    are ``fields``, with fill value ``fill``; ``spec`` is set by a Reformat."""
+
+    data: Any
+    fields: tuple[Field, ...]
+    fill: Any
+    spec: Any = None
+
+
+class _FieldRef:
+    """A Field used as a value, materialized once its extent is known."""
+
+    def __init__(self, field: Field) -> None:
+        self.field = field
+
+
+def _tensor_class() -> Any:
+    from lazysparse.formats import Tensor
+
+    return Tensor
+
+
+def _dense_of(tns: Any) -> tuple[np.ndarray, Any]:
+    """Dense data and fill value of a Table/Alias payload (Tensor or ndarray)."""
+    if isinstance(tns, np.ndarray):
+        return tns, tns.dtype.type(0)
+    if hasattr(tns, "to_numpy"):
+        return np.asarray(tns.to_numpy()), tns.fill_value
+    raise TypeError(f"table data must be a lazysparse Tensor or ndarray, got {type(tns)!r}")
+
+
+class _Interpreter:
+    def __init__(self) -> None:
+        self.env: dict[Alias, Any] = {}
+        self.sub: dict[Alias, Value] = {}
+        self.sizes: dict[Field, int] = {}
+
+    # -- statements ---------------------------------------------------------------------
+    def run(self, node: LogicNode) -> tuple[Any, ...] | None:
+        match node:
+            case Plan(bodies=bodies):
+                for b in bodies:
+                    out = self.run(b)
+                    if out is not None:
+                        return out
+                return None
+            case Query(lhs=lhs, rhs=rhs):
+                self.sizes = {}
+                self.env[lhs] = self.to_tensor(self.eval(rhs))
+                return None
+            case Produces(args=args):
+                out = []
+                for a in args:
+                    if not isinstance(a, Alias) or a not in self.env:
+                        raise ValueError(f"produces: {a!r} is not a defined alias")
+                    out.append(self.env[a])
+                return tuple(out)
+        raise TypeError(f"interpret: expected a Plan, Query or Produces, got {node!r}")
+
+    def to_tensor(self, v: Value) -> Any:
+        Tensor = _tensor_class()
+        data = np.asarray(v.data)
+        fill = np.asarray(v.fill).astype(data.dtype)[()]
+        if v.spec is None:
+            return Tensor.from_numpy(data, "dense", fill)
+        return Tensor.from_numpy(data, v.spec, fill)
+
+    # -- expressions --------------------------------------------------------------------
+    def record(self, v: Value) -> Value:
+        for f, n in zip(v.fields, np.shape(v.data), strict=True):
+            if n != 1 or f not in self.sizes:
+                self.sizes[f] = n
+        return v
+
+    def eval(self, node: LogicNode) -> Value:
+        match node:
+            case Immediate(val=val):
+                if isinstance(val, Operator) or not (is_python_scalar(val) or np.ndim(val) == 0):
+                    raise ValueError(f"immediate {val!r} is not a scalar value")
+                return Value(val, (), val)
+            case Table(tns=Immediate(val=tns), idxs=idxs):
+                data, fill = _dense_of(tns)
+                return self.record(Value(data, self._check_idxs(idxs, data.ndim, "table"), fill))
+            case Alias():
+                raise ValueError(f"bare {node!r} in an expression: wrap it in relabel(...)")
+            case Relabel(arg=arg, idxs=idxs):
+                if isinstance(arg, Alias):
+                    v = self.alias_value(arg)
+                else:
+                    v = self.eval(arg)
+                return self.record(Value(v.data, self._check_idxs(idxs, np.ndim(v.data),
+                                                                  "relabel"), v.fill))
+            case Reorder(arg=arg, idxs=idxs):
+                return self.record(self.reorder(self.eval(arg), idxs))
+            case MapJoin(op=Immediate(val=op), args=args):
+                return self.record(self.mapjoin(op, args))
+            case Aggregate(op=Immediate(val=op), init=Immediate(val=init), arg=arg, idxs=idxs):
+                return self.record(self.aggregate(op, init, self.eval(arg), idxs))
+            case Reformat(tns=Immediate(val=spec), arg=arg):
+                v = self.eval(arg)
+                spec = getattr(spec, "spec", spec)  # a prototype Tensor gives its spec
+                return Value(v.data, v.fields, v.fill, spec)
+            case Subquery(lhs=lhs, arg=arg):
+                if lhs not in self.sub:
+                    v = self.eval(arg)
+                    self.sub[lhs] = v
+                    self.env[lhs] = self.to_tensor(v)
+                return self.record(self.sub[lhs])
+            case Field():
+                raise ValueError(f"{node!r} used as a value outside a mapjoin")
+        raise TypeError(f"interpret: not an expression node: {node!r}")
+
+    def alias_value(self, a: Alias) -> Value:
+        if a not in self.env:
+            raise ValueError(f"{a!r} is used before it is defined")
+        data, fill = _dense_of(self.env[a])
+        return Value(data, (), fill)
+
+    @staticmethod
+    def _check_idxs(idxs: tuple[Field, ...], ndim: int, what: str) -> tuple[Field, ...]:
+        if len(idxs) != ndim:
+            raise ValueError(f"{what} gives {len(idxs)} field(s) {idxs} for {ndim}-d data")
+        if len(set(idxs)) != len(idxs):
+            raise ValueError(f"{what} repeats a field: {idxs}")
+        return idxs
+
+    def reorder(self, v: Value, idxs: tuple[Field, ...]) -> Value:
+        if len(set(idxs)) != len(idxs):
+            raise ValueError(f"reorder repeats a field: {idxs}")
+        data = np.asarray(v.data) if not is_python_scalar(v.data) else v.data
+        shape = np.shape(data)
+        drop = [k for k, f in enumerate(v.fields) if f not in idxs]
+        for k in drop:
+            if shape[k] != 1:
+                raise ValueError(f"reorder drops field {v.fields[k].name} of size {shape[k]} "
+                                 "(only size-1 fields may be dropped)")
+        if drop:
+            data = np.squeeze(data, axis=tuple(drop))
+        kept = tuple(f for f in v.fields if f in idxs)
+        if not idxs:
+            return Value(data, (), v.fill)
+        data = np.asarray(data)
+        present = [f for f in idxs if f in kept]
+        data = np.transpose(data, [kept.index(f) for f in present])
+        new_shape = [data.shape[present.index(f)] if f in present else 1 for f in idxs]
+        return Value(data.reshape(new_shape), idxs, v.fill)
+
+    def mapjoin(self, op: Operator, args: tuple[LogicNode, ...]) -> Value:
+        if not isinstance(op, Operator):
+            raise TypeError(f"mapjoin op must be an Operator, got {op!r}")
+        vals: list[Value | _FieldRef] = [
+            _FieldRef(a) if isinstance(a, Field) else self.eval(a) for a in args]
+        fields = unique_fields([(x.field,) if isinstance(x, _FieldRef) else x.fields
+                                for x in vals])
+        sizes: dict[Field, int] = {}
+        for x in vals:
+            if isinstance(x, Value):
+                for f, n in zip(x.fields, np.shape(x.data), strict=True):
+                    if f in sizes and n != sizes[f] and 1 not in (n, sizes[f]):
+                        raise ValueError(f"mapjoin({op.name}): field {f.name} has sizes "
+                                         f"{sizes[f]} and {n}")
+                    sizes[f] = max(sizes.get(f, n), n) if n != 0 and sizes.get(f) != 0 else 0
+        shape = []
+        for f in fields:
+            if f not in sizes:
+                if f not in self.sizes:
+                    raise ValueError(f"field {f.name} used as a value has no known extent")
+                sizes[f] = self.sizes[f]
+            shape.append(sizes[f])
+        aligned, fills = [], []
+        for x in vals:
+            if isinstance(x, _FieldRef):
+                k = fields.index(x.field)
+                idx = np.arange(sizes[x.field], dtype=INDEX_DTYPE)
+                aligned.append(idx.reshape([-1 if j == k else 1 for j in range(len(fields))]))
+                fills.append(INDEX_DTYPE.type(0))
+            else:
+                aligned.append(_align(x, fields))
+                fills.append(x.fill)
+        out = op.apply(*aligned)
+        out = np.broadcast_to(np.asarray(out), shape).copy() if fields else np.asarray(out)[()]
+        return Value(out, fields, mapjoin_fill(op, fills))
+
+    def aggregate(self, op: Operator, init: Any, v: Value, idxs: tuple[Field, ...]) -> Value:
+        if not isinstance(op, Operator):
+            raise TypeError(f"aggregate op must be an Operator, got {op!r}")
+        missing = [f.name for f in idxs if f not in v.fields]
+        if missing:
+            raise ValueError(f"aggregate reduces field(s) {missing} that its argument lacks "
+                             f"(it has {[f.name for f in v.fields]})")
+        data = np.asarray(v.data)
+        res_dt = aggregate_dtype(op, init, data.dtype)
+        keep = [k for k, f in enumerate(v.fields) if f not in idxs]
+        red = [k for k, f in enumerate(v.fields) if f in idxs]
+        moved = np.transpose(data, keep + red)
+        out_shape = moved.shape[: len(keep)]
+        n = int(np.prod(moved.shape[len(keep):], dtype=np.int64))
+        flat = moved.reshape((*out_shape, n))
+        acc = np.full(out_shape, scalar_as(init, res_dt), dtype=res_dt)
+        ufunc = op.numpy if isinstance(op.numpy, np.ufunc) else None
+        if n == 0:
+            pass
+        elif ufunc is not None and op.associative and op.commutative and ufunc.nin == 2:
+            operand = op.operand_dtypes(res_dt, data.dtype)[1]
+            with np.errstate(all="ignore"):
+                part = ufunc.reduce(flat.astype(operand), axis=-1)
+            acc = np.asarray(op.apply(acc, part)).astype(res_dt)
+        else:
+            for k in range(n):
+                acc = np.asarray(op.apply(acc, flat[..., k])).astype(res_dt)
+        fields = tuple(v.fields[k] for k in keep)
+        result = acc if fields else acc[()]
+        return Value(result, fields, scalar_as(init, res_dt))
+
+
+def _align(v: Value, fields: tuple[Field, ...]) -> Any:
+    """``v.data`` transposed to ``fields`` order with size-1 axes for missing fields."""
+    if not v.fields:
+        return v.data
+    data = np.asarray(v.data)
+    order = sorted(range(len(v.fields)), key=lambda k: fields.index(v.fields[k]))
+    data = np.transpose(data, order)
+    shape = [data.shape[[v.fields[o] for o in order].index(f)] if f in v.fields else 1
+             for f in fields]
+    return data.reshape(shape)
+
+
+def interpret(plan: LogicNode) -> tuple[Any, ...]:
+    """Run ``plan`` densely with NumPy; one ``formats.Tensor`` per alias it produces."""
+    out = _Interpreter().run(plan)
+    if out is None:
+        raise ValueError("plan has no produces(...) statement")
+    return out
+
+
+def evaluate(expr: LogicNode, env: dict[Alias, Any] | None = None) -> Value:
+    """Evaluate one expression (aliases bound by ``env``) to a dense :class:`Value`."""
+    it = _Interpreter()
+    it.env.update(env or {})
+    return it.eval(expr)

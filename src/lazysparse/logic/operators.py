@@ -1,0 +1,314 @@
+"""Scalar operators of Finch-Logic: NumPy/Numba/CUDA forms, dtype rules and algebra.
+
+An :class:`Operator` is what ``MapJoin.op`` / ``Aggregate.op`` hold (inside an Immediate).
+Everything the other stages derive from an operator (fill values, result dtypes, whether an
+op annihilates and so keeps a result sparse, default reduction inits, generated code) comes
+from here, never from special cases elsewhere. See docs/logic.md for how to add one.
+
+Code-form conventions:
+- ``numba`` / ``cuda`` are ``str.format`` templates over the argument expressions
+  (``"({0} + {1})"``) or callables ``(operand_dtypes) -> template`` when the form depends on
+  the dtypes. Arguments are already cast to :meth:`Operator.operand_dtypes`; the kernel casts
+  the value to :meth:`Operator.result_dtype`.
+- Numba forms may use the names in :data:`NUMBA_GLOBALS` (``np``, ``math``, ``cmath``, ``lsops`` =
+  :mod:`lazysparse.logic.numba_ops`) and assume ``njit(error_model="numpy")``.
+- CUDA forms may use the ``__device__`` helpers of :data:`lazysparse.logic.cuda_ops.CUDA_PRELUDE`.
+"""
+
+from __future__ import annotations
+
+import cmath
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from lazysparse.logic import numba_ops
+from lazysparse.logic.dtypes import (
+    BOOL,
+    as_dtype,
+    dtype_of,
+    floating_dtype,
+    is_python_scalar,
+    isdtype,
+    real_dtype,
+    result_type,
+    scalar_as,
+)
+
+NUMBA_GLOBALS: dict[str, Any] = {"np": np, "math": math, "cmath": cmath, "lsops": numba_ops}
+
+DtypeValue = Callable[[np.dtype], Any]
+CodeForm = str | Callable[[tuple[np.dtype, ...]], str]
+
+DTYPE_RULES = ("promote", "float", "compare", "logical", "to_real", "where", "first_arg",
+               "cast", "coalesce")
+
+
+@dataclass(frozen=True, eq=False)
+class Operator:
+    """A scalar function with its code forms, dtype rule and algebraic properties.
+
+    ``numpy`` is called on NumPy arrays/scalars already cast to the operand dtypes.
+    ``identity``/``annihilator``/``init`` map a dtype to a value (or None); read them with
+    :meth:`identity_for`, :meth:`annihilator_for`, :meth:`init_for`.
+    ``arg_kinds`` names the dtype kind (see ``dtypes.isdtype``) each argument must have;
+    one entry applies to all arguments. Equality and hashing use ``(name, params)``.
+    """
+
+    name: str
+    nargs: int
+    numpy: Callable[..., Any]
+    numba: CodeForm
+    cuda: CodeForm
+    dtype_rule: str
+    arg_kinds: tuple[str, ...] = ("any",)
+    identity: DtypeValue | None = None
+    annihilator: DtypeValue | None = None
+    commutative: bool = False
+    associative: bool = False
+    idempotent: bool = False
+    init: DtypeValue | None = None
+    params: tuple[Any, ...] = ()
+    # the annihilator holds for every operand (False for float multiply: 0 * inf is NaN)
+    strict_annihilator_for_floats: bool = True
+    doc: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        if self.dtype_rule not in DTYPE_RULES:
+            raise ValueError(f"operator {self.name}: unknown dtype rule {self.dtype_rule!r}")
+
+    # -- identity ---------------------------------------------------------------------
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Operator) and (self.name, self.params) == (
+            other.name, other.params)
+
+    def __hash__(self) -> int:
+        return hash(("Operator", self.name, self.params))
+
+    def __repr__(self) -> str:
+        if self.params:
+            return f"{self.name}[{', '.join(str(p) for p in self.params)}]"
+        return self.name
+
+    # -- dtypes -----------------------------------------------------------------------
+    def _check_arity(self, args: tuple[Any, ...]) -> None:
+        if len(args) != self.nargs:
+            raise TypeError(f"{self.name} takes {self.nargs} argument(s), got {len(args)}")
+
+    def _kind_of(self, i: int) -> str:
+        return self.arg_kinds[i] if len(self.arg_kinds) > 1 else self.arg_kinds[0]
+
+    def check_args(self, *args: Any) -> None:
+        """Raise TypeError if an argument's dtype (or Python scalar) has the wrong kind."""
+        self._check_arity(args)
+        for i, a in enumerate(args):
+            d = dtype_of(a) if not is_python_scalar(a) else result_type(a)
+            kind = self._kind_of(i)
+            if not isdtype(d, kind):
+                what = (f"is a Python {type(a).__name__}" if is_python_scalar(a)
+                        else f"has dtype {d}")
+                raise TypeError(f"{self.name}: argument {i + 1} {what}, expected "
+                                f"{_kind_text(kind)}")
+
+    def operand_dtypes(self, *args: Any) -> tuple[np.dtype, ...]:
+        """The dtypes kernels cast each argument to before applying the op (checks kinds).
+
+        ``args`` are dtypes, arrays, NumPy scalars or weak Python scalars.
+        """
+        self.check_args(*args)
+        rule = self.dtype_rule
+        if rule == "logical":
+            return (BOOL,) * self.nargs
+        if rule == "cast":
+            return tuple(result_type(a) for a in args)
+        if rule == "where":
+            p = result_type(args[1], args[2])
+            return (BOOL, p, p)
+        if rule == "coalesce":
+            p = result_type(args[0], args[1])
+            return (p, p, p)
+        if rule == "first_arg":
+            p = result_type(args[0])
+        else:
+            p = result_type(*args)
+        if rule == "float":
+            p = floating_dtype(p)
+        if rule in ("promote", "coalesce") or len(self.arg_kinds) == 1:
+            kind = self.arg_kinds[0]
+            if not isdtype(p, kind):
+                raise TypeError(f"{self.name}: arguments promote to {p}, expected "
+                                f"{_kind_text(kind)}")
+        return (p,) * self.nargs
+
+    def result_dtype(self, *args: Any) -> np.dtype:
+        """The dtype of ``op(args...)`` (args as for :meth:`operand_dtypes`)."""
+        ops = self.operand_dtypes(*args)
+        match self.dtype_rule:
+            case "compare" | "logical":
+                return BOOL
+            case "to_real":
+                return real_dtype(ops[0])
+            case "cast":
+                return as_dtype(self.params[0])
+            case "where":
+                return ops[1]
+            case _:
+                return ops[0]
+
+    # -- evaluation -------------------------------------------------------------------
+    def __call__(self, *args: Any) -> Any:
+        return self.apply(*args)
+
+    def apply(self, *args: Any) -> Any:
+        """Evaluate with NumPy: cast args to the operand dtypes, apply, cast to the result
+        dtype. Returns a NumPy array, or a NumPy scalar when every argument is 0-d."""
+        ops = self.operand_dtypes(*args)
+        res_dt = self.result_dtype(*args)
+        cast = [_cast(a, d) for a, d in zip(args, ops, strict=True)]
+        with np.errstate(all="ignore"):
+            out = self.numpy(*cast)
+        out = _cast(out, res_dt)
+        if all(np.ndim(a) == 0 for a in args):
+            return np.asarray(out)[()]
+        return out
+
+    # -- code forms -------------------------------------------------------------------
+    def numba_template(self, *dtypes: Any) -> str:
+        """The Numba template for these operand dtypes (see :meth:`operand_dtypes`)."""
+        return _form(self.numba, dtypes)
+
+    def numba_expr(self, args: tuple[str, ...] | list[str], dtypes: tuple[Any, ...]) -> str:
+        """Numba source applying the op to argument expressions of the given operand dtypes."""
+        return self.numba_template(*dtypes).format(*args)
+
+    def cuda_template(self, *dtypes: Any) -> str:
+        """The CUDA C template for these operand dtypes."""
+        return _form(self.cuda, dtypes)
+
+    def cuda_expr(self, args: tuple[str, ...] | list[str], dtypes: tuple[Any, ...]) -> str:
+        """CUDA C source applying the op to argument expressions."""
+        return self.cuda_template(*dtypes).format(*args)
+
+    # -- algebra ----------------------------------------------------------------------
+    def identity_for(self, dtype: Any) -> np.generic | None:
+        """``e`` with ``op(e, x) == x`` (and ``op(x, e) == x``) at ``dtype``, or None."""
+        return _value(self.identity, dtype)
+
+    def annihilator_for(self, dtype: Any, *, strict: bool = False) -> np.generic | None:
+        """``z`` with ``op(z, x) == z`` at ``dtype``, or None. ``strict`` drops annihilators
+        that fail for non-finite floats (``0 * inf`` is NaN)."""
+        d = as_dtype(dtype)
+        if strict and d.kind in "fc" and not self.strict_annihilator_for_floats:
+            return None
+        return _value(self.annihilator, d)
+
+    def init_for(self, dtype: Any) -> np.generic | None:
+        """Default reduction start value at ``dtype`` (sum 0, prod 1, max -inf ...), or None."""
+        return _value(self.init, dtype)
+
+    @property
+    def is_reduction(self) -> bool:
+        """Usable as ``Aggregate.op`` with a default init (binary, associative, commutative)."""
+        return self.nargs == 2 and self.init is not None
+
+
+def _kind_text(kind: str) -> str:
+    article = "an" if kind[0] in "aeiou" else "a"
+    return {"any": "any dtype", "bool": "a boolean dtype"}.get(kind, f"{article} {kind} dtype")
+
+
+def _cast(a: Any, d: np.dtype) -> Any:
+    if is_python_scalar(a):
+        return scalar_as(a, d)
+    arr = np.asarray(a)
+    if arr.dtype == d:
+        return a
+    if d.kind == "b":
+        return arr != 0
+    if arr.dtype.kind == "c" and d.kind != "c":
+        arr = arr.real
+    with np.errstate(all="ignore"):
+        return arr.astype(d)
+
+
+def _form(form: CodeForm, dtypes: tuple[Any, ...]) -> str:
+    if isinstance(form, str):
+        return form
+    return form(tuple(np.dtype(d) for d in dtypes))
+
+
+def _value(rule: DtypeValue | None, dtype: Any) -> np.generic | None:
+    if rule is None:
+        return None
+    d = as_dtype(dtype)
+    v = rule(d)
+    return None if v is None else scalar_as(v, d)
+
+
+# ------------------------------------------------------------------------------------------
+# registry
+
+OPERATORS: dict[str, Operator] = {}
+
+
+def register(op: Operator) -> Operator:
+    """Add an operator to :data:`OPERATORS` (names are unique)."""
+    if op.name in OPERATORS and OPERATORS[op.name] is not op:
+        raise ValueError(f"operator {op.name!r} is already registered")
+    OPERATORS[op.name] = op
+    return op
+
+
+def get_operator(name: str) -> Operator:
+    """The registered operator called ``name`` (KeyError naming close matches otherwise)."""
+    try:
+        return OPERATORS[name]
+    except KeyError:
+        import difflib
+
+        close = difflib.get_close_matches(name, OPERATORS, n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise KeyError(f"no operator named {name!r}{hint}") from None
+
+
+def mapjoin_fill(op: Operator, fills: tuple[Any, ...] | list[Any]) -> np.generic:
+    """Fill value of ``mapjoin(op, args...)``: ``op(fills...)`` computed by NumPy at the
+    result dtype (``fills`` are the arguments' fill values, NumPy or Python scalars)."""
+    return np.asarray(op.apply(*fills))[()]
+
+
+def aggregate_fill(op: Operator, init: Any, arg_dtype: Any) -> np.generic:
+    """Fill value of ``aggregate(op, init, arg)``: ``init`` at the aggregate's dtype."""
+    return scalar_as(init, aggregate_dtype(op, init, arg_dtype))
+
+
+def aggregate_dtype(op: Operator, init: Any, arg_dtype: Any) -> np.dtype:
+    """Result dtype of reducing ``arg_dtype`` values with ``op`` from ``init``: the fixpoint
+    of ``op.result_dtype(acc, arg)`` starting from ``init``'s dtype."""
+    acc = result_type(init) if not is_python_scalar(init) else result_type(init, arg_dtype)
+    for _ in range(8):
+        nxt = op.result_dtype(acc, arg_dtype)
+        if nxt == acc:
+            return acc
+        acc = nxt
+    raise TypeError(f"aggregate({op.name}) over {arg_dtype} from {init!r}: dtype does not "
+                    "reach a fixpoint")
+
+
+# populate the registry (the modules call ``register``)
+from lazysparse.logic import elementwise_ops as _elementwise_ops  # noqa: E402
+from lazysparse.logic import internal_ops as _internal_ops  # noqa: E402
+
+ELEMENTWISE_FUNCTIONS = _elementwise_ops.ELEMENTWISE_FUNCTIONS
+ElementwiseFunction = _elementwise_ops.ElementwiseFunction
+REDUCTIONS = _internal_ops.REDUCTIONS
+astype_op = _internal_ops.astype_op
+
+__all__ = [
+    "ELEMENTWISE_FUNCTIONS", "NUMBA_GLOBALS", "OPERATORS", "REDUCTIONS", "ElementwiseFunction",
+    "Operator", "aggregate_dtype", "aggregate_fill", "astype_op", "get_operator",
+    "mapjoin_fill", "register",
+]

@@ -1,0 +1,100 @@
+"""Structural keys: a plan with its data abstracted, the cache key of compiled kernels.
+
+Data (``Table`` tensors) becomes its signature (format spec, dtype, fill value, ndim; a NumPy
+array is ``("dense", dtype, ndim)``); scalar constants in pointwise position become numbered
+parameters that keep their dtype kind (so ``x * 3`` and ``x * 4`` share a key, and
+:func:`plan_parameters` lists ``(3,)`` / ``(4,)`` in parameter order for the kernel call);
+aliases and fields are renumbered in order of first appearance. Aggregate inits stay in the
+key by value (they decide result fill values and formats).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from lazysparse.logic.nodes import (
+    Aggregate,
+    Alias,
+    Field,
+    Immediate,
+    LogicNode,
+    _scalar_key,
+)
+from lazysparse.logic.operators import Operator
+
+
+def _is_scalar(val: Any) -> bool:
+    return isinstance(val, bool | int | float | complex | np.generic)
+
+
+def scalar_kind(val: Any) -> str:
+    """The parameter kind of a scalar: its dtype for NumPy scalars, ``py-<type>`` for Python's
+    (weakly typed)."""
+    if isinstance(val, np.generic):
+        return val.dtype.str
+    return f"py-{type(val).__name__}"
+
+
+def _data_key(val: Any) -> Any:
+    sig = getattr(val, "signature", None)
+    if sig is not None and hasattr(val, "levels"):
+        return ("data", sig)
+    if isinstance(val, np.ndarray):
+        return ("data", ("dense", val.dtype.str, val.ndim))
+    return None
+
+
+class _Keyer:
+    def __init__(self) -> None:
+        self.fields: dict[Field, int] = {}
+        self.aliases: dict[Alias, int] = {}
+        self.params: list[Any] = []
+
+    def immediate(self, val: Any, *, as_param: bool) -> Any:
+        if isinstance(val, Operator):
+            return ("op", val.name, val.params)
+        data = _data_key(val)
+        if data is not None:
+            return data
+        if _is_scalar(val):
+            if as_param:
+                self.params.append(val)
+                return ("param", len(self.params) - 1, scalar_kind(val))
+            return ("const", scalar_kind(val), _scalar_key(val))
+        if hasattr(val, "level_kinds") and hasattr(val, "mode_order"):  # FormatSpec
+            return ("format", val)
+        return ("value", _scalar_key(val))
+
+    def key(self, node: LogicNode) -> Any:
+        match node:
+            case Immediate(val=val):
+                return self.immediate(val, as_param=True)
+            case Field():
+                return ("field", self.fields.setdefault(node, len(self.fields)))
+            case Alias():
+                return ("alias", self.aliases.setdefault(node, len(self.aliases)))
+            case Aggregate(op=op, init=init, arg=arg, idxs=idxs):
+                return ("Aggregate", self.key(op), self.immediate(init.val, as_param=False),
+                        self.key(arg), tuple(self.key(f) for f in idxs))
+        parts: list[Any] = [type(node).__name__]
+        for name in node.__dataclass_fields__:  # type: ignore[attr-defined]
+            v = getattr(node, name)
+            if isinstance(v, tuple):
+                parts.append(tuple(self.key(c) for c in v))
+            else:
+                parts.append(self.key(v))
+        return tuple(parts)
+
+
+def structural_key(node: LogicNode) -> tuple[Any, ...]:
+    """Hashable key of a plan or node: equal for plans that compile to the same code."""
+    return _Keyer().key(node)
+
+
+def plan_parameters(node: LogicNode) -> tuple[Any, ...]:
+    """The scalar constants abstracted by :func:`structural_key`, in parameter order."""
+    k = _Keyer()
+    k.key(node)
+    return tuple(k.params)

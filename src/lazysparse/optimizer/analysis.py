@@ -1,0 +1,343 @@
+"""What the optimizer knows about each alias: shape, dtype, fill, storage order, nnz estimate.
+
+Facts come from input tensors and are propagated through queries with the operator registry
+(fill values, dtypes, annihilators). Sparsity is estimated under uniform independence: an
+access to a tensor of density ``rho`` with ``N`` entries per bound prefix is nonempty with
+probability ``1 - (1 - rho)^N``; annihilating mapjoins intersect, others unite.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from lazysparse.logic.nodes import (
+    Aggregate,
+    Alias,
+    Field,
+    Immediate,
+    LogicNode,
+    MapJoin,
+    Plan,
+    Query,
+    Reformat,
+    Relabel,
+    Reorder,
+    Table,
+)
+from lazysparse.logic.operators import Operator, aggregate_dtype, aggregate_fill, mapjoin_fill
+
+INDEX_DTYPE = np.dtype("int64")
+# a result whose estimated density exceeds this is stored dense
+DENSE_THRESHOLD = 0.25
+# a first level whose slices are nonempty with at least this probability is a dense level
+DENSE_LEVEL_THRESHOLD = 0.5
+
+
+@dataclass(frozen=True)
+class AliasInfo:
+    """Facts about one alias: its axes' sizes (axis order), dtype, fill value, storage.
+
+    ``mode_order`` lists axes outermost level first; ``level_kinds`` parallels it (None while
+    unknown); ``nnz`` is the stored-entry count or its estimate.
+    """
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    fill: Any
+    mode_order: tuple[int, ...]
+    nnz: float
+    level_kinds: tuple[str, ...] | None = None
+
+    @property
+    def size(self) -> int:
+        """Number of entries (product of the shape)."""
+        return math.prod(self.shape)
+
+    @property
+    def sparse(self) -> bool:
+        """True when some level is not dense (the tensor skips fill entries)."""
+        if self.level_kinds is None:
+            return False
+        return any(k != "dense" for k in self.level_kinds)
+
+    @property
+    def density(self) -> float:
+        """Stored fraction of entries (1.0 for an empty-shaped or dense tensor)."""
+        if not self.sparse:
+            return 1.0
+        return min(1.0, self.nnz / self.size) if self.size else 0.0
+
+
+def op_of(node: Immediate) -> Operator:
+    """The Operator inside an ``Immediate`` (TypeError otherwise)."""
+    if not isinstance(node, Immediate) or not isinstance(node.val, Operator):
+        raise TypeError(f"expected Immediate(Operator), got {node!r}")
+    return node.val
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """Scalar equality where NaN equals NaN (False for None)."""
+    if a is None or b is None:
+        return False
+    try:
+        x, y = complex(a), complex(b)
+    except (TypeError, ValueError):
+        return False
+    if x == y:
+        return True
+    return (math.isnan(x.real) or math.isnan(x.imag)) and (math.isnan(y.real) or math.isnan(y.imag))
+
+
+def tensor_info(tns: Any) -> AliasInfo:
+    """Facts of a stored ``formats.Tensor``."""
+    spec = getattr(tns, "spec", None)
+    kinds = tuple(spec.level_kinds) if spec is not None else None
+    shape = tuple(int(d) for d in tns.shape)
+    return AliasInfo(shape, np.dtype(tns.dtype), tns.fill_value,
+                     tuple(int(m) for m in tns.mode_order), float(tns.nnz), kinds)
+
+
+def field_sizes(expr: LogicNode, infos: dict[Alias, AliasInfo]) -> dict[Field, int]:
+    """Size of each field that an access ranges over (max over accesses; broadcast = 1)."""
+    sizes: dict[Field, int] = {}
+    for n in _nodes(expr):
+        if isinstance(n, Relabel) and isinstance(n.arg, Alias):
+            shape = infos[n.arg].shape
+            for f, d in zip(n.idxs, shape, strict=True):
+                sizes[f] = max(sizes.get(f, 1), d)
+        elif isinstance(n, Table):
+            for f, d in zip(n.idxs, n.tns.val.shape, strict=True):
+                sizes[f] = max(sizes.get(f, 1), int(d))
+    return sizes
+
+
+def _nodes(expr: LogicNode) -> list[LogicNode]:
+    from lazysparse.optimizer.rewrite import walk
+
+    return list(walk(expr))
+
+
+def expr_dtype(expr: LogicNode, infos: dict[Alias, AliasInfo]) -> np.dtype:
+    """The dtype of a (pointwise or aggregate) expression, by the registry's rules."""
+    return np.dtype(_dtype_or_scalar(expr, infos, top=True))
+
+
+def _dtype_or_scalar(expr: LogicNode, infos: dict[Alias, AliasInfo], top: bool = False) -> Any:
+    match expr:
+        case Relabel(arg=Alias() as a):
+            return infos[a].dtype
+        case Immediate(val=v):
+            return v if top is False else np.asarray(v).dtype
+        case Field():
+            return INDEX_DTYPE
+        case MapJoin(op=op, args=args):
+            return op_of(op).result_dtype(*[_dtype_or_scalar(a, infos) for a in args])
+        case Aggregate(op=op, init=init, arg=arg):
+            return aggregate_dtype(op_of(op), init.val, expr_dtype(arg, infos))
+        case Reorder(arg=arg) | Relabel(arg=arg) | Reformat(arg=arg):
+            return _dtype_or_scalar(arg, infos, top)
+        case Table(tns=tns):
+            return np.dtype(tns.val.dtype)
+    raise TypeError(f"cannot infer the dtype of {expr!r}")
+
+
+def expr_fill(expr: LogicNode, infos: dict[Alias, AliasInfo]) -> Any:
+    """The fill value of an expression, or None when it is not constant (uses a Field)."""
+    match expr:
+        case Relabel(arg=Alias() as a):
+            return infos[a].fill
+        case Immediate(val=v):
+            return v
+        case Field():
+            return None
+        case MapJoin(op=op, args=args):
+            fills = [expr_fill(a, infos) for a in args]
+            if any(f is None for f in fills):
+                return None
+            return mapjoin_fill(op_of(op), fills)
+        case Aggregate(op=op, init=init, arg=arg):
+            return aggregate_fill(op_of(op), init.val, expr_dtype(arg, infos))
+        case Reorder(arg=arg) | Relabel(arg=arg) | Reformat(arg=arg):
+            return expr_fill(arg, infos)
+        case Table(tns=tns):
+            return tns.val.fill_value
+    raise TypeError(f"cannot infer the fill value of {expr!r}")
+
+
+def masks(op: Operator, arg: LogicNode, args: tuple[LogicNode, ...],
+          infos: dict[Alias, AliasInfo]) -> bool:
+    """Does ``arg`` at its fill value annihilate ``op`` (so the mapjoin is an intersection)?"""
+    fill = expr_fill(arg, infos)
+    if fill is None:
+        return False
+    try:
+        dts = op.operand_dtypes(*[_dtype_or_scalar(a, infos) for a in args])
+        z = op.annihilator_for(dts[list(args).index(arg)])
+    except (TypeError, ValueError):
+        return False
+    return same_value(fill, z)
+
+
+def nonzero_probability(expr: LogicNode, bound: set[Field], sizes: dict[Field, int],
+                        infos: dict[Alias, AliasInfo]) -> float:
+    """Probability that ``expr`` restricted to the ``bound`` fields is not all fill.
+
+    Structural (per-access projections, intersections multiply, unions combine) and capped
+    by projecting the whole expression's density onto ``bound``.
+    """
+    p_struct = _prob(expr, bound, sizes, infos)
+    all_fields = set(sizes)
+    if bound >= all_fields:
+        return p_struct
+    p_all = _prob(expr, all_fields, sizes, infos)
+    rest = math.prod(sizes[f] for f in all_fields - bound)
+    return min(p_struct, _project(p_all, rest))
+
+
+def _project(p: float, n: float) -> float:
+    if p <= 0.0:
+        return 0.0
+    if p >= 1.0:
+        return 1.0
+    return -math.expm1(n * math.log1p(-p))
+
+
+def _prob(expr: LogicNode, bound: set[Field], sizes: dict[Field, int],
+          infos: dict[Alias, AliasInfo]) -> float:
+    match expr:
+        case Relabel(arg=Alias() as a, idxs=idxs):
+            info = infos[a]
+            if not info.sparse:
+                return 1.0
+            free = math.prod(sizes.get(f, 1) for f in set(idxs) - bound)
+            return _project(info.density, free)
+        case MapJoin(op=op, args=args):
+            o = op_of(op)
+            probs = [_prob(x, bound, sizes, infos) for x in args]
+            masked = [p for x, p in zip(args, probs, strict=True) if masks(o, x, args, infos)]
+            union = 1.0 - math.prod(1.0 - p for p in probs)
+            return min(union, math.prod(masked)) if masked else union
+        case Aggregate(op=op, init=init, arg=arg):
+            o = op_of(op)
+            fill = expr_fill(arg, infos)
+            try:
+                kept = same_value(o.apply(init.val, fill), init.val) if fill is not None else False
+            except (TypeError, ValueError):
+                kept = False
+            return _prob(arg, bound, sizes, infos) if kept else 1.0
+        case Reorder(arg=arg) | Reformat(arg=arg):
+            return _prob(arg, bound, sizes, infos)
+    return 1.0
+
+
+def query_parts(rhs: LogicNode) -> tuple[Immediate | None, Aggregate | None, Reorder]:
+    """Split a canonical rhs ``[Reformat(spec,)] [Aggregate(op, init,] Reorder(body, F)``."""
+    spec = None
+    if isinstance(rhs, Reformat):
+        spec, rhs = rhs.tns, rhs.arg
+    agg = None
+    if isinstance(rhs, Aggregate):
+        agg, rhs = rhs, rhs.arg
+    if not isinstance(rhs, Reorder):
+        raise ValueError(f"query rhs is not in canonical form: {rhs!r}")
+    return spec, agg, rhs
+
+
+def result_axes(rhs: LogicNode) -> tuple[Field, ...]:
+    """The axes of a canonical query's result: the Reorder's fields minus the reduced ones."""
+    _, agg, loop = query_parts(rhs)
+    red = set(agg.idxs) if agg is not None else set()
+    return tuple(f for f in loop.idxs if f not in red)
+
+
+def choose_level_kinds(rhs: LogicNode, infos: dict[Alias, AliasInfo]) -> tuple[str, ...]:
+    """Level kinds for a canonical query's result stored in its axis order.
+
+    Dense when the result cannot skip entries (the fill does not survive the operation) or
+    its estimated density exceeds ``DENSE_THRESHOLD``; otherwise compressed levels, with a
+    dense first level when most of its slices are expected nonempty (CSR rather than DCSR).
+    """
+    _, agg, loop = query_parts(rhs)
+    axes = result_axes(rhs)
+    if not axes:
+        return ()
+    expr: LogicNode = loop.arg if agg is None else Aggregate(agg.op, agg.init, loop.arg, agg.idxs)
+    sizes = field_sizes(loop.arg, infos)
+    for f in loop.idxs:
+        sizes.setdefault(f, 1)
+    p_out = nonzero_probability(expr, set(axes), sizes, infos)
+    if p_out > DENSE_THRESHOLD or math.prod(sizes[f] for f in axes) == 0:
+        return ("dense",) * len(axes)
+    p_first = nonzero_probability(expr, {axes[0]}, sizes, infos)
+    first = "dense" if p_first >= DENSE_LEVEL_THRESHOLD and len(axes) > 1 else "compressed"
+    return (first,) + ("compressed",) * (len(axes) - 1)
+
+
+def computed_info(rhs: LogicNode, infos: dict[Alias, AliasInfo]) -> AliasInfo:
+    """Facts of a canonical compute query's result (axes = the Reorder's minus reduced).
+
+    The storage is the Reformat's spec when present, else the predicted format.
+    """
+    spec, agg, loop = query_parts(rhs)
+    axes = result_axes(rhs)
+    sizes = field_sizes(loop.arg, infos)
+    shape = tuple(sizes.get(f, 1) for f in axes)
+    expr: LogicNode = loop.arg if agg is None else Aggregate(agg.op, agg.init, loop.arg, agg.idxs)
+    dtype = expr_dtype(expr, infos)
+    fill = expr_fill(expr, infos)
+    if spec is not None:
+        kinds = tuple(spec.val.level_kinds)
+        mode = tuple(spec.val.mode_order)
+    else:
+        kinds = choose_level_kinds(rhs, infos)
+        mode = tuple(range(len(axes)))
+    all_sizes = dict(sizes)
+    for f in loop.idxs:
+        all_sizes.setdefault(f, 1)
+    p = nonzero_probability(expr, set(axes), all_sizes, infos)
+    nnz = math.prod(shape) * (p if any(k != "dense" for k in kinds) else 1.0)
+    return AliasInfo(shape, dtype, fill, mode, nnz, kinds)
+
+
+def plan_infos(plan: Plan) -> dict[Alias, AliasInfo]:
+    """Facts for every alias of a plan whose queries are input or canonical compute queries."""
+    infos: dict[Alias, AliasInfo] = {}
+    for body in plan.bodies:
+        if isinstance(body, Query):
+            if isinstance(body.rhs, Table):
+                infos[body.lhs] = tensor_info(body.rhs.tns.val)
+            else:
+                infos[body.lhs] = computed_info(body.rhs, infos)
+    return infos
+
+
+def scatter_safe_kinds(kinds: tuple[str, ...], mode_order: tuple[int, ...],
+                       loop_order: tuple[Field, ...], reduced: tuple[Field, ...]
+                       ) -> tuple[str, ...]:
+    """``kinds`` with dense levels after the first scattered write made compressed.
+
+    Writes scatter from the first loop where the output fields depart from the storage
+    order or a reduced loop encloses an output loop; the kernels fill a sparse output's
+    dense levels only before that point (a row workspace or sort buffer covers the rest).
+    """
+    if all(k == "dense" for k in kinds):
+        return kinds
+    red = set(reduced)
+    axes = tuple(f for f in loop_order if f not in red)
+    storage = tuple(axes[m] for m in mode_order)
+    depth = len(loop_order)
+    for m, f in enumerate(axes):
+        if storage[m] != f:
+            depth = loop_order.index(f)
+            break
+    for d, f in enumerate(loop_order):
+        if f in red and any(g not in red for g in loop_order[d + 1:]):
+            depth = min(depth, d)
+            break
+    before = sum(1 for f in loop_order[:depth] if f not in red)
+    return tuple("compressed" if k == "dense" and m >= before else k
+                 for m, k in enumerate(kinds))

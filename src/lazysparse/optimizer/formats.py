@@ -1,0 +1,107 @@
+"""Pass 7: choose each result's storage format; pass 8: normal form.
+
+Format rules (``analysis.choose_level_kinds``): the result's fill is ``op(fills)`` for a
+mapjoin and ``init`` for an aggregate. It can skip entries only where its operands do: an
+operand whose fill annihilates the op masks the result (intersection), an op over sparse
+operands only is sparse on their union, and an aggregate keeps a sparse level iff
+``op(init, fill) == init``. A result estimated denser than ``DENSE_THRESHOLD`` is dense.
+Results are stored in their axis order (the loop order minus the reduced fields), so writes
+that arrive in that order append to compressed levels and the kernel scatters the others
+through a workspace. A Reformat already present (``asformat``, a concordizing copy) wins.
+"""
+
+from __future__ import annotations
+
+from lazysparse.formats.specs import infer_spec
+from lazysparse.logic.nodes import (
+    Alias,
+    Field,
+    Immediate,
+    LogicNode,
+    Plan,
+    Produces,
+    Query,
+    Reformat,
+    Table,
+)
+from lazysparse.optimizer.analysis import (
+    AliasInfo,
+    choose_level_kinds,
+    computed_info,
+    query_parts,
+    result_axes,
+    scatter_safe_kinds,
+    tensor_info,
+)
+from lazysparse.optimizer.push_fields import rename_fields
+from lazysparse.optimizer.rewrite import accesses, expr_fields, substitute_access
+
+
+def choose_formats(plan: Plan) -> Plan:
+    """Wrap every compute query without a Reformat in ``Reformat(Immediate(spec), ...)``."""
+    infos: dict[Alias, AliasInfo] = {}
+    out: list[LogicNode] = []
+    for body in plan.bodies:
+        if not isinstance(body, Query):
+            out.append(body)
+            continue
+        if isinstance(body.rhs, Table):
+            infos[body.lhs] = tensor_info(body.rhs.tns.val)
+            out.append(body)
+            continue
+        rhs = body.rhs
+        if not isinstance(rhs, Reformat):
+            _, agg, loop = query_parts(rhs)
+            ident = tuple(range(len(result_axes(rhs))))
+            kinds = scatter_safe_kinds(choose_level_kinds(rhs, infos), ident, loop.idxs,
+                                       agg.idxs if agg is not None else ())
+            rhs = Reformat(Immediate(infer_spec(kinds, ident)), rhs)
+        infos[body.lhs] = computed_info(rhs, infos)
+        out.append(Query(body.lhs, rhs))
+    return Plan(tuple(out))
+
+
+def normal_form(plan: Plan) -> Plan:
+    """Drop queries nothing produced depends on and give canonical names.
+
+    Input queries move first; aliases become ``A0, A1, …`` in query order and each query's
+    fields ``i0, i1, …`` in loop order, so equal computations print (and key) the same.
+    """
+    needed: set[Alias] = set()
+    for body in plan.bodies:
+        if isinstance(body, Produces):
+            needed.update(a for a in body.args if isinstance(a, Alias))
+    for body in reversed(plan.bodies):
+        if isinstance(body, Query) and body.lhs in needed:
+            needed.update(acc.arg for acc in accesses(body.rhs))  # type: ignore[misc]
+    names: dict[Alias, Alias] = {}
+    out: list[LogicNode] = []
+    inputs = [q for q in plan.bodies if isinstance(q, Query) and isinstance(q.rhs, Table)]
+    rest = [q for q in plan.bodies if not (isinstance(q, Query) and isinstance(q.rhs, Table))]
+    for body in [*inputs, *rest]:
+        if isinstance(body, Query):
+            if body.lhs not in needed:
+                continue
+            names[body.lhs] = Alias(f"A{len(names)}")
+            rhs = substitute_access(body.rhs, lambda acc: _rename_alias(acc, names))
+            if isinstance(rhs, Table):
+                mapping = {f: Field(f"i{k}") for k, f in enumerate(rhs.idxs)}
+                rhs = Table(rhs.tns, tuple(mapping[f] for f in rhs.idxs))
+            else:
+                _, _, loop = query_parts(rhs)
+                order = [*loop.idxs, *(f for f in expr_fields(rhs) if f not in loop.idxs)]
+                mapping = {f: Field(f"i{k}") for k, f in enumerate(dict.fromkeys(order))}
+                rhs = rename_fields(rhs, mapping)
+            out.append(Query(names[body.lhs], rhs))
+        elif isinstance(body, Produces):
+            out.append(Produces(tuple(names[a] for a in body.args)))  # type: ignore[index]
+        else:
+            out.append(body)
+    return Plan(tuple(out))
+
+
+def _rename_alias(acc: LogicNode, names: dict[Alias, Alias]) -> LogicNode:
+    from lazysparse.logic.nodes import Relabel
+
+    assert isinstance(acc, Relabel)
+    return Relabel(names[acc.arg], acc.idxs)  # type: ignore[index]

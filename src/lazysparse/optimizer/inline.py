@@ -1,0 +1,68 @@
+"""Pass 3: inline copy, transpose and elementwise queries into their consumers (the fusion).
+
+Only Reformat queries (and produced results) keep a materialization break; a pointwise query
+read by several consumers is recomputed in each (as in Finch.jl).
+"""
+
+from __future__ import annotations
+
+from lazysparse.logic.nodes import (
+    Alias,
+    LogicNode,
+    Plan,
+    Produces,
+    Query,
+    Relabel,
+    Table,
+)
+from lazysparse.optimizer.rewrite import is_pointwise, produced, substitute_access
+
+
+def inline_copies(plan: Plan) -> Plan:
+    """Remove ``Query(a, Relabel(b, idxs))`` (a renamed copy): reads of ``a`` read ``b``.
+
+    Also applies to produced copies, whose ``Produces`` entry then names ``b``.
+    """
+    same: dict[Alias, Alias] = {}
+    out: list[LogicNode] = []
+
+    def resolve(acc: Relabel) -> LogicNode | None:
+        target = same.get(acc.arg)  # type: ignore[arg-type]
+        return None if target is None else Relabel(target, acc.idxs)
+
+    for body in plan.bodies:
+        if isinstance(body, Query):
+            rhs = substitute_access(body.rhs, resolve)
+            if (isinstance(rhs, Relabel) and isinstance(rhs.arg, Alias)
+                    and len(set(rhs.idxs)) == len(rhs.idxs)):
+                same[body.lhs] = rhs.arg
+                continue
+            out.append(Query(body.lhs, rhs))
+        elif isinstance(body, Produces):
+            out.append(Produces(tuple(same.get(a, a) for a in body.args)))  # type: ignore[arg-type]
+        else:
+            out.append(body)
+    return Plan(tuple(out))
+
+
+def inline_pointwise(plan: Plan) -> Plan:
+    """Substitute every non-produced pointwise query (transpose, broadcast, elementwise map)
+    into the expressions that read it, and drop it."""
+    keep = produced(plan)
+    defs: dict[Alias, LogicNode] = {}
+    out: list[LogicNode] = []
+
+    def resolve(acc: Relabel) -> LogicNode | None:
+        rhs = defs.get(acc.arg)  # type: ignore[arg-type]
+        return None if rhs is None else Relabel(rhs, acc.idxs)
+
+    for body in plan.bodies:
+        if isinstance(body, Query):
+            rhs = substitute_access(body.rhs, resolve)
+            if body.lhs not in keep and not isinstance(rhs, Table) and is_pointwise(rhs):
+                defs[body.lhs] = rhs
+                continue
+            out.append(Query(body.lhs, rhs))
+        else:
+            out.append(body)
+    return Plan(tuple(out))

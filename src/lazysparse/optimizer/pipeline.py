@@ -1,0 +1,58 @@
+"""The optimizer: an ordered list of pure passes from an api plan to a normal-form plan."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import reduce
+
+from lazysparse.logic.nodes import Plan
+from lazysparse.optimizer.formats import choose_formats, normal_form
+from lazysparse.optimizer.fuse import fuse_aggregates
+from lazysparse.optimizer.inline import inline_copies, inline_pointwise
+from lazysparse.optimizer.lift import (
+    isolate_aggregates,
+    isolate_reformats,
+    isolate_tables,
+    lift_subqueries,
+)
+from lazysparse.optimizer.loop_order import choose_loop_orders, concordize
+from lazysparse.optimizer.push_fields import push_fields
+
+Pass = Callable[[Plan], Plan]
+
+PASSES: list[Pass] = [
+    lift_subqueries,
+    isolate_reformats,
+    isolate_aggregates,
+    isolate_tables,
+    inline_copies,
+    inline_pointwise,
+    push_fields,
+    fuse_aggregates,
+    choose_loop_orders,
+    concordize,
+    choose_formats,
+    normal_form,
+]
+
+
+def run_passes(plan: Plan, passes: list[Pass] | None = None) -> Plan:
+    """Apply ``passes`` (default: all of :data:`PASSES`) in order."""
+    return reduce(lambda p, f: f(p), PASSES if passes is None else passes, plan)
+
+
+def optimize(plan: Plan) -> Plan:
+    """The normal-form plan computing the same results as ``plan`` (checked)."""
+    if not isinstance(plan, Plan):
+        raise TypeError(f"optimize takes a logic Plan, got {type(plan).__name__}")
+    out = run_passes(plan)
+    _check(out)
+    return out
+
+
+def _check(plan: Plan) -> None:
+    try:
+        from lazysparse.logic.normal_form import check_normal_form
+    except ImportError:  # the logic stage's checker is not installed yet
+        return
+    check_normal_form(plan)

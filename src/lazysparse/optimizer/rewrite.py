@@ -1,0 +1,201 @@
+"""Generic plan-rewriting helpers shared by the optimizer passes (no pass logic here).
+
+Walks memoize on node identity, so a plan DAG with shared subtrees is visited once per
+distinct node object (structural hashing of a deep DAG would be exponential).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator
+
+from lazysparse.logic.nodes import (
+    Aggregate,
+    Alias,
+    Field,
+    Immediate,
+    LogicNode,
+    MapJoin,
+    Plan,
+    Produces,
+    Query,
+    Reformat,
+    Relabel,
+    Reorder,
+    Subquery,
+    Table,
+)
+
+
+def map_children(node: LogicNode, fn: Callable[[LogicNode], LogicNode]) -> LogicNode:
+    """``node`` rebuilt with ``fn`` applied to its expression children (not ops/fields)."""
+    match node:
+        case MapJoin(op=op, args=args):
+            new = tuple(fn(a) for a in args)
+            return node if all(a is b for a, b in zip(new, args, strict=True)) else MapJoin(op, new)
+        case Aggregate(op=op, init=init, arg=arg, idxs=idxs):
+            a = fn(arg)
+            return node if a is arg else Aggregate(op, init, a, idxs)
+        case Reorder(arg=arg, idxs=idxs):
+            a = fn(arg)
+            return node if a is arg else Reorder(a, idxs)
+        case Relabel(arg=arg, idxs=idxs):
+            a = fn(arg)
+            return node if a is arg else Relabel(a, idxs)
+        case Reformat(tns=tns, arg=arg):
+            a = fn(arg)
+            return node if a is arg else Reformat(tns, a)
+        case Subquery(lhs=lhs, arg=arg):
+            a = fn(arg)
+            return node if a is arg else Subquery(lhs, a)
+        case Query(lhs=lhs, rhs=rhs):
+            a = fn(rhs)
+            return node if a is rhs else Query(lhs, a)
+    return node
+
+
+def postwalk(node: LogicNode, fn: Callable[[LogicNode], LogicNode],
+             memo: dict[int, LogicNode] | None = None) -> LogicNode:
+    """Bottom-up rewrite: children first, then ``fn`` on the rebuilt node (memo by id)."""
+    if memo is None:
+        memo = {}
+    key = id(node)
+    if key in memo:
+        return memo[key]
+    out = fn(map_children(node, lambda c: postwalk(c, fn, memo)))
+    memo[key] = out
+    return out
+
+
+def walk(node: LogicNode) -> Iterator[LogicNode]:
+    """Every node of an expression (pre-order, each distinct object once)."""
+    seen: set[int] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        yield n
+        stack.extend(reversed(n.children))
+
+
+def accesses(expr: LogicNode) -> list[Relabel]:
+    """The ``Relabel(Alias, idxs)`` leaves of an expression, in order of appearance."""
+    out: list[Relabel] = []
+
+    def visit(n: LogicNode) -> None:
+        if isinstance(n, Relabel) and isinstance(n.arg, Alias):
+            out.append(n)
+            return
+        if isinstance(n, MapJoin):
+            for a in n.args:
+                visit(a)
+        elif isinstance(n, Aggregate | Reorder | Relabel | Reformat | Subquery):
+            visit(n.arg)
+
+    visit(expr)
+    return out
+
+
+def alias_uses(plan: Plan) -> Counter[Alias]:
+    """How often each alias is read: by query right-hand sides and by ``Produces``."""
+    uses: Counter[Alias] = Counter()
+    for body in plan.bodies:
+        if isinstance(body, Query):
+            for acc in accesses(body.rhs):
+                uses[acc.arg] += 1  # type: ignore[index]
+        elif isinstance(body, Produces):
+            for a in body.args:
+                if isinstance(a, Alias):
+                    uses[a] += 1
+    return uses
+
+
+def produced(plan: Plan) -> set[Alias]:
+    """Aliases named by the plan's ``Produces``."""
+    out: set[Alias] = set()
+    for body in plan.bodies:
+        if isinstance(body, Produces):
+            out.update(a for a in body.args if isinstance(a, Alias))
+    return out
+
+
+def substitute_access(expr: LogicNode, fn: Callable[[Relabel], LogicNode | None]) -> LogicNode:
+    """Replace each ``Relabel(Alias, idxs)`` leaf by ``fn(leaf)`` (None keeps it)."""
+
+    def rule(n: LogicNode) -> LogicNode:
+        if isinstance(n, Relabel) and isinstance(n.arg, Alias):
+            r = fn(n)
+            return n if r is None else r
+        return n
+
+    return postwalk(expr, rule)
+
+
+def expr_fields(expr: LogicNode) -> tuple[Field, ...]:
+    """Every field an expression mentions (accesses, Field values, reduced), first-seen order."""
+    seen: dict[Field, None] = {}
+    for n in walk(expr):
+        if isinstance(n, Field):
+            seen.setdefault(n, None)
+        elif isinstance(n, Relabel | Reorder | Table | Aggregate):
+            for f in n.idxs:
+                seen.setdefault(f, None)
+    return tuple(seen)
+
+
+class Namer:
+    """Fresh alias and field names that clash with nothing already in a plan."""
+
+    def __init__(self, plan: LogicNode, field_prefix: str = "f", alias_prefix: str = "Q") -> None:
+        self.used: set[str] = set()
+        for n in walk(plan):
+            if isinstance(n, Field | Alias):
+                self.used.add(n.name)
+        self.counters: dict[str, int] = {}
+        self.field_prefix = field_prefix
+        self.alias_prefix = alias_prefix
+
+    def _fresh(self, prefix: str) -> str:
+        while True:
+            n = self.counters.get(prefix, 0)
+            self.counters[prefix] = n + 1
+            name = f"{prefix}{n}"
+            if name not in self.used:
+                self.used.add(name)
+                return name
+
+    def field(self) -> Field:
+        """A fresh field."""
+        return Field(self._fresh(self.field_prefix))
+
+    def alias(self) -> Alias:
+        """A fresh alias."""
+        return Alias(self._fresh(self.alias_prefix))
+
+
+def is_pointwise(expr: LogicNode) -> bool:
+    """True when ``expr`` has no Aggregate, Reformat, Table or Subquery (fusable as a map)."""
+    for n in walk(expr):
+        if isinstance(n, Aggregate | Reformat | Table | Subquery | Query):
+            return False
+    return True
+
+
+def is_immediate_scalar(node: LogicNode) -> bool:
+    """An Immediate holding a scalar value (not an operator, not data)."""
+    return isinstance(node, Immediate) and not hasattr(node.val, "levels")
+
+
+def subsequence(seq: tuple[Field, ...] | list[Field], of: tuple[Field, ...]) -> bool:
+    """Is ``seq`` (consecutive repeats collapsed) a subsequence of ``of``?"""
+    it = iter(of)
+    prev = None
+    for f in seq:
+        if f == prev:
+            continue
+        prev = f
+        if not any(g == f for g in it):
+            return False
+    return True

@@ -1,0 +1,94 @@
+"""Random plans: the optimized plan computes what the original computes (logic.interpret, or
+the local dense shim while it is missing), and the result is in normal form."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from lazysparse.formats import Tensor
+from lazysparse.optimizer import optimize
+from tests.optimizer.plans import (
+    Lz,
+    asformat,
+    ew,
+    expand,
+    leaf,
+    matmul,
+    oracle,
+    permute,
+    plan_of,
+    reduce,
+)
+from tests.optimizer.shape_check import assert_normal_form
+
+FORMATS = ("dense", "csr", "csc", "coo", "dcsr")
+BINARY = ("add", "multiply", "subtract", "maximum")
+
+
+@st.composite
+def matrices(draw: st.DrawFn, n: int, dtype: str) -> Tensor:
+    fmt = draw(st.sampled_from(FORMATS))
+    fill = draw(st.sampled_from((0, 0, 1)))
+    vals = draw(st.lists(st.sampled_from((0, 0, 0, 1, 2, -3)), min_size=n * n, max_size=n * n))
+    return Tensor.from_numpy(np.array(vals, dtype=dtype).reshape(n, n), fmt, fill)
+
+
+@st.composite
+def programs(draw: st.DrawFn) -> tuple[Lz, ...]:
+    n = draw(st.integers(1, 4))
+    dtype = draw(st.sampled_from(("float64", "int64")))
+    pool: list[Lz] = [leaf(draw(matrices(n, dtype))) for _ in range(3)]
+    vec = np.array(draw(st.lists(st.integers(-2, 3), min_size=n, max_size=n)), dtype=dtype)
+    vecs: list[Lz] = [leaf(Tensor.from_numpy(vec, draw(st.sampled_from(("dense", "coo")))))]
+    for _ in range(draw(st.integers(1, 5))):
+        kind = draw(st.sampled_from(("ew", "ewvec", "ewcol", "scalar", "transpose", "matmul",
+                                     "matvec", "reduce", "masked", "asformat")))
+        m1, m2, m3 = (draw(st.sampled_from(pool)) for _ in range(3))
+        v = draw(st.sampled_from(vecs))
+        op = draw(st.sampled_from(BINARY))
+        if kind == "ew":
+            pool.append(ew(op, m1, m2))
+        elif kind == "ewvec":
+            pool.append(ew(op, m1, v))
+        elif kind == "ewcol":
+            pool.append(ew(op, m1, expand(v, 1)))
+        elif kind == "scalar":
+            pool.append(ew(op, m1, draw(st.sampled_from((0, 1, 2)))))
+        elif kind == "transpose":
+            pool.append(permute(m1, (1, 0)))
+        elif kind == "matmul":
+            pool.append(matmul(m1, m2))
+        elif kind == "matvec":
+            vecs.append(matmul(m1, v))
+        elif kind == "masked":
+            pool.append(ew("multiply", m1, matmul(m2, permute(m3, (1, 0)))))
+        elif kind == "asformat":
+            pool.append(asformat(m1, draw(st.sampled_from(("csr", "csc", "dense", "coo")))))
+        else:
+            red = draw(st.sampled_from(("add", "maximum")))
+            init = 0 if red == "add" else -100
+            axes = draw(st.sampled_from(((0,), (1,), (0, 1))))
+            keep = draw(st.booleans())
+            out = reduce(red, m1, axes, init=np.dtype(dtype).type(init), keepdims=keep)
+            (pool if len(out.shape) == 2 else vecs).append(out)
+    outs = [pool[-1]]
+    if draw(st.booleans()):
+        outs.append(draw(st.sampled_from(vecs)))
+    return tuple(outs)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(programs())
+def test_optimized_plan_matches_oracle(outs: tuple[Lz, ...]) -> None:
+    plan = plan_of(*outs)
+    opt = optimize(plan)
+    assert_normal_form(opt)
+    want = oracle(plan)
+    got = oracle(opt)
+    assert len(want) == len(got)
+    for w, g in zip(want, got, strict=True):
+        assert w.shape == g.shape
+        assert w.dtype == g.dtype
+        np.testing.assert_allclose(g, w)
