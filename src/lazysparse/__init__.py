@@ -12,14 +12,25 @@ __array_api_version__ = "2024.12"
 
 globals().update(_NAMESPACE)
 
+# LAZYSPARSE_EXECUTOR=compiled (the default): optimizer + generated kernels
+from lazysparse.optimizer.executor import install as _install_compiled  # noqa: E402
 
-def clear_cache() -> None:
-    """Drop compiled kernels from the in-memory and on-disk caches (when kernels exist)."""
-    try:
-        from lazysparse.kernels import clear_cache as _clear
-    except ImportError:
-        return
-    _clear()
+_install_compiled()
 
 
-__all__ = sorted([*_NAMESPACE, "clear_cache", "__array_api_version__"])
+def clear_cache(*args: object, **kwargs: object) -> object:
+    """Drop compiled kernels from the kernel cache (``lazysparse.kernels.clear_cache``)."""
+    from lazysparse.kernels import clear_cache as _clear
+
+    return _clear(*args, **kwargs)
+
+
+def explain(*arrays: object) -> object:
+    """How computing ``arrays`` together would run: the optimized plan, each kernel's loop
+    order, formats and generated source (``lazysparse.optimizer.explain``)."""
+    from lazysparse.optimizer import explain as _explain
+
+    return _explain(*arrays)
+
+
+__all__ = sorted([*_NAMESPACE, "clear_cache", "explain", "__array_api_version__"])

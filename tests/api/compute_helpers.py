@@ -3,26 +3,12 @@ from NumPy data, and compare results with NumPy on the dense equivalent."""
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 import numpy as np
-import pytest
 
-from lazysparse.api import execution
 from lazysparse.api.lazy_array import LazyArray
 from lazysparse.formats import Tensor
-from tests.api._compute_shim import compute_shim_interpret
-
-HAVE_INTERPRETER = hasattr(importlib.import_module("lazysparse.logic"), "interpret")
-execution.register_executor("api-compute-shim", lambda: compute_shim_interpret)
-
-
-@pytest.fixture(autouse=True)
-def compute_executor(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Until ``logic.interpret`` lands, run plans with the test-only api-compute shim."""
-    if not HAVE_INTERPRETER:
-        monkeypatch.setenv("LAZYSPARSE_EXECUTOR", "api-compute-shim")
 
 FORMATS = ("dense", "csr", "coo")
 REAL_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",

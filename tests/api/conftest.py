@@ -1,19 +1,10 @@
-"""tests/api fixtures: an executor call counter, and (only while logic.interpret is missing)
-the test-only shim interpreter as the reference executor."""
+"""tests/api fixtures: an executor call counter."""
 
 from __future__ import annotations
-
-import importlib.util
 
 import pytest
 
 from lazysparse.api import execution
-
-if not hasattr(importlib.import_module("lazysparse.logic"), "interpret"):
-    from tests.api._shim_interpreter import shim_interpret
-
-    execution.register_executor("reference", lambda: shim_interpret)
-    assert importlib.util  # keep the import used
 
 
 @pytest.fixture

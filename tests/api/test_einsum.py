@@ -13,7 +13,6 @@ from tests.api.compute_helpers import (
     ALL_NUMERIC,
     FORMATS,
     assert_same,
-    compute_executor,  # noqa: F401 - autouse fixture
     fills_for,
     lazy,
     sample,

@@ -9,7 +9,6 @@ from lazysparse.api import fft as F
 from tests.api.compute_helpers import (
     FORMATS,
     assert_same,
-    compute_executor,  # noqa: F401 - autouse fixture
     lazy,
     sample,
 )

@@ -9,7 +9,14 @@ from lazysparse.api import execution
 from lazysparse.api.building import build_aggregate
 from lazysparse.logic.fields import getfields
 from lazysparse.logic.nodes import (
-    Aggregate, MapJoin, Query, Reformat, Relabel, Reorder, Subquery, Table,
+    Aggregate,
+    MapJoin,
+    Query,
+    Reformat,
+    Relabel,
+    Reorder,
+    Subquery,
+    Table,
 )
 from lazysparse.logic.operators import get_operator
 

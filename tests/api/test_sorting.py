@@ -14,7 +14,6 @@ from tests.api.compute_helpers import (
     FORMATS,
     REAL_DTYPES,
     assert_same,
-    compute_executor,  # noqa: F401 - autouse fixture
     dense,
     fills_for,
     lazy,

@@ -212,3 +212,35 @@ def test_elementwise_and_sum_match_numpy(dt: str, data: st.DataObject, fmt: str)
     init = d.type(0)
     t = run1(aggregate("add", init, table(a, i, j, fmt=fmt), i))
     np.testing.assert_allclose(t.to_numpy(), a.sum(axis=0, dtype=d), rtol=1e-5)
+
+
+FIELD_POOL = "abcd"
+SIZES = {"a": 2, "b": 3, "c": 1, "d": 4}
+
+
+@settings(max_examples=30, deadline=None)
+@given(data=st.data())
+def test_contractions_match_einsum(data: st.DataObject) -> None:
+    """aggregate(add, mapjoin(multiply, operands...), reduced) == np.einsum."""
+    from lazysparse.logic.nodes import Field
+
+    n_ops = data.draw(st.integers(1, 3))
+    operands, specs = [], []
+    for _ in range(n_ops):
+        names = data.draw(st.lists(st.sampled_from(FIELD_POOL), max_size=3, unique=True))
+        arr = rng.integers(-3, 4, [SIZES[c] for c in names]).astype(np.float64)
+        fmt = data.draw(st.sampled_from(["dense", "coo"])) if names else "dense"
+        operands.append(table(arr, *(Field(c) for c in names), fmt=fmt))
+        specs.append(("".join(names), arr))
+    all_fields = list(dict.fromkeys("".join(s for s, _ in specs)))
+    reduced = data.draw(st.lists(st.sampled_from(all_fields), unique=True)) if all_fields else []
+    expr = operands[0] if n_ops == 1 else mapjoin("multiply", *operands[:2])
+    if n_ops == 3:
+        expr = mapjoin("multiply", expr, operands[2])
+    if reduced:
+        expr = aggregate("add", 0.0, expr, *(Field(c) for c in reduced))
+    out = "".join(c for c in all_fields if c not in reduced)
+    want = np.einsum(",".join(s for s, _ in specs) + "->" + out, *(a for _, a in specs))
+    got = run1(expr)
+    np.testing.assert_allclose(got.to_numpy(), want)
+    assert got.shape == want.shape

@@ -41,7 +41,11 @@ def _check(op: Operator, d: np.dtype, got: np.ndarray, cols: list[np.ndarray]) -
         np.testing.assert_array_equal(got, want, err_msg=f"{op!r} at {d}: inputs {cols}")
 
 
-@pytest.mark.parametrize("d", REPRESENTATIVE_DTYPES, ids=str)
+# int32 is left out to save compile time: int8 and int64 bracket it
+NUMBA_DTYPES = [d for d in REPRESENTATIVE_DTYPES if d != np.dtype("int32")]
+
+
+@pytest.mark.parametrize("d", NUMBA_DTYPES, ids=str)
 def test_numba_forms_match_numpy(d: np.dtype) -> None:
     ops = [op for op in ALL_OPS if accepts(op, d)]
     assert ops

@@ -240,3 +240,19 @@ def test_apply_scalars_and_arrays() -> None:
     assert r.dtype == np.int8 and list(r) == [0, 3, 5]
     r = OPERATORS["clip"](np.array([np.nan, 3.0]), 0.0, 1.0)
     assert np.isnan(r[0]) and r[1] == 1.0
+
+
+@pytest.mark.parametrize("d", REPRESENTATIVE_DTYPES, ids=str)
+def test_mapjoin_fill_has_result_dtype_for_every_op(d: np.dtype) -> None:
+    for op in OPERATORS.values():
+        if not accepts(op, d):
+            continue
+        for fill in (d.type(0), d.type(1)):
+            fills = [np.True_ if (op.name == "where" and n == 0) else fill
+                     for n in range(op.nargs)]
+            try:
+                f = mapjoin_fill(op, fills)
+            except ValueError:  # integer 0 ** -1 style domain errors
+                continue
+            assert isinstance(f, np.generic)
+            assert f.dtype == op.result_dtype(*[np.asarray(x).dtype for x in fills]), op

@@ -183,7 +183,7 @@ def _advanced(x: LazyArray, items: list[Any]) -> LazyArray:
         ax = next(j for j, k in enumerate(items) if k is idx)
         others = [k for k in items if k is not idx]
         if all(_is_full(k, x.shape[j if j < ax else j + 1]) for j, k in enumerate(others)
-               if k is not None) and None not in items and idx.ndim == 1:
+               if k is not None) and all(k is not None for k in items) and idx.ndim == 1:
             return take(x, idx, axis=ax)
     if len(arrays) == 1 and arrays[0].dtype == np.bool_ and arrays[0].ndim == x.ndim and \
             not T.is_dense(t) and len(items) == 1:

@@ -242,10 +242,10 @@ def _abs_power_sum(x: LazyArray, axes: tuple[int, ...], keepdims: bool, p: float
     if p == 1:
         return lazy_reduce(op("add"), a, axes, keepdims)
     if p == 0:
-        nz = astype(lazy_map(op("not_equal"), a, rdt.type(0)), rdt)
+        nz = astype(lazy_map(op("not_equal"), a, 0), rdt)
         return lazy_reduce(op("add"), nz, axes, keepdims)
-    s = lazy_reduce(op("add"), lazy_map(op("pow"), a, rdt.type(p)), axes, keepdims)
-    return lazy_map(op("pow"), s, rdt.type(1.0 / p))
+    s = lazy_reduce(op("add"), lazy_map(op("pow"), a, p), axes, keepdims)
+    return lazy_map(op("pow"), s, 1.0 / p)
 
 
 def vector_norm(x: Any, /, *, axis: Any = None, keepdims: bool = False,

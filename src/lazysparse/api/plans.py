@@ -13,17 +13,16 @@ from typing import Any
 
 import numpy as np
 
-from lazysparse.api.building import broadcast_shapes, build_aggregate, build_mapjoin
+from lazysparse.api.building import build_aggregate
+from lazysparse.api.elementwise import apply_operator
 from lazysparse.api.lazy_array import LazyArray
 from lazysparse.logic import dtypes as _dt
-from lazysparse.logic.nodes import Immediate
 from lazysparse.logic.operators import (
     Operator,
     aggregate_dtype,
     aggregate_fill,
     astype_op,
     get_operator,
-    mapjoin_fill,
 )
 
 Operand = LazyArray | bool | int | float | complex | np.generic
@@ -81,40 +80,10 @@ def reduced_shape(shape: Sequence[int], axes: Sequence[int], keepdims: bool) -> 
     return tuple(d for k, d in enumerate(shape) if k not in axes)
 
 
-def _dtype_or_scalar(a: Operand) -> Any:
-    return a.dtype if isinstance(a, LazyArray) else a
-
-
-def _fill_or_scalar(a: Operand) -> Any:
-    return a.fill_value if isinstance(a, LazyArray) else a
-
-
-def _immediate(a: Any, dtype: np.dtype) -> Immediate:
-    """A scalar operand as an Immediate of the dtype the op computes it in."""
-    return Immediate(_dt.scalar_as(a, dtype))
-
-
 def lazy_map(o: Operator, *args: Operand) -> LazyArray:
-    """``MapJoin(o, args...)`` with broadcasting; scalars become typed Immediates.
-
-    The result dtype is ``o.result_dtype`` and the fill value ``o(fills...)`` (registry).
-    """
-    arrays = [a for a in args if isinstance(a, LazyArray)]
-    if not arrays:
-        raise TypeError(f"{o.name}: at least one argument must be a lazysparse array")
-    dts = tuple(_dtype_or_scalar(a) for a in args)
-    res_dtype = o.result_dtype(*dts)
-    operand_dts = o.operand_dtypes(*dts)
-    shape = broadcast_shapes(*(a.shape for a in arrays))
-    operands: list[Any] = []
-    for a, d in zip(args, operand_dts, strict=True):
-        if isinstance(a, LazyArray):
-            operands.append((a.expr, a.shape))
-        else:
-            operands.append(_immediate(a, d))
-    fill = mapjoin_fill(o, tuple(_fill_or_scalar(a) for a in args))
-    expr, _ = build_mapjoin(o, operands, shape)
-    return LazyArray(expr, shape, res_dtype, fill, arrays[0].device)
+    """``MapJoin(o, args...)`` with broadcasting (``elementwise.apply_operator``): result
+    dtype ``o.result_dtype``, fill value ``o(fills...)``, scalars as typed Immediates."""
+    return apply_operator(o, *args)
 
 
 def astype(x: LazyArray, dtype: Any) -> LazyArray:
@@ -122,7 +91,7 @@ def astype(x: LazyArray, dtype: Any) -> LazyArray:
     d = _dt.as_dtype(dtype)
     if x.dtype == d:
         return x
-    return lazy_map(astype_op(d), x)
+    return apply_operator(astype_op(d), x, fname="astype")
 
 
 def lazy_reduce(o: Operator, x: LazyArray, axes: Sequence[int], keepdims: bool = False,

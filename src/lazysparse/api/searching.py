@@ -94,7 +94,8 @@ def argmin(x: Any, /, *, axis: int | None = None, keepdims: bool = False) -> Laz
 
 
 def where(condition: Any, x1: Any, x2: Any, /) -> LazyArray:
-    """``x1`` where ``condition`` else ``x2``: one broadcast ``MapJoin(where, c, x1, x2)``."""
+    """``x1`` where ``condition`` else ``x2``: one broadcast ``MapJoin(where, c, x1, x2)``
+    (Python scalars allowed for ``x1``/``x2``, promoted weakly)."""
     c = check_array(condition, "where", "condition")
     if c.dtype != _dt.BOOL:
         raise TypeError(f"where: condition must have a boolean dtype, got {c.dtype}")
@@ -102,9 +103,6 @@ def where(condition: Any, x1: Any, x2: Any, /) -> LazyArray:
         if not isinstance(a, LazyArray) and not _dt.is_python_scalar(a):
             raise TypeError(f"where: {name} must be a lazysparse array or a Python scalar, "
                             f"got {type(a).__name__}")
-    if not isinstance(x1, LazyArray) and not isinstance(x2, LazyArray):
-        x1 = _dt.scalar_as(x1, _dt.result_type(x1, x2))
-        x2 = _dt.scalar_as(x2, _dt.result_type(x1, x2))
     return lazy_map(op("where"), c, x1, x2)
 
 

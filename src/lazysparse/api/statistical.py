@@ -110,7 +110,7 @@ def mean(x: Any, /, *, axis: Any = None, keepdims: bool = False) -> LazyArray:
     x = _float_input(x, "mean", "floating-point")
     axes = normalize_axes(axis, x.ndim, "mean")
     total = lazy_reduce(op("add"), x, axes, keepdims)
-    return lazy_map(op("divide"), total, _dt.real_dtype(x.dtype).type(_count(x.shape, axes)))
+    return lazy_map(op("divide"), total, _count(x.shape, axes))
 
 
 def var(x: Any, /, *, axis: Any = None, correction: int | float = 0.0,
@@ -125,7 +125,7 @@ def var(x: Any, /, *, axis: Any = None, correction: int | float = 0.0,
     m = mean(x, axis=axes, keepdims=True)
     d = lazy_map(op("subtract"), x, m)
     ss = lazy_reduce(op("add"), lazy_map(op("multiply"), d, d), axes, keepdims)
-    return lazy_map(op("divide"), ss, x.dtype.type(n - correction))
+    return lazy_map(op("divide"), ss, float(n - correction))
 
 
 def std(x: Any, /, *, axis: Any = None, correction: int | float = 0.0,

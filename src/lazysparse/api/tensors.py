@@ -103,8 +103,12 @@ def copy_tensor(t: formats.Tensor) -> formats.Tensor:
 def dense(arr: np.ndarray, fill_value: Any = None) -> formats.Tensor:
     """``arr`` as a dense tensor (no copy when its layout allows)."""
     arr = np.asarray(arr)
-    return formats.Tensor.from_numpy(arr, "dense",
-                                     arr.dtype.type(0) if fill_value is None else fill_value)
+    fill = arr.dtype.type(0) if fill_value is None else fill_value
+    if arr.dtype not in formats.SUPPORTED_DTYPES:
+        return formats.Tensor.from_numpy(arr, "dense", fill)  # its clear dtype error
+    values = np.ascontiguousarray(arr).reshape(-1)
+    return formats.Tensor(arr.shape, [formats.Dense(n) for n in arr.shape],
+                          tuple(range(arr.ndim)), values, fill, format="dense", check=False)
 
 
 def leaf(t: formats.Tensor, like: LazyArray | None = None) -> LazyArray:

@@ -10,10 +10,11 @@ from .assemble import build_tensor, expand, merge_duplicates, sort_coords
 from .dtypes import check_dtype, choose_index_dtype, equals_fill, normalize_fill
 from .levels import Compressed, Dense
 from .sortkernels import (
-    merge_segment_repeats,
     ptr_from_sorted,
     scatter_by_key,
     segment_repeats,
+    sort_segments,
+    sum_runs,
     transpose_compressed,
 )
 from .specs import FormatSpec, format_spec
@@ -163,12 +164,11 @@ def _from_pairs_2d(
     fill: np.generic,
     sum_duplicates: bool,
 ) -> Tensor:
-    """2-D from unsorted pairs: counting sort by the minor key, then by the major key."""
+    """2-D from unsorted pairs: counting sort by the major key, then sort each short segment."""
     dims = tuple(shape[m] for m in spec.mode_order)
     idt = stored[0].dtype
-    ptr, major, v = scatter_by_key(stored[1], dims[1], stored[0], vals)
-    minor_ids = np.arange(dims[1], dtype=idt)
-    ptr, minor, v = transpose_compressed(ptr, major, minor_ids, v, dims[0])
+    ptr, minor, v = scatter_by_key(stored[0], dims[0], stored[1], vals)
+    sort_segments(ptr, minor, v)
     first, repeats = segment_repeats(ptr, minor)
     if repeats and not sum_duplicates:
         q = int(np.flatnonzero(~first)[0])
@@ -180,7 +180,7 @@ def _from_pairs_2d(
             "sum_duplicates=True to add repeated entries"
         )
     if repeats:
-        ptr, minor, v = merge_segment_repeats(ptr, minor, v, first)
+        ptr, minor, v = sum_runs(ptr, minor, v)
     if spec.level_kinds == ("dense", "compressed"):
         levels = [Dense(dims[0]), Compressed(dims[1], ptr, minor)]
         return Tensor(shape, levels, spec.mode_order, v, fill, format=spec.name, check=False)

@@ -97,6 +97,63 @@ def _first_flags(ptr, idx, first):  # pragma: no cover - compiled
     return repeats
 
 
+@numba.njit(cache=True, nogil=True)
+def _sort_short_segments(ptr, idx, vals, limit):  # pragma: no cover - compiled
+    long_entries = 0
+    for p in range(ptr.size - 1):
+        lo, hi = np.uintp(ptr[p]), np.uintp(ptr[p + 1])
+        if hi - lo > limit:
+            long_entries += hi - lo
+            continue
+        for q in range(lo + 1, hi):  # insertion sort: stable and cache-local
+            key, val = idx[q], vals[q]
+            r = q
+            while r > lo and idx[r - 1] > key:
+                idx[r] = idx[r - 1]
+                vals[r] = vals[r - 1]
+                r -= 1
+            idx[r] = key
+            vals[r] = val
+    return long_entries
+
+
+def _make_run_merger(combine):  # pragma: no cover - builds compiled kernels
+    @numba.njit(cache=True, nogil=True)
+    def merge_runs(ptr, idx, vals):
+        w = 0
+        lo = ptr[0]
+        for p in range(ptr.size - 1):
+            hi = ptr[p + 1]
+            start = w
+            for q in range(np.uintp(lo), np.uintp(hi)):
+                if w > start and idx[q] == idx[w - 1]:
+                    vals[w - 1] = combine(vals[w - 1], vals[q])
+                else:
+                    idx[w] = idx[q]
+                    vals[w] = vals[q]
+                    w += 1
+            ptr[p] = start
+            lo = hi
+        ptr[ptr.size - 1] = w
+        return w
+
+    return merge_runs
+
+
+@numba.njit(cache=True, nogil=True)
+def _add(a, b):  # pragma: no cover - compiled
+    return a + b
+
+
+@numba.njit(cache=True, nogil=True)
+def _or(a, b):  # pragma: no cover - compiled
+    return a | b
+
+
+_sum_runs = _make_run_merger(_add)
+_or_runs = _make_run_merger(_or)
+
+
 def transpose_compressed(
     ptr: np.ndarray, idx: np.ndarray, major: np.ndarray, values: np.ndarray, nminor: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -154,13 +211,33 @@ def segment_repeats(ptr: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, int]:
     return first, repeats
 
 
-def merge_segment_repeats(
-    ptr: np.ndarray, idx: np.ndarray, values: np.ndarray, first: np.ndarray
+def sort_segments(ptr: np.ndarray, idx: np.ndarray, values: np.ndarray) -> None:
+    """Sort ``idx`` (carrying ``values``) within each segment of ``ptr``, in place and stably.
+
+    Short segments use an insertion sort in Numba; the entries of long ones, all together, a
+    stable NumPy lexsort by (segment, coordinate).
+    """
+    limit = 32
+    if not _sort_short_segments(ptr, idx, as_words(values), limit):
+        return
+    lengths = np.diff(ptr)
+    segment = np.repeat(np.arange(lengths.size), lengths)
+    where = np.flatnonzero(np.repeat(lengths > limit, lengths))
+    order = where[np.lexsort((idx[where], segment[where]))]
+    idx[where], values[where] = idx[order], values[order]
+
+
+def sum_runs(
+    ptr: np.ndarray, idx: np.ndarray, values: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Keep the ``first`` positions of each run of equal coordinates, adding the run's values."""
-    starts = np.flatnonzero(first)
-    kept = np.zeros(idx.size + 1, dtype=np.int64)
-    np.cumsum(first, out=kept[1:])
-    new_ptr = kept[ptr].astype(ptr.dtype)
-    summed = np.add.reduceat(values, starts).astype(values.dtype, copy=False)
-    return new_ptr, idx[starts], summed
+    """Merge equal neighbours within segments in place, adding values; returns trimmed views.
+
+    Integers add as same-width unsigned words (identical bits, fewer compilations); bools OR.
+    """
+    if values.dtype.kind == "b":
+        count = int(_or_runs(ptr, idx, values.view(np.uint8)))
+    elif values.dtype.kind in "iu":
+        count = int(_sum_runs(ptr, idx, values.view(_WORDS[values.dtype.itemsize])))
+    else:
+        count = int(_sum_runs(ptr, idx, values))
+    return ptr, idx[:count], values[:count]

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from . import checkkernels as K
 from .dtypes import check_dtype
 from .levels import Compressed, Dense, Level, Singleton
 
@@ -66,51 +67,44 @@ def check_range(idx: np.ndarray, size: int, what: str) -> None:
     """Every entry of ``idx`` in ``[0, size)``, else CoordinateError naming the first bad one."""
     if idx.size == 0:
         return
-    lo, hi = idx.min(), idx.max()
-    if lo < 0 or hi >= size:
-        bad = np.flatnonzero((idx < 0) | (idx >= size))[0]
-        raise CoordinateError(
-            f"{what}: coordinate {int(idx[bad])} at position {int(bad)} is out of range "
-            f"for a dimension of size {size}"
-        )
+    code, q = K.check_range(idx, size)
+    if code:
+        _raise_range(idx, q, size, what)
 
 
-def check_ptr(ptr: np.ndarray, parent_npos: int, nidx: int, what: str) -> None:
-    """``ptr`` has ``parent_npos + 1`` entries, starts at 0, never decreases, ends at ``nidx``."""
+def _raise_range(idx: np.ndarray, q: int, size: int, what: str) -> None:
+    raise CoordinateError(
+        f"{what}: coordinate {int(idx[q])} at position {int(q)} is out of range "
+        f"for a dimension of size {size}"
+    )
+
+
+def check_compressed(level: Compressed, parent_npos: int, what: str, order: int) -> None:
+    """Validate a compressed level's ``ptr`` and ``idx`` against its parent's position count.
+
+    ``order``: 0 no order check (COO's root, checked as tuples), 1 sorted, 2 strictly ascending.
+    """
+    ptr, idx = level.ptr, level.idx
     if ptr.size != parent_npos + 1:
         raise ValueError(
             f"{what}: ptr has length {ptr.size}, expected {parent_npos + 1} "
             f"(one more than the {parent_npos} positions of the level above)"
         )
-    if ptr[0] != 0:
+    code, q = K.check_compressed(ptr, idx, level.size, order)
+    if code == K.PTR_START:
         raise ValueError(f"{what}: ptr must start at 0, got {int(ptr[0])}")
-    steps = np.diff(ptr)
-    if steps.size and (steps < 0).any():
-        bad = int(np.flatnonzero(steps < 0)[0])
+    if code == K.PTR_DECREASES:
         raise ValueError(
-            f"{what}: ptr is not monotone: ptr[{bad}]={int(ptr[bad])} > "
-            f"ptr[{bad + 1}]={int(ptr[bad + 1])}"
+            f"{what}: ptr is not monotone: ptr[{q}]={int(ptr[q])} > ptr[{q + 1}]={int(ptr[q + 1])}"
         )
-    if ptr[-1] != nidx:
+    if code == K.PTR_END:
         raise ValueError(
-            f"{what}: ptr[-1]={int(ptr[-1])} must equal len(idx)={nidx} (mismatched lengths)"
+            f"{what}: ptr[-1]={int(ptr[-1])} must equal len(idx)={idx.size} (mismatched lengths)"
         )
-
-
-def check_sorted_segments(level: Compressed, what: str, strict: bool) -> None:
-    """Coordinates ascend (strictly when ``strict``) within each parent's segment."""
-    idx, ptr = level.idx, level.ptr
-    if idx.size < 2:
-        return
-    d = np.diff(idx.astype(np.int64, copy=False))
-    bad = d <= 0 if strict else d < 0
-    # a step across a segment boundary is allowed to go down
-    starts = ptr[1:-1]
-    starts = starts[(starts > 0) & (starts < idx.size)]
-    bad[starts - 1] = False
-    if bad.any():
-        q = int(np.flatnonzero(bad)[0])
-        kind = "duplicate" if d[q] == 0 else "unsorted"
+    if code == K.OUT_OF_RANGE:
+        _raise_range(idx, q, level.size, what)
+    if code in (K.UNSORTED, K.DUPLICATE):
+        kind = "duplicate" if code == K.DUPLICATE else "unsorted"
         raise ValueError(
             f"{what}: {kind} coordinates {int(idx[q])}, {int(idx[q + 1])} at positions {q}, "
             f"{q + 1} under one parent; this level promises sorted, unique coordinates "
@@ -120,21 +114,11 @@ def check_sorted_segments(level: Compressed, what: str, strict: bool) -> None:
 
 def check_coo_order(chain: Sequence[np.ndarray], ptr: np.ndarray, what: str) -> None:
     """COO coordinate tuples (one array per level) strictly ascend within each parent segment."""
-    n = chain[0].size
-    if n < 2:
-        return
-    cmp = np.zeros(n - 1, dtype=np.int8)
-    for c in reversed(chain):
-        d = np.sign(np.diff(c.astype(np.int64, copy=False))).astype(np.int8)
-        cmp = np.where(d != 0, d, cmp)
-    starts = ptr[1:-1]
-    starts = starts[(starts > 0) & (starts < n)]
-    cmp[starts - 1] = 1
-    if (cmp <= 0).any():
-        q = int(np.flatnonzero(cmp <= 0)[0])
+    code, q = K.check_coo_chain(ptr, tuple(chain))
+    if code:
         first = tuple(int(c[q]) for c in chain)
         second = tuple(int(c[q + 1]) for c in chain)
-        kind = "duplicate" if cmp[q] == 0 else "unsorted"
+        kind = "duplicate" if code == K.DUPLICATE else "unsorted"
         raise ValueError(
             f"{what}: {kind} coordinates {first} then {second} at entries {q}, {q + 1}; COO "
             "promises sorted, unique coordinates in storage order (use "
@@ -154,10 +138,8 @@ def check_levels(levels: Sequence[Level], dims: tuple[int, ...]) -> int:
         if isinstance(level, Dense):
             npos *= level.size
         elif isinstance(level, Compressed):
-            check_ptr(level.ptr, npos, level.idx.size, what)
-            check_range(level.idx, level.size, what)
+            check_compressed(level, npos, what, order=2 if level.unique else 0)
             if level.unique:
-                check_sorted_segments(level, what, strict=True)
                 npos = level.idx.size
             else:
                 chain = [level.idx]
@@ -177,7 +159,6 @@ def check_levels(levels: Sequence[Level], dims: tuple[int, ...]) -> int:
                     check_range(single.idx, single.size, swhat)
                     chain.append(single.idx)
                     j += 1
-                check_ptr(level.ptr, npos, level.idx.size, what)
                 check_coo_order(chain, level.ptr, what)
                 npos = level.idx.size
                 k = j

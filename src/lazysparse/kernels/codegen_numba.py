@@ -15,6 +15,7 @@ from lazysparse.kernels.loop_ir import (
     ArgSortRange,
     Assign,
     Bin,
+    Call,
     Cast,
     Comment,
     Const,
@@ -39,8 +40,9 @@ HEADER = '''"""lazysparse generated kernel (Numba). Structure key: {key}"""
 import math
 
 import numpy as np
-from numba import get_num_threads, njit, prange
+from numba import njit, prange
 
+from lazysparse.kernels import numba_support as lsk
 from lazysparse.logic import numba_ops as lsops
 
 _u = np.uint64
@@ -126,6 +128,8 @@ def stmt_src(s: Stmt, ind: int) -> list[str]:
         case ArgSortRange(var, array, lo, hi):
             return [f"{pad}{var} = np.argsort({array}[{expr_src(lo)}:{expr_src(hi)}], "
                     "kind='mergesort')"]
+        case Call(name, args):
+            return [f"{pad}lsk.{name}({', '.join(expr_src(a) for a in args)})"]
         case For(var, start, stop, body, parallel):
             rng = "prange" if parallel else "range"
             return [f"{pad}for {var} in {rng}({expr_src(start)}, {expr_src(stop)}):",

@@ -158,6 +158,15 @@ class ArgSortRange(Stmt):
 
 
 @dataclass(frozen=True)
+class Call(Stmt):
+    """An intrinsic with side effects (documented in docs/kernels.md): ``bit_set(bits, k)``,
+    ``sort_touched(list, n, bits)``. Each backend supplies its implementation."""
+
+    name: str
+    args: tuple[Expr, ...]
+
+
+@dataclass(frozen=True)
 class For(Stmt):
     """``for var in range(start, stop)``; ``parallel`` marks iterations as independent."""
 
@@ -257,6 +266,8 @@ def format_stmt(s: Stmt, indent: int = 0) -> list[str]:
             return [f"{pad}sort({array}[{format_expr(lo)}:{format_expr(hi)}])"]
         case ArgSortRange(var, array, lo, hi):
             return [f"{pad}{var} = argsort({array}[{format_expr(lo)}:{format_expr(hi)}])"]
+        case Call(name, args):
+            return [f"{pad}{name}({', '.join(format_expr(a) for a in args)})"]
         case For(var, start, stop, body, parallel):
             kw = "parallel for" if parallel else "for"
             head = f"{pad}{kw} {var} in {format_expr(start)}:{format_expr(stop)}:"

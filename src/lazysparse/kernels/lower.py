@@ -25,6 +25,7 @@ from lazysparse.kernels.loop_ir import (
     ArgSortRange,
     Assign,
     Bin,
+    Call,
     Cast,
     Comment,
     Const,
@@ -36,7 +37,6 @@ from lazysparse.kernels.loop_ir import (
     Not,
     Return,
     Select,
-    SortRange,
     Stmt,
     Store,
     Var,
@@ -566,6 +566,7 @@ class Lowerer:
                                  Assign(nw.name, add(nw, C(1)))]
             if fill:
                 first.append(Store("ws_val", w, Cast(str(self.info.acc_dtype), V("init"))))
+                first.append(Call("bit_set", (V("ws_bits"), w)))
             out: list[Stmt] = [If(Not(Load(mark, w)), tuple(first))]
             if fill:
                 new = (self.reduce(Load("ws_val", w), val) if self.info.reduce_op  # type: ignore
@@ -600,6 +601,7 @@ class Lowerer:
                                Alloc(self.tag("ws_list"), n, I64, None)]
             if self.phase == "fill":
                 out.append(Alloc("ws_val", n, str(self.info.acc_dtype), None))
+                out.append(Alloc("ws_bits", add(Bin("//", n, C(64)), C(1)), "uint64", C(0)))
             return out
         if o.mode == "ism":
             out = [Assign(self.tag("ws_cap"), C(16)),
@@ -628,7 +630,8 @@ class Lowerer:
                 return [For("u", C(0), nw, tuple(body)),
                         If(Bin(">", nw, C(0)), tuple(self.emit(st, None, coords, step=nw)))]
             body += self.emit(st, Load("ws_val", w), coords)
-            return [SortRange(touched, C(0), nw), For("u", C(0), nw, tuple(body))]
+            return [Call("sort_touched", (V(touched), nw, V("ws_bits"))),
+                    For("u", C(0), nw, tuple(body))]
         # insert-sort-merge: sort keys, merge duplicates with the reduction, emit in order
         keys = self.tag("ws_keys")
         perm = self.tag("ws_perm")

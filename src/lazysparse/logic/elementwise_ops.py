@@ -159,6 +159,7 @@ op("remainder", 2, np.remainder,
            u="lsops.remainder_uint({0}, {1})"),
    "promote", "real numeric", dunders=_binary_dunders("mod"))
 op("pow", 2, np.power, by_kind("np.power({0}, {1})", i="lsops.power_int({0}, {1})",
+                            c="lsops.power_complex({0}, {1})",
                             u="lsops.power_uint({0}, {1})"),
    "promote", "numeric", dunders=_binary_dunders("pow"))
 op("maximum", 2, np.maximum,

@@ -325,3 +325,32 @@ def log2_complex(z):
     """``log(z) / log(2)`` part by part (no complex division, so infinities stay clean)."""
     w = cmath.log(z)
     return complex(w.real / math.log(2.0), w.imag / math.log(2.0))
+
+
+@_jit
+def power_complex(a, b):
+    """NumPy complex power: exact small integer powers, 0 ** b, else ``exp(b * log(a))``."""
+    br, bi = b.real, b.imag
+    if br == 0 and bi == 0:
+        return complex(1.0, 0.0)
+    if a.real == 0 and a.imag == 0:
+        if br > 0:
+            return complex(0.0, 0.0)
+        return complex(np.nan, np.nan)
+    if bi == 0 and br > -100 and br < 100 and br == np.floor(br):
+        n = int(br)
+        if n == 1:
+            return a
+        if n < 0:
+            n = -n
+        r = complex(1.0, 0.0)
+        p = a
+        while n > 0:
+            if n & 1:
+                r = r * p
+            p = p * p
+            n >>= 1
+        if br < 0:
+            return divide_complex(complex(1.0, 0.0), r)
+        return r
+    return cmath.exp(b * cmath.log(a))

@@ -32,7 +32,7 @@ def inline_copies(plan: Plan) -> Plan:
 
     for body in plan.bodies:
         if isinstance(body, Query):
-            rhs = substitute_access(body.rhs, resolve)
+            rhs = _collapse_relabels(substitute_access(body.rhs, resolve))
             if (isinstance(rhs, Relabel) and isinstance(rhs.arg, Alias)
                     and len(set(rhs.idxs)) == len(rhs.idxs)):
                 same[body.lhs] = rhs.arg
@@ -43,6 +43,14 @@ def inline_copies(plan: Plan) -> Plan:
         else:
             out.append(body)
     return Plan(tuple(out))
+
+
+def _collapse_relabels(rhs: LogicNode) -> LogicNode:
+    """``Relabel(Relabel(x, f1), f2)`` is ``Relabel(x, f2)`` (renaming is positional)."""
+    while (isinstance(rhs, Relabel) and isinstance(rhs.arg, Relabel)
+           and len(rhs.arg.idxs) == len(rhs.idxs)):
+        rhs = Relabel(rhs.arg.arg, rhs.idxs)
+    return rhs
 
 
 def inline_pointwise(plan: Plan) -> Plan:

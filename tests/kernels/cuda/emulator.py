@@ -51,7 +51,9 @@ extern "C" void ls_emu_set(unsigned bx, unsigned tx, unsigned bd, unsigned gd) {
   blockIdx.x = bx; threadIdx.x = tx; blockDim.x = bd; gridDim.x = gd;
 }
 inline float __int_as_float(unsigned i) { float f; std::memcpy(&f, &i, 4); return f; }
-inline double __longlong_as_double(unsigned long long i) { double f; std::memcpy(&f, &i, 8); return f; }
+inline double __longlong_as_double(unsigned long long i) {
+  double f; std::memcpy(&f, &i, 8); return f;
+}
 // one emulated warp: 32 OS threads meeting at a barrier around every shuffle
 static std::mutex ls_mu;
 static std::condition_variable ls_cv;
@@ -74,7 +76,10 @@ template<typename T> T __shfl_down_sync(unsigned, T v, int d) {
   ls_barrier();
   return r;
 }
-template<typename U> U atomicCAS(U* a, U cmp, U val) { U old = *a; if (old == cmp) *a = val; return old; }
+inline int __ffsll(long long x) { return __builtin_ffsll(x); }
+template<typename U> U atomicCAS(U* a, U cmp, U val) {
+  U old = *a; if (old == cmp) *a = val; return old;
+}
 """
 
 _CTYPES = {"bool": ctypes.c_bool, "int8": ctypes.c_int8, "int16": ctypes.c_int16,
@@ -110,7 +115,8 @@ class EmulatedModule:
             raise RuntimeError("no host C++ compiler")
         src = SHIM + "#define LS_D inline\n" + CUDA_PRELUDE.replace(
             "#define LS_D __device__ __forceinline__", "") + BACKEND_HELPERS
-        src += "\n".join(p.source for p in programs)
+        unique = {p.prefix: p for p in programs}  # equal structure, equal program
+        src += "\n".join(p.source for p in unique.values())
         digest = hashlib.sha256(src.encode()).hexdigest()[:16]
         d = Path(workdir or tempfile.mkdtemp(prefix="lsemu"))
         cpp, so = d / f"emu_{digest}.cpp", d / f"emu_{digest}.so"

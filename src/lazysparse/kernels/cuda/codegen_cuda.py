@@ -13,7 +13,7 @@ host step that :mod:`kernels.cuda.runtime` executes with CuPy arrays.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -35,6 +35,7 @@ from lazysparse.kernels.loop_ir import (
     Alloc,
     Assign,
     Bin,
+    Call,
     Cast,
     Comment,
     Const,
@@ -185,6 +186,9 @@ def names_in(stmts: tuple[Stmt, ...], out: dict[str, None]) -> None:
                 out.setdefault(array)
                 names_in_expr(lo, out)
                 names_in_expr(hi, out)
+            case Call(_, args):
+                for a in args:
+                    names_in_expr(a, out)
             case For(var, start, stop, body) | LaneFor(var, start, stop, body):
                 names_in_expr(start, out)
                 names_in_expr(stop, out)
@@ -211,6 +215,8 @@ def written_arrays(stmts: tuple[Stmt, ...], out: set[str]) -> None:
         match s:
             case Store(array, _, _) | SortRange(array, _, _) | AtomicCombine(_, array, _, _):
                 out.add(array)
+            case Call(_, args):  # intrinsics may write every array they are given
+                out.update(a.name for a in args if isinstance(a, Var))
             case For(_, _, _, body) | LaneFor(_, _, _, body) | While(_, body) | LaneZero(body):
                 written_arrays(body, out)
             case If(_, then, orelse):
@@ -284,8 +290,9 @@ def build_kernel(name: str, loop: For, types: dict[str, VarType], mode: str) -> 
         else:
             params.append(f"const {vt.c} {n}")
     params += [f"{local[a.var].c} {a.var}__pool" for a in pools_a]
-    pr = CudaStmtPrinter(all_types)
-    lines = [f'extern "C" __global__ void {name}({", ".join(params)}) {{',
+    pr = CudaStmtPrinter(all_types, {a.var: a.size for a in pools_a})
+    sig = ",\n    ".join(params)
+    lines = [f'extern "C" __global__ void {name}(\n    {sig}) {{',
              "  const ls_i64 ls_gid = (ls_i64)blockIdx.x * blockDim.x + threadIdx.x;"]
     if mode == "warp":
         lines += ["  const int ls_lane = threadIdx.x & 31;",
@@ -318,6 +325,24 @@ def build_kernel(name: str, loop: For, types: dict[str, VarType], mode: str) -> 
     return _KernelBuild(name, "\n".join(lines) + "\n", launch)
 
 
+def resolve_index_dtype(body: tuple[Stmt, ...], index_dtype: str) -> tuple[Stmt, ...]:
+    """Allocations of the pseudo-dtype ``"index"`` (the output index dtype, which the CPU
+    backend reads from its ``iproto`` argument) made concrete."""
+    out: list[Stmt] = []
+    for s in body:
+        match s:
+            case Alloc(var, size, "index", fill):
+                out.append(Alloc(var, size, index_dtype, fill))
+            case For(_, _, _, inner, _) | While(_, inner):
+                out.append(replace(s, body=resolve_index_dtype(inner, index_dtype)))
+            case If(_, then, orelse):
+                out.append(replace(s, then=resolve_index_dtype(then, index_dtype),
+                                   orelse=resolve_index_dtype(orelse, index_dtype)))
+            case _:
+                out.append(s)
+    return tuple(out)
+
+
 def top_types(fn: Function, arg_types: dict[str, VarType]) -> dict[str, VarType]:
     """Types of the function's parameters and of its top-level scalars and arrays."""
     missing = [p for p in fn.params if p not in arg_types]
@@ -342,6 +367,8 @@ def generate(fn: Function, arg_types: dict[str, VarType], *, prefix: str,
     GPU (default: one thread per work item).
     """
     strategy = strategy or strategies.Strategy("thread")
+    if "iproto" in arg_types:
+        fn = replace(fn, body=resolve_index_dtype(fn.body, str(arg_types["iproto"].dtype)))
     types = top_types(fn, arg_types)
     steps: list[HostStep] = []
     sources: list[str] = []

@@ -165,13 +165,14 @@ def from_cupyx(m: Any) -> DeviceTensor:
 def to_cupyx(t: DeviceTensor | Tensor) -> Any:
     """A ``cupyx.scipy.sparse`` CSR/CSC matrix of a 2-D tensor with fill value 0 (CSR/CSC
     share their arrays; other formats convert on the host)."""
-    import cupyx.scipy.sparse as cps
-
     if t.ndim != 2:
         raise ValueError(f"cupyx.scipy.sparse holds 2-D matrices, got a {t.ndim}-d tensor")
     fill = np.asarray(t.fill_value)
     if fill != 0:  # NaN != 0 too
         raise ValueError(f"cupyx.scipy.sparse needs fill value 0, this tensor has {fill!r}")
+    _cupy()
+    import cupyx.scipy.sparse as cps
+
     if t.format not in ("csr", "csc"):
         from lazysparse.formats.convert import convert
 

@@ -41,15 +41,49 @@ template<typename T> __device__ void ls_sort_range(T* a, ls_i64 lo, ls_i64 hi) {
   }
 }
 
+// Loop-IR intrinsics (kernels/numba_support.py on the CPU): the touched coordinates of a
+// dense row workspace are kept as a list and as a bitmap; a crowded row is read back in
+// order by scanning the bitmap, a sparse row by sorting its list. Both clear the bitmap.
+LS_D void ls_bit_set(unsigned long long* bits, ls_i64 k) {
+  bits[k >> 6] |= (1ULL << (k & 63));
+}
+template<typename T> __device__ void ls_sort_touched(T* lst, ls_i64 n, unsigned long long* bits,
+                                                     ls_i64 nwords) {
+  if (n * 8 >= nwords) {
+    ls_i64 out = 0;
+    for (ls_i64 w = 0; w < nwords; ++w) {
+      unsigned long long word = bits[w];
+      if (word == 0ULL) continue;
+      bits[w] = 0ULL;
+      while (word != 0ULL) {
+        int b = __ffsll((long long)word) - 1;
+        lst[out++] = (T)(w * 64 + b);
+        word &= word - 1ULL;
+      }
+    }
+    return;
+  }
+  for (ls_i64 u = 0; u < n; ++u) bits[((ls_i64)lst[u]) >> 6] = 0ULL;
+  ls_sort_range(lst, (ls_i64)0, n);
+}
+
 // Warp shuffles for every value type a reduction may carry (bool/char/short via int).
-template<typename T> LS_D T ls_shfl_down(T v, int d) { return __shfl_down_sync(0xffffffffu, v, d); }
-LS_D bool ls_shfl_down(bool v, int d) { return __shfl_down_sync(0xffffffffu, (int)v, d) != 0; }
-LS_D signed char ls_shfl_down(signed char v, int d) { return (signed char)__shfl_down_sync(0xffffffffu, (int)v, d); }
-LS_D unsigned char ls_shfl_down(unsigned char v, int d) { return (unsigned char)__shfl_down_sync(0xffffffffu, (unsigned)v, d); }
-LS_D short ls_shfl_down(short v, int d) { return (short)__shfl_down_sync(0xffffffffu, (int)v, d); }
-LS_D unsigned short ls_shfl_down(unsigned short v, int d) { return (unsigned short)__shfl_down_sync(0xffffffffu, (unsigned)v, d); }
+#define LS_FULL 0xffffffffu
+template<typename T> LS_D T ls_shfl_down(T v, int d) { return __shfl_down_sync(LS_FULL, v, d); }
+LS_D bool ls_shfl_down(bool v, int d) { return __shfl_down_sync(LS_FULL, (int)v, d) != 0; }
+LS_D signed char ls_shfl_down(signed char v, int d) {
+  return (signed char)__shfl_down_sync(LS_FULL, (int)v, d);
+}
+LS_D unsigned char ls_shfl_down(unsigned char v, int d) {
+  return (unsigned char)__shfl_down_sync(LS_FULL, (unsigned)v, d);
+}
+LS_D short ls_shfl_down(short v, int d) { return (short)__shfl_down_sync(LS_FULL, (int)v, d); }
+LS_D unsigned short ls_shfl_down(unsigned short v, int d) {
+  return (unsigned short)__shfl_down_sync(LS_FULL, (unsigned)v, d);
+}
 template<typename T> LS_D complex<T> ls_shfl_down(complex<T> v, int d) {
-  return complex<T>(__shfl_down_sync(0xffffffffu, v.real(), d), __shfl_down_sync(0xffffffffu, v.imag(), d));
+  return complex<T>(__shfl_down_sync(LS_FULL, v.real(), d),
+                    __shfl_down_sync(LS_FULL, v.imag(), d));
 }
 
 // Bit-level views for compare-and-swap on 4- and 8-byte values (any reduction operator).

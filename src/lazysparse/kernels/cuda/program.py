@@ -18,8 +18,8 @@ from lazysparse.kernels.cuda import strategies
 from lazysparse.kernels.cuda.codegen_cuda import CudaProgram, arg_types_of, generate
 from lazysparse.kernels.cuda.render import CudaCodegenError
 from lazysparse.kernels.execute import kernel_args, structure_key
-from lazysparse.kernels.lower import Lowered, lower
 from lazysparse.kernels.loop_ir import format_function
+from lazysparse.kernels.lower import Lowered, lower
 from lazysparse.logic.nodes import Alias, Query
 
 
@@ -74,10 +74,12 @@ def plan_query(query: Query, env: dict[Alias, Any]) -> GpuKernelPlan:
 
 def gpu_args(plan: GpuKernelPlan, nworkers: int) -> list[Any]:
     """Kernel arguments in ``Lowerer.params`` order, with the chunk count set for the GPU
-    (``nthreads`` is the last parameter; the loop IR makes ``nthreads * 4`` chunks, or
-    ``nthreads`` for per-chunk partials)."""
-    args = kernel_args(plan.kernel, plan.data)
-    args[-1] = np.int64(max(1, nworkers))
+    (the loop IR makes ``nthreads * 4`` chunks, or ``nthreads`` for per-chunk partials)."""
+    args = kernel_args(plan.kernel, plan.data)  # type: ignore[arg-type]
+    params = plan.kernel.lowered.function.params
+    if "nthreads" not in params:
+        raise ValueError("internal: the lowered kernel has no nthreads parameter")
+    args[params.index("nthreads")] = np.int64(max(1, nworkers))
     return args
 
 

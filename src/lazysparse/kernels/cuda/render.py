@@ -20,6 +20,7 @@ from lazysparse.kernels.loop_ir import (
     ArgSortRange,
     Assign,
     Bin,
+    Call,
     Cast,
     Comment,
     Const,
@@ -44,6 +45,11 @@ I64 = np.dtype(np.int64)
 BOOL = np.dtype(np.bool_)
 _CMP = {"<", "<=", ">", ">=", "==", "!="}
 _LOGIC = {"and": "&&", "or": "||"}
+
+
+#: loop-IR ``Call`` intrinsics -> CUDA helpers (prelude); sort_touched also gets the
+#: bitmap's word count, which C cannot read off the array.
+INTRINSICS = {"bit_set": "ls_bit_set", "sort_touched": "ls_sort_touched"}
 
 
 class CudaCodegenError(ValueError):
@@ -161,6 +167,10 @@ def infer_types(body: tuple[Stmt, ...], types: dict[str, VarType]) -> dict[str, 
                     raise CudaCodegenError(
                         f"{type(s).__name__} (insert-sort-merge workspaces, sliced results) is "
                         "not supported by the CUDA backend")
+                case Call(name, _):
+                    if name not in INTRINSICS:
+                        raise CudaCodegenError(f"loop-IR intrinsic {name!r} has no CUDA "
+                                               "implementation")
                 case Store() | SortRange() | Comment() | Return():
                     pass
                 case _:
@@ -270,8 +280,9 @@ class StmtPrinter:
     """Prints statements of one kernel body; ``pools`` maps in-kernel allocations to the
     per-worker slices the host allocated for them."""
 
-    def __init__(self, types: dict[str, VarType]) -> None:
+    def __init__(self, types: dict[str, VarType], sizes: dict[str, Expr] | None = None) -> None:
         self.types = types
+        self.sizes = sizes or {}  # element counts of in-kernel allocations
         self.counter = 0
 
     def expr(self, e: Expr) -> str:
@@ -296,6 +307,14 @@ class StmtPrinter:
                 return [f"{pad}// {var}: per-worker workspace (bound at kernel entry)"]
             case SortRange(array, lo, hi):
                 return [f"{pad}ls_sort_range({array}, {self.expr(lo)}, {self.expr(hi)});"]
+            case Call(name, args):
+                srcs = [self.expr(a) for a in args]
+                if name == "sort_touched":
+                    bits = args[2]
+                    if not isinstance(bits, Var) or bits.name not in self.sizes:
+                        raise CudaCodegenError("sort_touched needs an in-kernel bitmap")
+                    srcs.append(self.expr(self.sizes[bits.name]))
+                return [f"{pad}{INTRINSICS[name]}({', '.join(srcs)});"]
             case For(var, start, stop, body, _):
                 self.counter += 1
                 end = f"{var}_end{self.counter}"

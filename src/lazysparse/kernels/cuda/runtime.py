@@ -48,7 +48,9 @@ def choose_strategy(plan: GpuKernelPlan, args: list[Any], params: tuple[str, ...
     return strategies.choose(set(plan.eligible), mean, mx)
 
 
-def _nthreads_arg(plan: GpuKernelPlan) -> int:
+def nthreads_arg(plan: GpuKernelPlan) -> int:
+    """The ``nthreads`` argument: the loop IR makes ``4 * nthreads`` chunks clamped to the
+    outer extent (one row per chunk), or ``nthreads`` per-chunk partials."""
     notes = plan.kernel.lowered.function.notes
     if any("per-chunk partials" in n for n in notes):
         return PARTIAL_CHUNKS
@@ -63,7 +65,7 @@ def run_query_cuda(query: Query, env: dict[Alias, Any], *, strategy: str | None 
             raise ValueError(f"operand {a.name} is on the cpu; the CUDA backend needs every "
                              "operand on device 'cuda' (use x.to_device('cuda'))")
     plan = plan_query(query, env)
-    args = gpu_args(plan, _nthreads_arg(plan))
+    args = gpu_args(plan, nthreads_arg(plan))
     params = plan.kernel.lowered.function.params
     kind = strategy or choose_strategy(plan, args, params)
     key = cache_key(plan, args, kind)
@@ -78,13 +80,20 @@ def run_query_cuda(query: Query, env: dict[Alias, Any], *, strategy: str | None 
     else:
         STATS["memory_hits"] += 1
     prog, module = hit
-    cp = _cupy()
 
     def launch(ln: Launch, grid: Grid, kargs: list[Any]) -> None:
         STATS["launches"] += 1
         module.get_function(ln.name)((grid.blocks,), (grid.threads,), tuple(kargs))
 
-    res = run_steps(prog, dict(zip(params, args, strict=True)), cp, launch)
+    return run_program(plan, prog, args, _cupy(), launch)
+
+
+def run_program(plan: GpuKernelPlan, prog: CudaProgram, args: list[Any], xp: Any,
+                launcher: Any) -> DeviceTensor:
+    """Run a program's host steps over array module ``xp`` (launches go to ``launcher``)
+    and wrap the result; shared by the CuPy path and the CPU emulation used in tests."""
+    params = plan.kernel.lowered.function.params
+    res = run_steps(prog, dict(zip(params, args, strict=True)), xp, launcher)
     return assemble_device(plan, res)
 
 
@@ -146,4 +155,4 @@ def clear_cache() -> None:
 
 
 __all__ = ["STATS", "assemble_device", "choose_strategy", "clear_cache", "compile_program",
-           "execute_plan_cuda", "run_query_cuda"]
+           "execute_plan_cuda", "nthreads_arg", "run_program", "run_query_cuda"]

@@ -1,0 +1,68 @@
+"""Numba kernels that validate index arrays in one pass and report the first problem found.
+
+Each returns ``(code, where)``; validation.py turns the code into an error message.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+OK, PTR_START, PTR_DECREASES, PTR_END, OUT_OF_RANGE, UNSORTED, DUPLICATE = range(7)
+
+
+@numba.njit(cache=True, nogil=True)
+def check_compressed(ptr, idx, size, order):  # pragma: no cover - compiled
+    """Pointers start at 0, never decrease, end at len(idx); idx in range.
+
+    ``order``: 0 skips the order check, 1 wants idx sorted per segment, 2 strictly ascending.
+    """
+    if ptr[0] != 0:
+        return PTR_START, 0
+    for p in range(ptr.size - 1):
+        if ptr[p + 1] < ptr[p]:
+            return PTR_DECREASES, p
+    if ptr[ptr.size - 1] != idx.size:
+        return PTR_END, 0
+    for q in range(idx.size):
+        if idx[q] < 0 or idx[q] >= size:
+            return OUT_OF_RANGE, q
+    if order == 0:
+        return OK, 0
+    for p in range(ptr.size - 1):
+        lo, hi = np.uintp(ptr[p]), np.uintp(ptr[p + 1])
+        for q in range(lo + 1, hi):
+            if idx[q] < idx[q - 1]:
+                return UNSORTED, q - 1
+            if order == 2 and idx[q] == idx[q - 1]:
+                return DUPLICATE, q - 1
+    return OK, 0
+
+
+@numba.njit(cache=True, nogil=True)
+def check_range(idx, size):  # pragma: no cover - compiled
+    """First position whose coordinate is outside ``[0, size)``."""
+    for q in range(idx.size):
+        if idx[q] < 0 or idx[q] >= size:
+            return OUT_OF_RANGE, q
+    return OK, 0
+
+
+@numba.njit(cache=True, nogil=True)
+def check_coo_chain(ptr, chain):  # pragma: no cover - compiled
+    """Coordinate tuples ``chain[k][q]`` strictly ascend within each segment of ``ptr``."""
+    depth = len(chain)
+    for p in range(ptr.size - 1):
+        lo, hi = np.uintp(ptr[p]), np.uintp(ptr[p + 1])
+        for q in range(lo + 1, hi):
+            cmp = 0
+            for k in range(depth):
+                a, b = chain[k][q - 1], chain[k][q]
+                if a != b:
+                    cmp = 1 if b > a else -1
+                    break
+            if cmp < 0:
+                return UNSORTED, q - 1
+            if cmp == 0:
+                return DUPLICATE, q - 1
+    return OK, 0
