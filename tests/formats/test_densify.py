@@ -71,3 +71,13 @@ def test_bad_limits() -> None:
         set_densify_limit(-1)
     with pytest.raises(TypeError, match="int number of bytes"):
         set_densify_limit(1.5)  # type: ignore[arg-type]
+
+
+def test_pointer_arrays_under_dense_levels_count_too() -> None:
+    from lazysparse.formats import FormatSpec
+
+    t = random((300, 300, 4), 0.001, format="coo", seed=0)
+    spec = FormatSpec("custom", ("dense", "dense", "compressed"), (0, 1, 2))
+    with set_densify_limit(1000), pytest.raises(DensifyError, match="pointer array"):
+        convert(t, spec)
+    np.testing.assert_array_equal(convert(t, spec).to_numpy(), t.to_numpy())

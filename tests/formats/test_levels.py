@@ -106,3 +106,33 @@ def test_dense_and_dense_conversions_keep_every_value() -> None:
     t = Tensor.from_numpy(a, "dense", mode_order=(1, 0))
     np.testing.assert_array_equal(t.values, a.T.reshape(-1))
     np.testing.assert_array_equal(convert(t, "dense").to_numpy(), a)
+
+
+def test_constructor_with_spec_and_name_checks() -> None:
+    levels = [Dense(2), Compressed(2, np.array([0, 1, 2]), np.array([1, 0]))]
+    t = Tensor((2, 2), levels, (1, 0), np.ones(2), 0, format=format_spec("csc", 2))
+    assert t.format == "csc"
+    with pytest.raises(ValueError, match="does not match format spec"):
+        Tensor((2, 2), levels, (0, 1), np.ones(2), 0, format=format_spec("csc", 2))
+    with pytest.raises(ValueError, match="do not match format 'dcsr'"):
+        Tensor((2, 2), levels, (0, 1), np.ones(2), 0, format="dcsr")
+
+
+def test_public_names() -> None:
+    import lazysparse.formats as f
+    from lazysparse import io
+
+    for name in (
+        "Tensor",
+        "convert",
+        "random",
+        "DensifyError",
+        "get_densify_limit",
+        "set_densify_limit",
+        "FormatSpec",
+        "format_spec",
+    ):
+        assert hasattr(f, name)
+    assert issubclass(f.DensifyError, ValueError)
+    for name in ("read_mtx", "write_mtx", "save_npz", "load_npz"):
+        assert callable(getattr(io, name))

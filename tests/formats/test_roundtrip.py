@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lazysparse.formats import Tensor, convert, format_spec
+from lazysparse.formats import FormatSpec, Tensor, convert, format_spec
 
 from .helpers import DTYPES, assert_same, fills_for, formats_for, random_array
 
@@ -78,3 +78,36 @@ def test_from_coords_any_order(case: tuple[np.ndarray, object, tuple[int, ...]])
         coords[:, perm], values[perm], a.shape, format="csf", fill_value=fill, mode_order=order
     )
     assert_same(t.to_numpy(), a)
+
+
+CUSTOM_KINDS = [
+    ("compressed", "dense"),
+    ("dense", "dense", "compressed"),
+    ("compressed", "dense", "compressed"),
+    ("dense", "compressed", "dense"),
+    ("dense", "compressed-nonunique", "singleton"),
+    ("compressed", "compressed-nonunique", "singleton"),
+    ("compressed-nonunique", "singleton", "singleton"),
+]
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from(CUSTOM_KINDS), st.data())
+def test_custom_layouts(kinds: tuple[str, ...], data: st.DataObject) -> None:
+    ndim = len(kinds)
+    shape = tuple(data.draw(st.lists(st.integers(0, 4), min_size=ndim, max_size=ndim)))
+    dtype = data.draw(st.sampled_from(DTYPES))
+    fill = data.draw(st.sampled_from(fills_for(dtype)))
+    density = data.draw(st.sampled_from([0.0, 0.3, 1.0]))
+    b = random_array(shape, density, dtype, fill, data.draw(st.integers(0, 999)))
+    order = tuple(data.draw(st.permutations(range(ndim))))
+    spec = FormatSpec("custom", kinds, order)
+    for name in formats_for(ndim):
+        u = convert(Tensor.from_numpy(b, name, fill), spec)
+        assert u.format == "custom" and u.spec == spec
+        assert_same(u.to_numpy(), b)
+        assert_same(convert(u, name).to_numpy(), b)
+    direct = Tensor.from_numpy(b, spec, fill)
+    rebuilt = Tensor(direct.shape, direct.levels, direct.mode_order, direct.values, fill)
+    assert (rebuilt.spec.level_kinds, rebuilt.mode_order) == (kinds, order)
+    assert_same(rebuilt.to_numpy(), b)

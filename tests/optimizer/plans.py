@@ -90,11 +90,11 @@ def expand(x: Lz, axis: int) -> Lz:
     return Lz(identify(Reorder(Relabel(x.expr, f), idxs)), shape)
 
 
-def matmul(a: Lz, b: Lz) -> Lz:
-    """2-D (or matrix-vector) product as broadcast multiply + sum."""
+def matmul(a: Lz, b: Lz, mul: str = "multiply", add: str = "add", init: Any = 0.0) -> Lz:
+    """2-D (or matrix-vector) product as broadcast ``mul`` + ``add`` reduction."""
     if len(b.shape) == 1:
-        return reduce("add", ew("multiply", a, expand(b, 0)), (1,), init=0.0)
-    return reduce("add", ew("multiply", expand(a, 2), expand(b, 0)), (1,), init=0.0)
+        return reduce(add, ew(mul, a, expand(b, 0)), (1,), init=init)
+    return reduce(add, ew(mul, expand(a, 2), expand(b, 0)), (1,), init=init)
 
 
 def asformat(x: Lz, fmt: str) -> Lz:

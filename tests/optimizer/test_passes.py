@@ -303,8 +303,7 @@ def test_concordize_inserts_one_deduplicated_transpose() -> None:
     t0, t1, T0 = Field("t0"), Field("t1"), Alias("T0")
     assert out == Plan((
         *inputs(A=CSR),
-        # the copy scatters from its first loop: every level compressed (DCSC)
-        Query(T0, Reformat(spec("dcsr", 2, (1, 0)), Reorder(Relabel(A, (t0, t1)), (t0, t1)))),
+        Query(T0, Reformat(spec("csc", 2), Reorder(Relabel(A, (t0, t1)), (t0, t1)))),
         Query(D, Reorder(MapJoin(MUL, (Relabel(T0, (j, i)), Relabel(T0, (j, i)))), (i, j))),
         Query(E, Reorder(MapJoin(MUL, (Relabel(T0, (j, i)), Immediate(2.0))), (i, j))),
         Produces((D, E)),
@@ -363,3 +362,12 @@ def test_normal_form_drops_dead_queries_and_renames() -> None:
                                                                    Immediate(1.0))), (i0, i1)))),
         Produces((A1,)),
     ))
+
+
+
+def test_inline_copies_drops_asformat_to_the_stored_format() -> None:
+    plan = Plan((*inputs(A=CSR), Query(B, Reformat(spec("csr", 2), Relabel(A, (a, b)))),
+                 Query(C, Reformat(spec("csc", 2), Relabel(A, (a, b)))), Produces((B, C))))
+    assert inline_copies(plan) == Plan((
+        *inputs(A=CSR), Query(C, Reformat(spec("csc", 2), Relabel(A, (a, b)))),
+        Produces((A, C))))

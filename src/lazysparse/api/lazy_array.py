@@ -44,6 +44,9 @@ class Device:
 
 CPU = Device("cpu")
 
+# sparse arrays with more elements than this are summarized by repr/str, not densified
+_REPR_MAX_SPARSE_SIZE = 10_000
+
 
 class LazyArray:
     """A lazily evaluated (possibly sparse) array of the lazysparse namespace."""
@@ -212,12 +215,20 @@ class LazyArray:
         return (self[i] for i in range(self._shape[0]))
 
     def __repr__(self) -> str:
-        body = np.array2string(self.__array__(), separator=", ", prefix="lazysparse.asarray(")
+        t = self.tensor()
         fmt = f", format={self.format!r}" if self.format not in (None, "dense") else ""
+        if t.format != "dense" and self.size > _REPR_MAX_SPARSE_SIZE:
+            # a large sparse array is summarized, never densified
+            return (f"<lazysparse array shape={self.shape} dtype={self._dtype}{fmt}, "
+                    f"nnz={t.nnz}, fill_value={self._fill_value!r}>")
+        body = np.array2string(t.to_numpy(), separator=", ", prefix="lazysparse.asarray(")
         return f"lazysparse.asarray({body}, dtype={self._dtype}{fmt})"
 
     def __str__(self) -> str:
-        return str(self.__array__())
+        t = self.tensor()
+        if t.format != "dense" and self.size > _REPR_MAX_SPARSE_SIZE:
+            return repr(self)
+        return str(t.to_numpy())
 
     def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
                    copy: bool | None = None) -> Any:

@@ -80,13 +80,13 @@ def build_tensor(
             out_values[: values.size] = values
         else:
             out_values[parent] = values
-    return Tensor(
-        shape, levels, spec.mode_order, out_values, fill_value, format=spec.name, check=False
-    )
+    return Tensor(shape, levels, spec.mode_order, out_values, fill_value, format=spec, check=False)
 
 
 def _ptr(owners: np.ndarray | None, nparent: int, count: int, idt: np.dtype) -> np.ndarray:
     """Segment pointers for ``count`` children whose (ascending) parent positions are ``owners``."""
+    nbytes = (nparent + 1) * np.dtype(idt).itemsize
+    check_densify(nbytes, (nparent + 1,), np.dtype(idt), "a pointer array under dense levels")
     ptr = np.zeros(nparent + 1, dtype=idt)
     if owners is None:
         ptr[1:] = count
@@ -117,7 +117,8 @@ def expand(t: Tensor) -> tuple[list[np.ndarray], np.ndarray]:
             npos *= size
         elif isinstance(level, Compressed):
             if coords:
-                owner = np.repeat(np.arange(npos, dtype=idt), np.diff(level.ptr))
+                wide = idt if npos <= np.iinfo(np.int32).max else np.dtype(np.int64)
+                owner = np.repeat(np.arange(npos, dtype=wide), np.diff(level.ptr))
                 coords = [owner] if top_dense else [c[owner] for c in coords]
             top_dense = False
             coords.append(level.idx)

@@ -58,7 +58,7 @@ def convert(
         return t
     if spec.level_kinds == t.spec.level_kinds and spec.mode_order == t.mode_order:
         return Tensor(
-            t.shape, t.levels, t.mode_order, t.values, t.fill_value, format=spec.name, check=False
+            t.shape, t.levels, t.mode_order, t.values, t.fill_value, format=spec, check=False
         )
     source_dense = any(level.kind == "dense" for level in t.levels)
     if all(kind == "dense" for kind in spec.level_kinds) or all(
@@ -119,7 +119,7 @@ def _convert_2d(t: Tensor, spec: FormatSpec) -> Tensor | None:
         return None
     levels = [Dense(n_a), Compressed(t.shape[b], out_ptr, out_idx)]
     return Tensor(
-        t.shape, levels, spec.mode_order, out_vals, t.fill_value, format=spec.name, check=False
+        t.shape, levels, spec.mode_order, out_vals, t.fill_value, format=spec, check=False
     )
 
 
@@ -183,7 +183,7 @@ def _from_pairs_2d(
         ptr, minor, v = sum_runs(ptr, minor, v)
     if spec.level_kinds == ("dense", "compressed"):
         levels = [Dense(dims[0]), Compressed(dims[1], ptr, minor)]
-        return Tensor(shape, levels, spec.mode_order, v, fill, format=spec.name, check=False)
+        return Tensor(shape, levels, spec.mode_order, v, fill, format=spec, check=False)
     rows = np.repeat(np.arange(dims[0], dtype=idt), np.diff(ptr))
     return build_tensor(shape, spec, [rows, minor], v, fill, what="from_coords")
 

@@ -35,7 +35,7 @@ def from_numpy(
             spec.mode_order,
             values,
             fill,
-            format=spec.name,
+            format=spec,
             check=False,
         )
     keep = ~equals_fill(stored, fill)

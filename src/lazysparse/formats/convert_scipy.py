@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from .checkkernels import check_coo_chain
 from .dtypes import check_dtype, equals_fill
 from .levels import Compressed, Dense, Level, Singleton
 from .tensor import Tensor
@@ -65,11 +66,12 @@ def _coo_is_canonical(coords: tuple[np.ndarray, ...]) -> bool:
     """Whether COO coordinates strictly ascend in row-major order."""
     if not coords or coords[0].size < 2:
         return True
-    cmp = np.zeros(coords[0].size - 1, dtype=np.int8)
-    for c in reversed(coords):
-        d = np.sign(np.diff(c.astype(np.int64, copy=False))).astype(np.int8)
-        cmp = np.where(d != 0, d, cmp)
-    return bool((cmp > 0).all())
+    dtype = np.result_type(*coords)
+    if dtype.kind not in "iu":
+        return False
+    chain = tuple(c.astype(dtype, copy=False) for c in coords)
+    code, _ = check_coo_chain(np.array([0, chain[0].size], dtype=np.int64), chain)
+    return code == 0
 
 
 def to_scipy(t: Tensor, format: str | None = None, *, matrix: bool = False) -> Any:  # noqa: A002

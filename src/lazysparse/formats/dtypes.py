@@ -94,10 +94,18 @@ def is_nan_scalar(value: Any) -> bool:
 
 
 def equals_fill(values: np.ndarray, fill: np.generic) -> np.ndarray:
-    """Elementwise ``values == fill``, where NaN equals a NaN fill."""
-    if is_nan_scalar(fill):
-        return np.isnan(values)
-    return values == fill
+    """Elementwise ``values == fill``, where NaN equals NaN (for complex: part by part)."""
+    if not is_nan_scalar(fill):
+        return values == fill
+    if np.asarray(values).dtype.kind == "c" or np.asarray(fill).dtype.kind == "c":
+        f = complex(fill)
+        return _same(np.real(values), f.real) & _same(np.imag(values), f.imag)
+    return np.isnan(values)
+
+
+def _same(part: np.ndarray, value: float) -> np.ndarray:
+    """``part == value`` with NaN equal to NaN."""
+    return np.isnan(part) if math.isnan(value) else part == value
 
 
 def fill_key(fill: np.generic) -> tuple[str, ...]:

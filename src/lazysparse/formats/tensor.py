@@ -34,7 +34,7 @@ class Tensor:
         values: Any,
         fill_value: Any = 0,
         *,
-        format: str | None = None,  # noqa: A002 - the public name of a tensor's format
+        format: str | FormatSpec | None = None,  # noqa: A002 - the format's name or spec
         check: bool = True,
     ) -> None:
         self.shape: tuple[int, ...] = check_shape(shape)
@@ -51,9 +51,14 @@ class Tensor:
             order = tuple(int(m) for m in mode_order)
         except (TypeError, ValueError) as exc:
             raise TypeError(f"mode_order must be a sequence of ints, got {mode_order!r}") from exc
-        spec = (
-            infer_spec(kinds, order) if format is None else format_spec(format, len(order), order)
-        )
+        if format is None:
+            spec = infer_spec(kinds, order)
+        elif isinstance(format, FormatSpec):
+            spec = format
+            if spec.mode_order != order:
+                raise ValueError(f"mode_order {order} does not match format spec {spec}")
+        else:
+            spec = format_spec(format, len(order), order)
         if spec.level_kinds != kinds:
             raise ValueError(
                 f"levels {kinds} do not match format {spec.name!r} ({spec.level_kinds})"

@@ -57,7 +57,9 @@ def as_index_array(a: Any, what: str) -> np.ndarray:
 def as_values_array(a: Any) -> np.ndarray:
     """``a`` as a 1-D values array of a supported dtype."""
     arr = np.asarray(a)
-    check_dtype(arr.dtype)
+    dt = check_dtype(arr.dtype)
+    if arr.dtype != dt:  # non-native byte order
+        arr = arr.astype(dt)
     if arr.ndim != 1:
         raise ValueError(f"values must be a 1-D array (one per stored position), got {arr.shape}")
     return arr

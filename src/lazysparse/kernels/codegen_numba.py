@@ -16,6 +16,7 @@ from lazysparse.kernels.loop_ir import (
     Assign,
     Bin,
     Call,
+    CallExpr,
     Cast,
     Comment,
     Const,
@@ -25,7 +26,6 @@ from lazysparse.kernels.loop_ir import (
     If,
     Load,
     Not,
-    NumThreads,
     Return,
     Select,
     Slice,
@@ -40,7 +40,7 @@ HEADER = '''"""lazysparse generated kernel (Numba). Structure key: {key}"""
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from lazysparse.kernels import numba_support as lsk
 from lazysparse.logic import numba_ops as lsops
@@ -89,8 +89,8 @@ def expr_src(e: Expr, types: dict[str, str] | None = None) -> str:
             if np.dtype(dtype).kind == "b":
                 return f"({inner} != 0)" if not _is_boolish(a) else inner
             return f"{np_type(dtype)}({inner})"
-        case NumThreads():
-            return "get_num_threads()"
+        case CallExpr(name, args):
+            return f"lsk.{name}({', '.join(expr_src(a) for a in args)})"
     raise TypeError(f"not a loop-IR expression: {e!r}")
 
 
@@ -131,8 +131,7 @@ def stmt_src(s: Stmt, ind: int) -> list[str]:
         case Call(name, args):
             return [f"{pad}lsk.{name}({', '.join(expr_src(a) for a in args)})"]
         case For(var, start, stop, body, parallel):
-            rng = "prange" if parallel else "range"
-            return [f"{pad}for {var} in {rng}({expr_src(start)}, {expr_src(stop)}):",
+            return [f"{pad}for {var} in range({expr_src(start)}, {expr_src(stop)}):",
                     *block_src(body, ind + 1)]
         case While(cond, body):
             return [f"{pad}while {expr_src(cond)}:", *block_src(body, ind + 1)]
@@ -154,12 +153,12 @@ def block_src(body: tuple[Stmt, ...], ind: int) -> list[str]:
     return lines or ["    " * ind + "pass"]
 
 
-def function_src(fn: Function, key: str) -> str:
-    """A complete module defining ``kernel`` (njit with on-disk caching)."""
-    lines = [HEADER.format(key=key), ""]
-    flags = f"cache=True, error_model='numpy', parallel={fn.parallel}, nogil=True"
-    lines.append(f"@njit({flags})")
-    lines.append(f"def {fn.name}({', '.join(fn.params)}):")
-    lines += [f"    # {n}" for n in fn.notes]
-    lines += block_src(fn.body, 1)
+def module_src(fns: tuple[Function, ...], key: str) -> str:
+    """A complete module defining the kernel's chunk functions (njit, cached on disk)."""
+    lines = [HEADER.format(key=key)]
+    for fn in fns:
+        lines += ["", "", "@njit(cache=True, error_model='numpy', nogil=True)",
+                  f"def {fn.name}({', '.join(fn.params)}):"]
+        lines += [f"    # {n}" for n in fn.notes]
+        lines += block_src(fn.body, 1)
     return "\n".join(lines) + "\n"

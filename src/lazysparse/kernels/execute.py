@@ -8,6 +8,7 @@ constants, which are passed as arguments. Small all-dense kernels run on NumPy i
 from __future__ import annotations
 
 import math
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,11 +20,20 @@ from lazysparse.formats.specs import FormatSpec
 from lazysparse.formats.tensor import Tensor
 from lazysparse.kernels import cache
 from lazysparse.kernels.analysis import KernelInfo, QueryData, analyze_query, fill_key
-from lazysparse.kernels.codegen_numba import function_src
+from lazysparse.kernels.codegen_numba import module_src
 from lazysparse.kernels.lower import Lowered, lower
 from lazysparse.kernels.loop_ir import format_function
 from lazysparse.kernels.numpy_executor import numpy_eligible, run_numpy
 from lazysparse.logic.nodes import Alias, Immediate, Plan, Produces, Query, Table
+
+
+PARALLEL_MIN_ITERATIONS = 2048
+CHUNKS_PER_THREAD = 4
+
+
+def _stat_sums(disp: Any) -> tuple[int, int]:
+    st = disp.stats
+    return sum(st.cache_hits.values()), sum(st.cache_misses.values())
 
 
 @dataclass
@@ -36,7 +46,7 @@ class Kernel:
     source: str
     loop_ir: str
     inputs: tuple[str, ...]
-    _fn: Any = field(default=None, repr=False)
+    _mod: Any = field(default=None, repr=False)
 
     @property
     def loop_order(self) -> tuple[str, ...]:
@@ -49,27 +59,152 @@ class Kernel:
         return self.info.out_spec
 
     @property
-    def dispatcher(self) -> Any:
-        """The Numba dispatcher (imports the cached module on first use)."""
-        if self._fn is None:
-            self._fn = cache.load_module(self.key, self.source).kernel
-        return self._fn
+    def module(self) -> Any:
+        """The generated module (imported from the disk cache on first use)."""
+        if self._mod is None:
+            self._mod = cache.load_module(self.key, self.source)
+        return self._mod
 
     def __call__(self, data: QueryData) -> Tensor:
         """Run on the query's data and assemble the result tensor."""
         args = kernel_args(self, data)
-        disp = self.dispatcher
-        before = _stat_sums(disp)
-        res = disp(*args)
-        after = _stat_sums(disp)
-        cache.STATS["disk_loaded"] += after[0] - before[0]
-        cache.STATS["compiled"] += after[1] - before[1]
+        fns = [getattr(self.module, f.name) for f in self.lowered.functions]
+        before = [_stat_sums(f) for f in fns]
+        res = run_chunks(self, data, args)
+        for f, (h0, m0) in zip(fns, before, strict=True):
+            h1, m1 = _stat_sums(f)
+            cache.STATS["disk_loaded"] += h1 - h0
+            cache.STATS["compiled"] += m1 - m0
         return assemble(self, data, res)
 
 
-def _stat_sums(disp: Any) -> tuple[int, int]:
-    st = disp.stats
-    return sum(st.cache_hits.values()), sum(st.cache_misses.values())
+_POOL: list[ThreadPoolExecutor] = []
+
+
+def _parallel_map(fn: Any, nch: int, args: tuple[Any, ...]) -> None:
+    """Run ``fn(*args, t, nch, ...)`` for every chunk ``t`` on Numba's thread count."""
+    nthreads = numba.get_num_threads()
+    if nch == 1 or nthreads == 1:
+        for t in range(nch):
+            fn(*args[0], np.int64(t), np.int64(nch), *args[1])
+        return
+    if not _POOL or _POOL[0]._max_workers != nthreads:  # noqa: SLF001
+        _POOL[:] = [ThreadPoolExecutor(max_workers=nthreads,
+                                       thread_name_prefix="lazysparse")]
+    futs = [_POOL[0].submit(fn, *args[0], np.int64(t), np.int64(nch), *args[1])
+            for t in range(nch)]
+    for f in futs:
+        f.result()
+
+
+def _chunks(k: Kernel, data: QueryData, args: list[Any]) -> int:
+    """How many chunks the outermost loop is split into (1 when it must run in order)."""
+    lw = k.lowered
+    nthreads = numba.get_num_threads()
+    if not lw.parallel or nthreads == 1:
+        return 1
+    kind, what = lw.extent0
+    if kind == "field":
+        ext = data.extents[what]
+    elif kind == "positions":
+        ptr = data.tensors[what].levels[0].ptr
+        ext = int(ptr[1]) - int(ptr[0])
+    else:
+        ext = 1
+    if ext < PARALLEL_MIN_ITERATIONS:
+        return 1
+    per = 1 if lw.partials else CHUNKS_PER_THREAD
+    return max(1, min(nthreads * per, ext))
+
+
+def run_chunks(k: Kernel, data: QueryData, args: list[Any]) -> tuple[Any, ...]:
+    """Host side of a kernel: allocate, run the chunk functions (count, offsets, fill)."""
+    lw, info, mod = k.lowered, k.info, k.module
+    out_plan = lw.output
+    nch = _chunks(k, data, args)
+    od = info.out_dtype
+    osize, dsize = int(args[-2]), int(args[-1])
+    if out_plan.mode in ("dense", "shared"):
+        if lw.partials and nch > 1:
+            red_id = args[lw.params.index("red_id")]
+            part = np.full(osize * nch, red_id, dtype=od)
+            _parallel_map(mod.chunk, nch, (args, (part,)))
+            res = np.empty(osize, dtype=od)
+            mod.combine(part, res, np.int64(nch), np.int64(osize),
+                        args[lw.params.index("init")])
+            return (res,)
+        start = args[lw.params.index("red_id" if lw.partials else "ofill")]
+        out = np.full(osize, start, dtype=od)
+        _parallel_map(mod.chunk, nch, (args, (out,)))
+        if lw.partials:  # one chunk: combine init with its partial
+            res = np.empty(osize, dtype=od)
+            mod.combine(out, res, np.int64(1), np.int64(osize), args[lw.params.index("init")])
+            return (res,)
+        return (out,)
+    ng = len(out_plan.groups)
+    if nch == 1 and lw.bounds is not None:
+        return _single_pass(k, data, args, dsize)
+    cc = [np.zeros(nch, np.int64) for _ in range(ng)]
+    cntpd = np.zeros(max(dsize, 1) if out_plan.dense_prefix else 1, np.int64)
+    _parallel_map(mod.count, nch, (args, (*cc, cntpd)))
+    offs = [np.concatenate(([0], np.cumsum(c))).astype(np.int64) for c in cc]
+    tots = [int(o[-1]) for o in offs]
+    big = max(data.out_shape, default=0) >= 2**31 - 1
+    idt = np.int64 if big else np.int32
+    arrays: list[Any] = []
+    for g, grp in enumerate(out_plan.groups):
+        if g == 0:
+            if out_plan.dense_prefix:
+                ptr = np.zeros(dsize + 1, np.int64)
+                np.cumsum(cntpd[:dsize], out=ptr[1:])
+            else:
+                ptr = np.array([0, tots[0]], np.int64)
+        else:
+            ptr = np.zeros(tots[g - 1] + 1, np.int64)
+        arrays.append(ptr)
+        arrays += [np.empty(tots[g], idt) for _ in grp]
+    vals = np.empty(tots[-1], od)
+    fin = [np.zeros(nch, np.int64) for _ in range(ng)]
+    _parallel_map(mod.fill, nch, (args, (*offs, *fin, np.zeros_like(cntpd), *arrays, vals)))
+    return (*arrays, vals)
+
+
+def _single_pass(k: Kernel, data: QueryData, args: list[Any], dsize: int) -> tuple[Any, ...]:
+    """Sequential append with no counting pass: allocate each group's bound (the position
+    counts of the operands that drive its loop), fill once, then trim."""
+    lw, mod = k.lowered, k.module
+    groups = lw.output.groups
+    ng = len(groups)
+    ub = []
+    for atoms in lw.bounds:  # type: ignore[union-attr]
+        ub.append(sum(int(data.tensors[s].levels[lv].idx.shape[0]) for s, lv in atoms))
+    big = max(data.out_shape, default=0) >= 2**31 - 1
+    idt = np.int64 if big else np.int32
+    arrays: list[Any] = []
+    for g, grp in enumerate(groups):
+        arrays.append(np.zeros(1 if g == 0 else ub[g - 1] + 1, np.int64))
+        arrays += [np.empty(ub[g], idt) for _ in grp]
+    vals = np.empty(ub[-1], k.info.out_dtype)
+    fin = [np.zeros(1, np.int64) for _ in range(ng)]
+    offs = [np.zeros(2, np.int64) for _ in range(ng)]
+    cntpd = np.zeros(max(dsize, 1), np.int64)
+    mod.fill(*args, np.int64(0), np.int64(1), *offs, *fin, cntpd, *arrays, vals)
+    tots = [int(f[0]) for f in fin]
+    out: list[Any] = []
+    it = iter(arrays)
+    for g, grp in enumerate(groups):
+        ptr = next(it)
+        if g == 0:
+            if lw.output.dense_prefix:
+                ptr = np.zeros(dsize + 1, np.int64)
+                np.cumsum(cntpd[:dsize], out=ptr[1:])
+            else:
+                ptr = np.array([0, tots[0]], np.int64)
+        else:
+            ptr = ptr[:tots[g - 1] + 1]
+        out.append(ptr)
+        out += [next(it)[:tots[g]] for _ in grp]
+    return (*out, vals[:tots[-1]])
 
 
 def structure_key(info: KernelInfo, data: QueryData) -> tuple[Any, ...]:
@@ -80,10 +215,9 @@ def structure_key(info: KernelInfo, data: QueryData) -> tuple[Any, ...]:
 def _build(info: KernelInfo, data: QueryData) -> Kernel:
     fills = tuple(t.fill_value for t in data.tensors)
     lowered = lower(info, fills, data.out_fill)
-    text = format_function(lowered.function)
-    probe = function_src(lowered.function, "")
-    digest = cache.source_hash(probe)
-    source = function_src(lowered.function, digest)
+    text = "\n\n".join(format_function(f) for f in lowered.functions)
+    digest = cache.source_hash(module_src(lowered.functions, ""))
+    source = module_src(lowered.functions, digest)
     cache.STATS["generated"] += 1
     return Kernel(digest, info, lowered, source, text,
                   tuple(o.alias for o in info.operands))
@@ -180,9 +314,7 @@ def kernel_args(k: Kernel, data: QueryData) -> list[Any]:
         osize = data.tensors[lw.output.shared_slot].values.shape[0]  # type: ignore[index]
     else:
         osize = math.prod(sizes)
-    args += [np.int64(osize), np.int64(math.prod(sizes[:lw.output.dense_prefix])),
-             np.int64(numba.get_num_threads()),
-             np.empty(0, np.int32 if max(data.out_shape, default=0) < 2**31 - 1 else np.int64)]
+    args += [np.int64(osize), np.int64(math.prod(sizes[:lw.output.dense_prefix]))]
     return args
 
 

@@ -79,6 +79,14 @@ class Apply(Expr):
 
 
 @dataclass(frozen=True)
+class CallExpr(Expr):
+    """An intrinsic returning a value (``ctz_table()``); backends supply it."""
+
+    name: str
+    args: tuple[Expr, ...]
+
+
+@dataclass(frozen=True)
 class Cast(Expr):
     """Convert a value to a NumPy dtype (by name, e.g. ``"float64"``)."""
 
@@ -244,6 +252,8 @@ def format_expr(e: Expr) -> str:
             return f"{name}({', '.join(format_expr(a) for a in args)})"
         case Cast(dtype, a):
             return f"{dtype}({format_expr(a)})"
+        case CallExpr(name, args):
+            return f"{name}({', '.join(format_expr(a) for a in args)})"
         case NumThreads():
             return "num_threads()"
     raise TypeError(f"not a loop-IR expression: {e!r}")

@@ -26,6 +26,7 @@ from lazysparse.kernels.loop_ir import (
     Assign,
     Bin,
     Call,
+    CallExpr,
     Cast,
     Comment,
     Const,
@@ -146,11 +147,14 @@ class State:
 class Lowered:
     """The loop IR of one kernel with the decisions that shaped it."""
 
-    function: Function
+    functions: tuple[Function, ...]
     plans: tuple[LevelPlan, ...]
     output: OutputPlan
     parallel: bool
+    partials: bool
     params: tuple[str, ...]
+    extent0: tuple[str, Any]  # how the host computes the outermost loop's iterations
+    bounds: tuple[tuple[tuple[int, int], ...], ...] | None  # see Lowerer.append_bounds
 
 
 def _ident(name: str, d: int) -> str:
@@ -332,7 +336,13 @@ class Lowerer:
                 body.append(Assign(f"od{d}", inner.od))
                 inner.od = V(f"od{d}")
             body += self.hooks_coord(d, inner)
+            row = self.row_count_depth() == d
+            if row:
+                body.append(Assign(self.tag("rowbase"), V(self.tag("cnt0"))))
             body += self.nest(d + 1, inner)
+            if row:  # entries of the first sparse group under this dense output position
+                body.append(Store("cntpd", inner.od,
+                                  Bin("-", V(self.tag("cnt0")), V(self.tag("rowbase")))))
             return body
 
         if lp.kind == "range":
@@ -372,6 +382,9 @@ class Lowerer:
         def unique(s: int) -> bool:
             return self.info.operands[s].levels[st.ops[s].level].props.unique
 
+        if len(drivers) > 2:
+            out.append(self.generic_merge(lp, st, ranges, c, body_for))
+            return out
         for size in range(len(drivers), 0, -1):
             for sub in combinations(drivers, size):
                 live = set(sub)
@@ -423,6 +436,42 @@ class Lowerer:
                 out.append(While(alive, tuple(inner)))
         return out
 
+    def generic_merge(self, lp: LevelPlan, st: State, ranges: dict[int, tuple[Expr, Expr]],
+                      c: Var, body_for: Any) -> Stmt:
+        """One merge loop over three or more drivers (bounded code size): the coordinate is
+        the least among drivers still in range; the region formula guards the body."""
+        drivers = lp.drivers
+
+        def qv(s: int) -> Var:
+            return V(f"q{s}_{st.ops[s].level}")
+
+        def inrange(s: int) -> Expr:
+            return Bin("<", qv(s), ranges[s][1])
+
+        def has(s: int) -> Var:
+            return V(f"has{s}_{st.ops[s].level}")
+
+        inner: list[Stmt] = [Assign(c.name, V(f"n_{self.cvar[lp.field]}"))]
+        for s in drivers:
+            inner.append(If(inrange(s), (Assign(c.name, Bin("min", c, self.crd(
+                s, st.ops[s].level, qv(s)))),)))
+        cstate: dict[int, OpState] = {}
+        for s in drivers:
+            k = st.ops[s].level
+            inner.append(Assign(has(s).name, Bin("and", inrange(s), Bin(
+                "==", self.crd(s, k, qv(s)), c))))
+            if not self.info.operands[s].levels[k].props.unique:
+                inner.append(If(has(s), tuple(self.seg_end(s, k, qv(s), ranges[s][1], c))))
+            pres = st.ops[s].present if s in lp.required else land(st.ops[s].present, has(s))
+            cstate[s] = self.child(s, st, qv(s), pres)
+        inner.append(If(fold(lp.region, has), tuple(body_for(cstate))))
+        for s in drivers:
+            k = st.ops[s].level
+            nxt = (add(qv(s), C(1)) if self.info.operands[s].levels[k].props.unique
+                   else V(f"e{s}_{k}"))
+            inner.append(If(has(s), (Assign(qv(s).name, nxt),)))
+        return While(fold(lp.region, inrange), tuple(inner))
+
     def formula(self, region: tuple[Any, ...], atom: Any) -> Expr:
         if region[0] == "atom":
             return atom(region[1])
@@ -469,6 +518,18 @@ class Lowerer:
                 pre.append(Assign(self.tag("touched"), C(False)))
             post += self.store_acc(st)
         return pre, post
+
+    def row_count_depth(self) -> int | None:
+        """Loop depth of the last dense output level above sparse ones (its positions get
+        their entry counts, from which the first sparse group's ``ptr`` is summed)."""
+        o = self.out
+        if o.mode not in ("append", "rowws", "ism") or not o.dense_prefix:
+            return None
+        fld = self.storage[o.dense_prefix - 1]
+        d = self.depth_of[fld]
+        if o.ws_depth is not None and d >= o.ws_depth:
+            return None
+        return d
 
     def hooks_coord(self, d: int, st: State) -> list[Stmt]:
         """At each coordinate of loop ``d``: reset the open flags of groups ending here."""
@@ -534,8 +595,9 @@ class Lowerer:
             cnt = V(self.tag(f"cnt{g}"))
             write: list[Stmt] = []
             inc = step if (step is not None and g == last) else C(1)
-            if g == 0 and self.out.dense_prefix and not fill:
+            if g == 0 and self.out.dense_prefix and self.row_count_depth() is None:
                 write.append(Store("cntpd", st.od, add(Load("cntpd", st.od), inc)))
+            inc = step if (step is not None and g == last) else C(1)
             if fill:
                 write.append(Assign(f"pos{g}", cnt))
                 for m in grp:
@@ -602,6 +664,7 @@ class Lowerer:
             if self.phase == "fill":
                 out.append(Alloc("ws_val", n, str(self.info.acc_dtype), None))
                 out.append(Alloc("ws_bits", add(Bin("//", n, C(64)), C(1)), "uint64", C(0)))
+                out.append(Assign("ws_ctz", CallExpr("ctz_table", ())))
             return out
         if o.mode == "ism":
             out = [Assign(self.tag("ws_cap"), C(16)),
@@ -630,7 +693,7 @@ class Lowerer:
                 return [For("u", C(0), nw, tuple(body)),
                         If(Bin(">", nw, C(0)), tuple(self.emit(st, None, coords, step=nw)))]
             body += self.emit(st, Load("ws_val", w), coords)
-            return [Call("sort_touched", (V(touched), nw, V("ws_bits"))),
+            return [Call("sort_touched", (V(touched), nw, V("ws_bits"), V("ws_ctz"))),
                     For("u", C(0), nw, tuple(body))]
         # insert-sort-merge: sort keys, merge duplicates with the reduction, emit in order
         keys = self.tag("ws_keys")
@@ -737,8 +800,8 @@ class Lowerer:
         stm += at(V("t"), "clo") + at(add(V("t"), C(1)), "chi")
         return stm, (V("clo"), V("chi"))
 
-    def phase_loop(self, phase: str) -> list[Stmt]:
-        """One parallel-over-chunks pass over the whole nest (count or fill)."""
+    def phase_body(self, phase: str) -> list[Stmt]:
+        """The body run for one chunk ``t`` of ``nch`` in one phase (count or fill)."""
         self.phase = phase
         root = State({o.slot: OpState() for o in self.info.operands}, {})
         bstm, bounds = self.chunk_bounds()
@@ -756,86 +819,77 @@ class Lowerer:
         if self.partials:
             body.append(Assign("obase", Bin("*", V("t"), V("osize"))))
         body += self.nest(0, root, bounds)
-        if o.mode in ("append", "rowws", "ism") and phase == "count":
+        if o.mode in ("append", "rowws", "ism"):
             for g in range(len(o.groups)):
                 body.append(Store(f"cc{g}", V("t"), V(self.tag(f"cnt{g}"))))
-        return [For("t", C(0), V("nch"), tuple(body), parallel=self.parallel)]
+        return body
 
-    def function(self) -> Function:
+    def append_bounds(self) -> tuple[tuple[tuple[int, int], ...], ...] | None:
+        """Per output group, the (operand, level) whose position counts sum to a bound on
+        its entries; None unless every group's loop is driven by operands that carry all
+        enclosing output fields (then one fill pass can run without counting first)."""
+        if self.out.mode != "append":
+            return None
+        bounds = []
+        for grp in self.out.groups:
+            fld = self.storage[grp[-1]]
+            d = self.depth_of[fld]
+            lp = self.plans[d]
+            if lp.kind == "range":
+                return None
+            outer = [f for f in self.info.loop_order[:d] if f in self.info.out_fields]
+            atoms = []
+            for s in lp.drivers:
+                op = self.info.operands[s]
+                if any(op.level_of(f) is None for f in outer):
+                    return None
+                atoms.append((s, op.level_of(fld)))
+            bounds.append(tuple(atoms))
+        return tuple(bounds)
+
+    def phase_params(self, phase: str) -> tuple[str, ...]:
+        """Parameters of a phase function after the common ones."""
         o = self.out
-        info = self.info
-        body: list[Stmt] = []
-        if self.parallel:
-            per = 1 if self.partials else CHUNKS_PER_THREAD
-            body.append(Assign("nch", Bin("*", V("nthreads"), C(per))))
-            body.append(Assign("nch", Bin("max", C(1), Bin("min", V("nch"), self.extent0()))))
-        else:
-            body.append(Assign("nch", C(1)))
-        od = str(info.out_dtype)
-        if o.mode in ("dense", "shared"):
-            if self.partials:
-                body.append(Alloc("out", Bin("*", V("osize"), V("nch")), od,
-                                  Cast(od, V("red_id"))))
-                final = V("out")
-                body += self.phase_loop("fill")
-                comb: list[Stmt] = [Assign("acc", Cast(od, V("init")))]
-                comb.append(For("t", C(0), V("nch"), (Assign("acc", self.reduce(
-                    V("acc"), Load("out", add(Bin("*", V("t"), V("osize")), V("o"))))),)))
-                comb.append(Store("res", V("o"), V("acc")))
-                body += [Alloc("res", V("osize"), od, None),
-                         For("o", C(0), V("osize"), tuple(comb), parallel=True)]
-                final = V("res")
-                body.append(Return((final.name,)))
-            else:
-                body.append(Alloc("out", V("osize"), od, Cast(od, V("ofill"))))
-                body += self.phase_loop("fill")
-                body.append(Return(("out",)))
-            return self._fn(body)
-        # sparse outputs: count, offsets, allocate, fill
         ng = len(o.groups)
-        for g in range(ng):
-            body.append(Alloc(f"cc{g}", V("nch"), I64, C(0)))
-        if o.dense_prefix:
-            body.append(Alloc("cntpd", V("dsize"), I64, C(0)))
-        body += self.phase_loop("count")
-        for g in range(ng):
-            body += [Alloc(f"off{g}", add(V("nch"), C(1)), I64, C(0)),
-                     For("t", C(0), V("nch"), (Store(f"off{g}", add(V("t"), C(1)), add(
-                         Load(f"off{g}", V("t")), Load(f"cc{g}", V("t")))),)),
-                     Assign(f"tot{g}", Load(f"off{g}", V("nch")))]
-        rets: list[str] = []
-        for g, grp in enumerate(o.groups):
-            head = grp[0]
-            if g == 0:
-                if o.dense_prefix:
-                    body += [Alloc(f"o_ptr{head}", add(V("dsize"), C(1)), I64, C(0)),
-                             For("u", C(0), V("dsize"), (Store(f"o_ptr{head}", add(V("u"), C(1)),
-                                 add(Load(f"o_ptr{head}", V("u")), Load("cntpd", V("u")))),))]
-                else:
-                    body += [Alloc(f"o_ptr{head}", C(2), I64, C(0)),
-                             Store(f"o_ptr{head}", C(1), V("tot0"))]
-            else:
-                body.append(Alloc(f"o_ptr{head}", add(V(f"tot{g - 1}"), C(1)), I64, C(0)))
-            for m in grp:
-                body.append(Alloc(f"o_idx{m}", V(f"tot{g}"), "index", None))
-        body.append(Alloc("o_vals", V(f"tot{ng - 1}"), od, None))
-        body += self.phase_loop("fill")
-        for g, grp in enumerate(o.groups):
-            rets.append(f"o_ptr{grp[0]}")
-            rets += [f"o_idx{m}" for m in grp]
-        rets.append("o_vals")
-        body.append(Return(tuple(rets)))
-        return self._fn(body)
+        if phase == "chunk":
+            return ("t", "nch", "out")
+        if phase == "count":
+            return ("t", "nch", *[f"cc{g}" for g in range(ng)], "cntpd")
+        outs: list[str] = [f"off{g}" for g in range(ng)] + [f"cc{g}" for g in range(ng)]
+        outs.append("cntpd")
+        for grp in o.groups:
+            outs.append(f"o_ptr{grp[0]}")
+            outs += [f"o_idx{m}" for m in grp]
+        return ("t", "nch", *outs, "o_vals")
 
-    def _fn(self, body: list[Stmt]) -> Function:
-        params = tuple(self.params())
+    def functions(self) -> tuple[Function, ...]:
+        """The kernel's chunk functions: ``chunk`` (dense/shared outputs, plus ``combine``
+        for per-chunk partials) or ``count`` then ``fill`` (sparse outputs). The host runs
+        each over chunks ``t = 0..nch-1``, in parallel threads when ``parallel``."""
+        common = tuple(self.params())
         notes = (f"loop order {self.info.loop_order}",
                  f"output {self.info.out_spec.name} via {self.out.mode}"
                  + (f" (workspace at loop {self.out.ws_depth})"
                     if self.out.ws_depth is not None else ""),
-                 "parallel outer loop" + (" with per-chunk partials" if self.partials else "")
-                 if self.parallel else "sequential")
-        return Function("kernel", params, tuple(body), self.parallel, notes)
+                 ("chunks run in parallel" + (" into per-chunk partials" if self.partials
+                                              else "")) if self.parallel else "sequential")
+        if self.out.mode in ("dense", "shared"):
+            fns = [Function("chunk", common + self.phase_params("chunk"),
+                            tuple(self.phase_body("fill")), self.parallel, notes)]
+            if self.partials:
+                od = str(self.info.out_dtype)
+                comb: list[Stmt] = [Assign("acc", cast(od, V("init"), self.info.acc_dtype))]
+                comb.append(For("t", C(0), V("nch"), (Assign("acc", self.reduce(
+                    V("acc"), Load("out", add(Bin("*", V("t"), V("osize")), V("o"))))),)))
+                comb.append(Store("res", V("o"), V("acc")))
+                fns.append(Function("combine", ("out", "res", "nch", "osize", "init"),
+                                    (For("o", C(0), V("osize"), tuple(comb)),), False,
+                                    ("res[o] = init (+) partials of every chunk",)))
+            return tuple(fns)
+        return (Function("count", common + self.phase_params("count"),
+                         tuple(self.phase_body("count")), self.parallel, notes),
+                Function("fill", common + self.phase_params("fill"),
+                         tuple(self.phase_body("fill")), self.parallel, notes))
 
     def params(self) -> list[str]:
         out: list[str] = []
@@ -854,15 +908,22 @@ class Lowerer:
         out += ["init", "ofill", "red_id"]
         nout = self.out.dense_prefix if self.out.mode != "dense" else len(self.storage)
         out += [f"os{m}" for m in range(nout)]
-        out += ["osize", "dsize", "nthreads", "iproto"]
+        out += ["osize", "dsize"]
         return out
 
 
 def lower(info: KernelInfo, fills: tuple[Any, ...], out_fill: Any) -> Lowered:
     """The loop IR of a kernel plus the co-iteration and output decisions behind it."""
     lw = Lowerer(info, fills, out_fill)
-    fn = lw.function()
-    return Lowered(fn, lw.plans, lw.out, lw.parallel, fn.params)
+    fns = lw.functions()
+    if lw.K == 0:
+        ext: tuple[str, Any] = ("one", None)
+    elif lw.plans[0].kind == "range":
+        ext = ("field", lw.info.loop_order[0])
+    else:
+        ext = ("positions", lw.plans[0].drivers[0])
+    return Lowered(fns, lw.plans, lw.out, lw.parallel, lw.partials, tuple(lw.params()), ext,
+                   lw.append_bounds())
 
 
 __all__ = ["Lowered", "Lowerer", "lower", "replace"]

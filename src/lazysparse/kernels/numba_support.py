@@ -37,11 +37,16 @@ def _insertion_sort(a: np.ndarray, n: int) -> None:
 
 
 @njit(cache=True)
-def sort_touched(lst: np.ndarray, n: int, bits: np.ndarray) -> None:
+def ctz_table() -> np.ndarray:
+    """The de Bruijn lookup table ``sort_touched`` uses (allocate once per chunk)."""
+    return np.array(CTZ_TABLE, dtype=np.int64)
+
+
+@njit(cache=True)
+def sort_touched(lst: np.ndarray, n: int, bits: np.ndarray, table: np.ndarray) -> None:
     """Sort ``lst[:n]`` (the coordinates set in ``bits``) ascending and clear ``bits``."""
     nwords = bits.shape[0]
     if n * 8 >= nwords:
-        table = np.array(CTZ_TABLE, dtype=np.int64)
         out = 0
         for w in range(nwords):
             word = bits[_u(w)]

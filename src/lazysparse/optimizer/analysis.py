@@ -8,6 +8,7 @@ probability ``1 - (1 - rho)^N``; annihilating mapjoins intersect, others unite.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -183,17 +184,21 @@ def masks(op: Operator, arg: LogicNode, args: tuple[LogicNode, ...],
 
 
 def nonzero_probability(expr: LogicNode, bound: set[Field], sizes: dict[Field, int],
-                        infos: dict[Alias, AliasInfo]) -> float:
+                        infos: dict[Alias, AliasInfo],
+                        memo: dict[int, Any] | None = None) -> float:
     """Probability that ``expr`` restricted to the ``bound`` fields is not all fill.
 
     Structural (per-access projections, intersections multiply, unions combine) and capped
-    by projecting the whole expression's density onto ``bound``.
+    by projecting the whole expression's density onto ``bound``. ``memo`` caches per-node
+    algebra (which operands mask) across calls on the same expression.
     """
-    p_struct = _prob(expr, bound, sizes, infos)
+    if memo is None:
+        memo = {}
+    p_struct = _prob(expr, bound, sizes, infos, memo)
     all_fields = set(sizes)
     if bound >= all_fields:
         return p_struct
-    p_all = _prob(expr, all_fields, sizes, infos)
+    p_all = _prob(expr, all_fields, sizes, infos, memo)
     rest = math.prod(sizes[f] for f in all_fields - bound)
     return min(p_struct, _project(p_all, rest))
 
@@ -206,8 +211,30 @@ def _project(p: float, n: float) -> float:
     return -math.expm1(n * math.log1p(-p))
 
 
+def _mask_flags(node: MapJoin, infos: dict[Alias, AliasInfo],
+                memo: dict[int, Any]) -> tuple[bool, ...]:
+    key = id(node)
+    if key not in memo:
+        o = op_of(node.op)
+        memo[key] = tuple(masks(o, x, node.args, infos) for x in node.args)
+    return memo[key]
+
+
+def _keeps_sparse(node: Aggregate, infos: dict[Alias, AliasInfo],
+                  memo: dict[int, Any]) -> bool:
+    key = id(node)
+    if key not in memo:
+        fill = expr_fill(node.arg, infos)
+        try:
+            memo[key] = (fill is not None
+                         and same_value(op_of(node.op).apply(node.init.val, fill), node.init.val))
+        except (TypeError, ValueError):
+            memo[key] = False
+    return memo[key]
+
+
 def _prob(expr: LogicNode, bound: set[Field], sizes: dict[Field, int],
-          infos: dict[Alias, AliasInfo]) -> float:
+          infos: dict[Alias, AliasInfo], memo: dict[int, Any]) -> float:
     match expr:
         case Relabel(arg=Alias() as a, idxs=idxs):
             info = infos[a]
@@ -215,22 +242,18 @@ def _prob(expr: LogicNode, bound: set[Field], sizes: dict[Field, int],
                 return 1.0
             free = math.prod(sizes.get(f, 1) for f in set(idxs) - bound)
             return _project(info.density, free)
-        case MapJoin(op=op, args=args):
-            o = op_of(op)
-            probs = [_prob(x, bound, sizes, infos) for x in args]
-            masked = [p for x, p in zip(args, probs, strict=True) if masks(o, x, args, infos)]
+        case MapJoin(args=args):
+            probs = [_prob(x, bound, sizes, infos, memo) for x in args]
+            flags = _mask_flags(expr, infos, memo)
+            masked = [p for p, m in zip(probs, flags, strict=True) if m]
             union = 1.0 - math.prod(1.0 - p for p in probs)
             return min(union, math.prod(masked)) if masked else union
-        case Aggregate(op=op, init=init, arg=arg):
-            o = op_of(op)
-            fill = expr_fill(arg, infos)
-            try:
-                kept = same_value(o.apply(init.val, fill), init.val) if fill is not None else False
-            except (TypeError, ValueError):
-                kept = False
-            return _prob(arg, bound, sizes, infos) if kept else 1.0
+        case Aggregate(arg=arg):
+            if not _keeps_sparse(expr, infos, memo):
+                return 1.0
+            return _prob(arg, bound, sizes, infos, memo)
         case Reorder(arg=arg) | Reformat(arg=arg):
-            return _prob(arg, bound, sizes, infos)
+            return _prob(arg, bound, sizes, infos, memo)
     return 1.0
 
 
@@ -269,10 +292,11 @@ def choose_level_kinds(rhs: LogicNode, infos: dict[Alias, AliasInfo]) -> tuple[s
     sizes = field_sizes(loop.arg, infos)
     for f in loop.idxs:
         sizes.setdefault(f, 1)
-    p_out = nonzero_probability(expr, set(axes), sizes, infos)
+    memo: dict[int, Any] = {}
+    p_out = nonzero_probability(expr, set(axes), sizes, infos, memo)
     if p_out > DENSE_THRESHOLD or math.prod(sizes[f] for f in axes) == 0:
         return ("dense",) * len(axes)
-    p_first = nonzero_probability(expr, {axes[0]}, sizes, infos)
+    p_first = nonzero_probability(expr, {axes[0]}, sizes, infos, memo)
     first = "dense" if p_first >= DENSE_LEVEL_THRESHOLD and len(axes) > 1 else "compressed"
     return (first,) + ("compressed",) * (len(axes) - 1)
 
@@ -280,8 +304,25 @@ def choose_level_kinds(rhs: LogicNode, infos: dict[Alias, AliasInfo]) -> tuple[s
 def computed_info(rhs: LogicNode, infos: dict[Alias, AliasInfo]) -> AliasInfo:
     """Facts of a canonical compute query's result (axes = the Reorder's minus reduced).
 
-    The storage is the Reformat's spec when present, else the predicted format.
+    The storage is the Reformat's spec when present, else the predicted format. Cached on
+    the query and the facts of the aliases it reads (passes recompute it often).
     """
+    from lazysparse.optimizer.rewrite import accesses
+
+    deps = tuple(sorted({(a.arg.name, infos[a.arg]) for a in accesses(rhs)},  # type: ignore[union-attr]
+                        key=lambda t: t[0]))
+    try:
+        return _computed_info_cached(rhs, deps)
+    except TypeError:  # an unhashable immediate
+        return _computed_info(rhs, infos)
+
+
+@functools.lru_cache(maxsize=512)
+def _computed_info_cached(rhs: LogicNode, deps: tuple[tuple[str, AliasInfo], ...]) -> AliasInfo:
+    return _computed_info(rhs, {Alias(n): i for n, i in deps})
+
+
+def _computed_info(rhs: LogicNode, infos: dict[Alias, AliasInfo]) -> AliasInfo:
     spec, agg, loop = query_parts(rhs)
     axes = result_axes(rhs)
     sizes = field_sizes(loop.arg, infos)
@@ -314,30 +355,3 @@ def plan_infos(plan: Plan) -> dict[Alias, AliasInfo]:
                 infos[body.lhs] = computed_info(body.rhs, infos)
     return infos
 
-
-def scatter_safe_kinds(kinds: tuple[str, ...], mode_order: tuple[int, ...],
-                       loop_order: tuple[Field, ...], reduced: tuple[Field, ...]
-                       ) -> tuple[str, ...]:
-    """``kinds`` with dense levels after the first scattered write made compressed.
-
-    Writes scatter from the first loop where the output fields depart from the storage
-    order or a reduced loop encloses an output loop; the kernels fill a sparse output's
-    dense levels only before that point (a row workspace or sort buffer covers the rest).
-    """
-    if all(k == "dense" for k in kinds):
-        return kinds
-    red = set(reduced)
-    axes = tuple(f for f in loop_order if f not in red)
-    storage = tuple(axes[m] for m in mode_order)
-    depth = len(loop_order)
-    for m, f in enumerate(axes):
-        if storage[m] != f:
-            depth = loop_order.index(f)
-            break
-    for d, f in enumerate(loop_order):
-        if f in red and any(g not in red for g in loop_order[d + 1:]):
-            depth = min(depth, d)
-            break
-    before = sum(1 for f in loop_order[:depth] if f not in red)
-    return tuple("compressed" if k == "dense" and m >= before else k
-                 for m, k in enumerate(kinds))

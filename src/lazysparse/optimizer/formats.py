@@ -29,8 +29,6 @@ from lazysparse.optimizer.analysis import (
     choose_level_kinds,
     computed_info,
     query_parts,
-    result_axes,
-    scatter_safe_kinds,
     tensor_info,
 )
 from lazysparse.optimizer.push_fields import rename_fields
@@ -51,11 +49,8 @@ def choose_formats(plan: Plan) -> Plan:
             continue
         rhs = body.rhs
         if not isinstance(rhs, Reformat):
-            _, agg, loop = query_parts(rhs)
-            ident = tuple(range(len(result_axes(rhs))))
-            kinds = scatter_safe_kinds(choose_level_kinds(rhs, infos), ident, loop.idxs,
-                                       agg.idxs if agg is not None else ())
-            rhs = Reformat(Immediate(infer_spec(kinds, ident)), rhs)
+            kinds = choose_level_kinds(rhs, infos)
+            rhs = Reformat(Immediate(infer_spec(kinds, tuple(range(len(kinds))))), rhs)
         infos[body.lhs] = computed_info(rhs, infos)
         out.append(Query(body.lhs, rhs))
     return Plan(tuple(out))

@@ -12,6 +12,7 @@ from lazysparse.logic.nodes import (
     Plan,
     Produces,
     Query,
+    Reformat,
     Relabel,
     Table,
 )
@@ -21,7 +22,8 @@ from lazysparse.optimizer.rewrite import is_pointwise, produced, substitute_acce
 def inline_copies(plan: Plan) -> Plan:
     """Remove ``Query(a, Relabel(b, idxs))`` (a renamed copy): reads of ``a`` read ``b``.
 
-    Also applies to produced copies, whose ``Produces`` entry then names ``b``.
+    Also applies to produced copies, whose ``Produces`` entry then names ``b``, and to an
+    ``asformat`` of an input to the format it is already stored in.
     """
     same: dict[Alias, Alias] = {}
     out: list[LogicNode] = []
@@ -30,9 +32,15 @@ def inline_copies(plan: Plan) -> Plan:
         target = same.get(acc.arg)  # type: ignore[arg-type]
         return None if target is None else Relabel(target, acc.idxs)
 
+    stored: dict[Alias, object] = {}
     for body in plan.bodies:
         if isinstance(body, Query):
             rhs = _collapse_relabels(substitute_access(body.rhs, resolve))
+            if isinstance(rhs, Table):
+                stored[body.lhs] = getattr(rhs.tns.val, "spec", None)
+            if (isinstance(rhs, Reformat) and isinstance(rhs.arg, Relabel)
+                    and rhs.arg.arg in stored and stored[rhs.arg.arg] == rhs.tns.val):
+                rhs = rhs.arg  # asformat to the format the input already has: no copy
             if (isinstance(rhs, Relabel) and isinstance(rhs.arg, Alias)
                     and len(set(rhs.idxs)) == len(rhs.idxs)):
                 same[body.lhs] = rhs.arg

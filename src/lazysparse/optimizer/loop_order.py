@@ -42,7 +42,6 @@ from lazysparse.optimizer.analysis import (
     field_sizes,
     nonzero_probability,
     query_parts,
-    scatter_safe_kinds,
     tensor_info,
 )
 from lazysparse.optimizer.rewrite import (
@@ -81,12 +80,13 @@ class _Cost:
                  infos: dict[Alias, AliasInfo]) -> None:
         self.body, self.sizes, self.infos = body, sizes, infos
         self.memo: dict[frozenset[Field], float] = {}
+        self.algebra: dict[int, object] = {}
 
     def tasks(self, bound: frozenset[Field]) -> float:
         if bound not in self.memo:
             space = math.prod(self.sizes[f] for f in bound)
             self.memo[bound] = space * nonzero_probability(self.body, set(bound), self.sizes,
-                                                           self.infos)
+                                                           self.infos, self.algebra)
         return self.memo[bound]
 
     def __call__(self, order: tuple[Field, ...]) -> float:
@@ -251,8 +251,7 @@ def concordize(plan: Plan) -> Plan:
                 h = tuple(namer.field() for _ in acc.idxs)
                 lc = tuple(h[m] for m in info.mode_order)
                 mode = tuple(lc.index(h[m]) for m in want)
-                kinds = scatter_safe_kinds(_copy_kinds(info), mode, lc, ())
-                spec = infer_spec(kinds, mode)
+                spec = infer_spec(_copy_kinds(info), mode)
                 alias = namer.alias()
                 rhs = Reformat(Immediate(spec), Reorder(Relabel(src, h), lc))
                 out.append(Query(alias, rhs))

@@ -9,10 +9,10 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from tests.kernels.helpers import F, acc, agg, compute, mj, plan, tensor
 
 from lazysparse.formats.tensor import Tensor
 from lazysparse.logic.nodes import Alias, Plan, Query, Reorder, Table
+from tests.kernels.helpers import F, acc, agg, compute, mj, plan, tensor
 
 
 @dataclass(frozen=True)
@@ -92,10 +92,12 @@ def sddmm() -> Plan:
     return plan({"A": A, "X": X, "Y": Y}, compute("out", "csr", 2, body))
 
 
-def sparse_add(dtype: Any = np.float64, op: str = "add") -> Callable[[], Plan]:
+def sparse_add(dtype: Any = np.float64, op: str = "add", fill: Any = 0) -> Callable[[], Plan]:
     def build() -> Plan:
-        A = T(rand_sparse(30, 40, 0.1, 7, dtype), "csr")
-        B = T(rand_sparse(30, 40, 0.1, 8, dtype), "csr")
+        a, b = rand_sparse(30, 40, 0.1, 7, dtype), rand_sparse(30, 40, 0.1, 8, dtype)
+        if fill != 0:
+            a[a == 0], b[b == 0] = fill, fill
+        A, B = T(a, "csr", fill=fill), T(b, "csr", fill=fill)
         body = Reorder(mj(op, acc("A", "i", "j"), acc("B", "i", "j")), F("i", "j"))
         return plan({"A": A, "B": B}, compute("out", "csr", 2, body))
     return build
@@ -158,6 +160,11 @@ CASES: list[Case] = [
     Case("add_f64", sparse_add()),
     Case("add_c64", sparse_add(np.complex64)),
     Case("max_bool_or", sparse_add(np.bool_, "logical_or")),
+    Case("add_fill1_u32", sparse_add(np.uint32, "add", fill=1)),
+    Case("mul_fill1_f64", sparse_add(np.float64, "multiply", fill=1)),
+    Case("spmv_u8", spmv(np.uint8)),
+    Case("spmv_empty", spmv(m=0, n=7)),
+    Case("spmv_no_cols", spmv(m=5, n=0)),
     Case("rowsum_f64", row_reduce("add", np.float64, 0)),
     Case("rowmax_f64", row_reduce("maximum", np.float64, -np.inf)),
     Case("rowprod_i16", row_reduce("multiply", np.int16, 1)),
@@ -183,26 +190,34 @@ class Built:
     gpu: Any  # GpuKernelPlan
     program: Any  # CudaProgram
     args: list[Any]
+    hash_capacity: int = 0
+    chunks: int | None = None  # cap on the chunk count (None: one row per chunk)
 
 
-def build(case: Case, kind: str, nthreads: int | None = None) -> Built:
-    """Plan, lower and generate ``case`` under strategy ``kind``."""
-    from lazysparse.kernels.cuda.program import gpu_args, plan_query, program_for
-    from lazysparse.kernels.cuda.runtime import nthreads_arg
+def build(case: Case, kind: str, chunks: int | None = None,
+          workspace: str = "dense") -> Built:
+    """Plan, lower and generate ``case`` under strategy ``kind`` (and row workspace)."""
+    from lazysparse.kernels.cuda.program import hash_capacity_for, plan_query, program_for
+    from lazysparse.kernels.cuda.runtime import launch_args
 
     p, q, env = case.split()
     gp = plan_query(q, env)
-    args = gpu_args(gp, nthreads if nthreads is not None else nthreads_arg(gp))
-    return Built(case, kind, p, gp, program_for(gp, kind, args=args), args)
+    args = launch_args(gp)
+    cap = hash_capacity_for(gp, args, np)[0] if workspace == "hash" else 0
+    return Built(case, kind, p, gp, program_for(gp, kind, workspace=workspace, args=args),
+                 args, cap, chunks)
 
 
 _ALL: list[Built] = []
+HASH_CASES = ("spgemm_f64", "spgemm_i32", "spgemm_wide")
 
 
 def all_built() -> list[Built]:
-    """Every case under every strategy (built once per session)."""
+    """Every case under every strategy, and the SpGEMMs with hash workspaces (built once)."""
     if not _ALL:
         _ALL.extend(build(c, k) for c in CASES for k in STRATEGIES)
+        _ALL.extend(build(c, "thread", workspace="hash") for c in CASES
+                    if c.name in HASH_CASES)
     return _ALL
 
 

@@ -11,6 +11,7 @@ shuffle. It proves the generated code's logic, not its GPU timing or memory mode
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import hashlib
 import shutil
@@ -118,7 +119,10 @@ class EmulatedModule:
         unique = {p.prefix: p for p in programs}  # equal structure, equal program
         src += "\n".join(p.source for p in unique.values())
         digest = hashlib.sha256(src.encode()).hexdigest()[:16]
-        d = Path(workdir or tempfile.mkdtemp(prefix="lsemu"))
+        if workdir is None:
+            workdir = Path(tempfile.mkdtemp(prefix="lsemu"))
+            atexit.register(shutil.rmtree, workdir, True)
+        d = Path(workdir)
         cpp, so = d / f"emu_{digest}.cpp", d / f"emu_{digest}.so"
         cpp.write_text(src)
         proc = subprocess.run([CXX, "-std=c++17", "-O1", "-shared", "-fPIC", "-w", str(cpp),

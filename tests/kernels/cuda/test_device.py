@@ -7,7 +7,6 @@ import importlib.util
 
 import numpy as np
 import pytest
-from tests.kernels.cuda.cases import CASES, T
 
 from lazysparse.kernels.cuda.device import (
     DeviceTensor,
@@ -20,6 +19,7 @@ from lazysparse.kernels.cuda.device import (
     to_host,
 )
 from lazysparse.kernels.cuda.runtime import run_query_cuda
+from tests.kernels.cuda.cases import CASES, T
 
 HAS_CUPY = importlib.util.find_spec("cupy") is not None
 

@@ -12,8 +12,14 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from lazysparse.kernels.cuda.device import DeviceTensor
+from lazysparse.kernels.cuda.program import plan_query, program_for
+from lazysparse.kernels.cuda.runtime import launch_args, run_program
+from lazysparse.logic import interpret
 from tests.kernels.cuda.cases import (
     CASES,
+    HASH_CASES,
     STRATEGIES,
     Case,
     all_built,
@@ -24,9 +30,6 @@ from tests.kernels.cuda.cases import (
     spgemm,
 )
 from tests.kernels.cuda.emulator import CXX, EmulatedModule
-
-from lazysparse.kernels.cuda.runtime import run_program
-from lazysparse.logic import interpret
 
 pytestmark = pytest.mark.skipif(CXX is None, reason="no host C++ compiler")
 
@@ -43,9 +46,26 @@ def module() -> EmulatedModule:
 @pytest.mark.parametrize("kind", STRATEGIES)
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_generated_cuda_matches_interpreter(case: Case, kind: str) -> None:
-    b = next(x for x in all_built() if x.case is case and x.kind == kind)
+    b = next(x for x in all_built() if x.case is case and x.kind == kind
+             and x.program.workspace == "dense")
     got = run_program(b.gpu, b.program, b.args, np, module().launcher(workers=3))
     assert_same(dense_result(got), np.asarray(interpret(b.plan)[0].to_numpy()))
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+@pytest.mark.parametrize("name", HASH_CASES)
+def test_hash_workspace_matches_interpreter(name: str, workers: int) -> None:
+    b = next(x for x in all_built() if x.case.name == name and x.program.workspace == "hash")
+    assert "ls_hash_probe" in b.program.source and "ws_mark" not in b.program.source
+    got = run_program(b.gpu, b.program, b.args, np, module().launcher(workers=workers),
+                      hash_capacity=b.hash_capacity)
+    assert_same(dense_result(got), np.asarray(interpret(b.plan)[0].to_numpy()))
+
+
+def test_hash_capacity_is_checked() -> None:
+    b = next(x for x in all_built() if x.program.workspace == "hash")
+    with pytest.raises(ValueError, match="power of two"):
+        run_program(b.gpu, b.program, b.args, np, module().launcher(), hash_capacity=12)
 
 
 def test_strategies_really_differ() -> None:
@@ -57,18 +77,19 @@ def test_strategies_really_differ() -> None:
     assert ("spgemm_f64", "thread") in applied
 
 
-@pytest.mark.parametrize("nthreads", [1, 2, 5])
+@pytest.mark.parametrize("chunks", [1, 4, 11])
 @pytest.mark.parametrize("workers", [1, 4])
 @pytest.mark.parametrize("name", ["spgemm_f64", "add_f64", "rowsum_f64", "fullsum_f64",
                                   "colsum"])
-def test_multi_row_chunks_and_worker_counts(name: str, nthreads: int, workers: int) -> None:
+def test_multi_row_chunks_and_worker_counts(name: str, chunks: int, workers: int) -> None:
     """Chunks of several rows, and fewer workers than chunks (grid-stride loops reusing
     one worker's workspace across rows and chunks)."""
     case = next(c for c in CASES if c.name == name)
-    b = build(case, "thread", nthreads=nthreads)
+    b = build(case, "thread", chunks=chunks)
     mod = module()
     emu = mod if _has(mod, b) else EmulatedModule([b.program])
-    got = run_program(b.gpu, b.program, b.args, np, emu.launcher(workers=workers))
+    got = run_program(b.gpu, b.program, b.args, np, emu.launcher(workers=workers),
+                      chunks=b.chunks)
     assert_same(dense_result(got), np.asarray(interpret(b.plan)[0].to_numpy()))
 
 
@@ -92,8 +113,29 @@ def test_random_spmv(m: int, n: int, density: float, seed: int, kind: str,
 @given(m=st.integers(1, 25), k=st.integers(1, 25), n=st.integers(1, 25),
        density=st.floats(0.0, 0.5), seed=st.integers(0, 2**16))
 def test_random_spgemm(m: int, k: int, n: int, density: float, seed: int) -> None:
-    b = build(Case("random_spgemm", spgemm(np.float64, m, k, n, density, seed)), "thread")
+    for ws in ("dense", "hash"):
+        b = build(Case("random_spgemm", spgemm(np.float64, m, k, n, density, seed)), "thread",
+                  workspace=ws)
+        mod = module()
+        assert _has(mod, b)
+        got = run_program(b.gpu, b.program, b.args, np, mod.launcher(workers=2),
+                          hash_capacity=b.hash_capacity)
+        assert_same(dense_result(got), np.asarray(interpret(b.plan)[0].to_numpy()))
+
+
+@pytest.mark.parametrize("name", ["spgemm_f64", "sddmm", "add_c64", "rowmax_f64"])
+def test_device_tensors_flow_through_analysis(name: str) -> None:
+    """Operands as DeviceTensor (NumPy-backed here) go through the same analysis, lowering
+    and argument packing as on a GPU, and results come back as DeviceTensor."""
+    case = next(c for c in CASES if c.name == name)
+    p, q, env = case.split()
+    denv = {a: DeviceTensor(t.shape, t.levels, t.mode_order, t.values, t.fill_value, t.spec)
+            for a, t in env.items()}
+    gp = plan_query(q, denv)
+    args = launch_args(gp)
+    prog = program_for(gp, "thread", args=args)
     mod = module()
-    assert _has(mod, b)
-    got = run_program(b.gpu, b.program, b.args, np, mod.launcher(workers=2))
-    assert_same(dense_result(got), np.asarray(interpret(b.plan)[0].to_numpy()))
+    assert all(hasattr(mod.lib, n) for n in prog.kernel_names)
+    got = run_program(gp, prog, args, np, mod.launcher(workers=2))
+    assert isinstance(got, DeviceTensor)
+    assert_same(dense_result(got), np.asarray(interpret(p)[0].to_numpy()))

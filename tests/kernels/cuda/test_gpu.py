@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from tests.kernels.cuda.cases import CASES, STRATEGIES, Case, T, assert_same
 
 from lazysparse.kernels.cuda.device import (
     cuda_available,
@@ -18,6 +17,7 @@ from lazysparse.kernels.cuda.device import (
 from lazysparse.kernels.cuda.runtime import STATS, execute_plan_cuda, run_query_cuda
 from lazysparse.logic import interpret
 from lazysparse.logic.nodes import Immediate, Plan, Query, Table
+from tests.kernels.cuda.cases import CASES, HASH_CASES, STRATEGIES, Case, T, assert_same
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not cuda_available(), reason="needs CuPy and a CUDA device")]
@@ -36,6 +36,13 @@ def test_gpu_matches_interpreter(case: Case, kind: str | None) -> None:
     assert_same(np.asarray(got.to_numpy()), np.asarray(interpret(p)[0].to_numpy()))
 
 
+@pytest.mark.parametrize("name", HASH_CASES)
+def test_gpu_hash_workspace(name: str) -> None:
+    p, q, denv = _on_device(next(c for c in CASES if c.name == name))
+    got = to_host(run_query_cuda(q, denv, workspace="hash"))
+    assert_same(np.asarray(got.to_numpy()), np.asarray(interpret(p)[0].to_numpy()))
+
+
 def test_execute_plan_on_device_and_cache() -> None:
     case = next(c for c in CASES if c.name == "spgemm_f64")
     p = case.build()
@@ -48,6 +55,22 @@ def test_execute_plan_on_device_and_cache() -> None:
     before = STATS["compiled"]
     execute_plan_cuda(Plan(bodies))
     assert STATS["compiled"] == before  # same structure: no new module
+
+
+def test_unsupported_kernel_falls_back_to_host() -> None:
+    """A transpose into CSC (insert-sort-merge workspace) runs on the CPU backend."""
+    from lazysparse.logic.nodes import Reorder
+    from tests.kernels.cuda.cases import rand_sparse
+    from tests.kernels.helpers import F, acc, compute, plan
+
+    A = T(rand_sparse(30, 20, 0.2, 1), "csr")
+    p = plan({"A": A}, compute("out", "csc", 2, Reorder(acc("A", "i", "j"), F("i", "j"))))
+    before = STATS["host_fallback"]
+    (out,) = execute_plan_cuda(Plan(tuple(
+        Query(b.lhs, Table(Immediate(to_cuda(b.rhs.tns.val)), b.rhs.idxs))
+        if isinstance(b, Query) and isinstance(b.rhs, Table) else b for b in p.bodies)))
+    assert_same(np.asarray(to_host(out).to_numpy()), np.asarray(interpret(p)[0].to_numpy()))
+    assert STATS["host_fallback"] == before + 1  # the CSR -> CSC transpose ran on the host
 
 
 def test_host_inputs_in_a_device_plan_are_rejected() -> None:

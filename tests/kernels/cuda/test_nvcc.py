@@ -5,10 +5,10 @@ nvcc. One translation unit holds every case under every strategy, so nvcc runs o
 from __future__ import annotations
 
 import pytest
-from tests.kernels.cuda.cases import all_built
 
 from lazysparse.kernels.cuda.nvcc import CompileResult, compile_source, find_nvcc
 from lazysparse.kernels.cuda.prelude import preamble
+from tests.kernels.cuda.cases import all_built
 
 pytestmark = pytest.mark.skipif(find_nvcc() is None, reason="nvcc not installed")
 

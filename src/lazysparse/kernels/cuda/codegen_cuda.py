@@ -1,51 +1,59 @@
 """Loop IR -> a CUDA program: ``__global__`` kernels plus the host steps that run them.
 
-The loop IR of a kernel (``kernels.lower``) is a function whose top level allocates, runs
-parallel loops over chunks ``t`` (count and fill phases), scans chunk counts and returns the
-result arrays. Here every top-level loop becomes one ``extern "C" __global__`` kernel:
-a parallel loop's iterations are spread over GPU workers (threads, or warps when a
-strategy splits the accumulation loop across lanes) with a grid-stride loop; a sequential
-loop runs on one thread, except prefix sums, which the host runs as a device ``cumsum``.
-Allocations inside a loop (per-chunk workspaces) become per-worker slices of a pool the host
-allocates once. Everything else at the top level (scalars, allocations, single stores) is a
-host step that :mod:`kernels.cuda.runtime` executes with CuPy arrays.
+The loop IR of a kernel (``kernels.lower``) is a set of chunk functions (``chunk`` and
+``combine``, or ``count`` and ``fill``), each the body run for one chunk ``t`` of ``nch``.
+Every chunk function becomes one ``extern "C" __global__`` kernel whose workers (threads,
+or warps when a strategy splits the accumulation loop across lanes) take chunks in a
+grid-stride loop; ``combine`` runs one thread per output element. Allocations inside a
+chunk (workspaces) become per-worker slices of a pool the host allocates once per launch.
+The host side (:mod:`kernels.cuda.schedule`) mirrors the CPU driver.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from lazysparse.kernels.cuda import strategies
+from lazysparse.kernels.cuda import schedule, strategies
 from lazysparse.kernels.cuda.prelude import preamble
 from lazysparse.kernels.cuda.render import (
     I64,
     AtomicCombine,
     CudaCodegenError,
     CudaStmtPrinter,
+    HashProbe,
     LaneFor,
     LaneZero,
     VarType,
+    WarpReduce,
     infer_types,
     type_of,
 )
+from lazysparse.kernels.cuda.schedule import (
+    HostAlloc,
+    HostAssign,
+    HostReturn,
+    HostScan,
+    HostStep,
+    HostStore,
+    Launch,
+    Pool,
+)
 from lazysparse.kernels.loop_ir import (
     Alloc,
+    Apply,
     Assign,
     Bin,
     Call,
     Cast,
-    Comment,
     Const,
     Expr,
     For,
-    Function,
     If,
     Load,
     Not,
-    Return,
     Select,
     SortRange,
     Stmt,
@@ -53,77 +61,7 @@ from lazysparse.kernels.loop_ir import (
     Var,
     While,
 )
-
-# ---------------------------------------------------------------- host steps
-
-
-@dataclass(frozen=True)
-class HostAssign:
-    """``var = value`` evaluated on the host (may read one element of a device array)."""
-
-    var: str
-    value: Expr
-
-
-@dataclass(frozen=True)
-class HostAlloc:
-    """A device array of ``size`` elements of ``dtype`` (filled with ``fill`` unless None)."""
-
-    var: str
-    size: Expr
-    dtype: str
-    fill: Expr | None
-
-
-@dataclass(frozen=True)
-class HostStore:
-    """``array[index] = value`` for one element of a device array."""
-
-    array: str
-    index: Expr
-    value: Expr
-
-
-@dataclass(frozen=True)
-class HostScan:
-    """``dst[u + 1] = dst[u] + src[u]`` for ``u < n``: an inclusive device ``cumsum``."""
-
-    dst: str
-    src: str
-    n: Expr
-
-
-@dataclass(frozen=True)
-class Pool:
-    """Per-worker storage of an allocation inside a kernel (``size`` elements each)."""
-
-    var: str
-    size: Expr
-    dtype: str
-    fill: Expr | None
-
-
-@dataclass(frozen=True)
-class Launch:
-    """Run kernel ``name`` over ``count`` work items (``mode``: thread | warp | serial |
-    nzsplit); ``args`` name its arguments in order, pools as ``<var>__pool``."""
-
-    name: str
-    mode: str
-    count: Expr
-    args: tuple[str, ...]
-    pools: tuple[Pool, ...]
-    arg_dtypes: tuple[str, ...] = ()  # scalar args' dtypes ("" for arrays), as in ``args``
-
-
-@dataclass(frozen=True)
-class HostReturn:
-    """The result arrays."""
-
-    values: tuple[str, ...]
-
-
-HostStep = HostAssign | HostAlloc | HostStore | HostScan | Launch | HostReturn
+from lazysparse.kernels.lower import Lowered
 
 
 @dataclass(frozen=True)
@@ -136,6 +74,8 @@ class CudaProgram:
     kernel_names: tuple[str, ...]
     strategy: str
     atomics: tuple[str, ...] = ()
+    workspace: str = "dense"
+    extra_args: tuple[str, ...] = ()  # host-supplied scalars beyond the loop IR's params
 
     def translation_unit(self, *, cupy_headers: bool = True) -> str:
         """The complete source ``cupy.RawModule`` (or ``nvcc``) compiles."""
@@ -161,8 +101,12 @@ def names_in_expr(e: Expr, out: dict[str, None]) -> None:
         case Select(c, a, b):
             for x in (c, a, b):
                 names_in_expr(x, out)
-        case _ if hasattr(e, "args") and isinstance(e.args, tuple):  # Apply
-            for a in e.args:
+        case HashProbe(keys, cap, key):
+            out.setdefault(keys)
+            names_in_expr(cap, out)
+            names_in_expr(key, out)
+        case Apply(_, args, _):
+            for a in args:
                 names_in_expr(a, out)
 
 
@@ -203,10 +147,10 @@ def names_in(stmts: tuple[Stmt, ...], out: dict[str, None]) -> None:
                 names_in(orelse, out)
             case LaneZero(body):
                 names_in(body, out)
-            case _ if hasattr(s, "combine"):  # WarpReduce
-                out.setdefault(s.var)  # type: ignore[attr-defined]
-                out.setdefault(s.other)  # type: ignore[attr-defined]
-                names_in_expr(s.combine, out)  # type: ignore[attr-defined]
+            case WarpReduce(var, other, combine):
+                out.setdefault(var)
+                out.setdefault(other)
+                names_in_expr(combine, out)
 
 
 def written_arrays(stmts: tuple[Stmt, ...], out: set[str]) -> None:
@@ -235,18 +179,6 @@ def allocs_in(stmts: tuple[Stmt, ...], out: list[Alloc]) -> None:
             case If(_, then, orelse):
                 allocs_in(then, out)
                 allocs_in(orelse, out)
-
-
-def is_scan(loop: For) -> tuple[str, str] | None:
-    """``for u in 0:n: X[u + 1] = X[u] + Y[u]`` -> ``(X, Y)``."""
-    if loop.parallel or loop.start != Const(0) or len(loop.body) != 1:
-        return None
-    u = Var(loop.var)
-    match loop.body[0]:
-        case Store(x, Bin("+", Var(a), Const(1)), Bin("+", Load(x2, Var(b)), Load(y, Var(c)))):
-            if x == x2 and a == b == c == u.name and y != x:
-                return x, y
-    return None
 
 
 # ---------------------------------------------------------------- kernels
@@ -325,99 +257,66 @@ def build_kernel(name: str, loop: For, types: dict[str, VarType], mode: str) -> 
     return _KernelBuild(name, "\n".join(lines) + "\n", launch)
 
 
-def resolve_index_dtype(body: tuple[Stmt, ...], index_dtype: str) -> tuple[Stmt, ...]:
-    """Allocations of the pseudo-dtype ``"index"`` (the output index dtype, which the CPU
-    backend reads from its ``iproto`` argument) made concrete."""
-    out: list[Stmt] = []
-    for s in body:
-        match s:
-            case Alloc(var, size, "index", fill):
-                out.append(Alloc(var, size, index_dtype, fill))
-            case For(_, _, _, inner, _) | While(_, inner):
-                out.append(replace(s, body=resolve_index_dtype(inner, index_dtype)))
-            case If(_, then, orelse):
-                out.append(replace(s, then=resolve_index_dtype(then, index_dtype),
-                                   orelse=resolve_index_dtype(orelse, index_dtype)))
-            case _:
-                out.append(s)
-    return tuple(out)
+def generate(lowered: Lowered, arg_types: dict[str, VarType], *, prefix: str,
+             out_dtype: str, strategy: strategies.Strategy | None = None,
+             index_dtype: str = "int32") -> CudaProgram:
+    """The CUDA program of a lowered kernel: one ``__global__`` kernel per chunk function
+    (``chunk`` / ``combine`` or ``count`` / ``fill``) and the host schedule around them.
 
-
-def top_types(fn: Function, arg_types: dict[str, VarType]) -> dict[str, VarType]:
-    """Types of the function's parameters and of its top-level scalars and arrays."""
-    missing = [p for p in fn.params if p not in arg_types]
-    if missing:
-        raise ValueError(f"CUDA codegen needs the types of kernel arguments {missing}")
-    types = {p: arg_types[p] for p in fn.params}
-    for s in fn.body:
-        match s:
-            case Assign(var, value):
-                types.setdefault(var, VarType(type_of(value, types)))
-            case Alloc(var, _, dtype, _):
-                types[var] = VarType(np.dtype(dtype), True)
-    return types
-
-
-def generate(fn: Function, arg_types: dict[str, VarType], *, prefix: str,
-             strategy: strategies.Strategy | None = None) -> CudaProgram:
-    """The CUDA program of a lowered kernel function.
-
-    ``arg_types`` gives every parameter's type (arrays as pointers); ``prefix`` makes the
-    kernel names unique within a module; ``strategy`` picks how parallel loops map onto the
-    GPU (default: one thread per work item).
+    ``arg_types`` gives the type of every common parameter (``Lowered.params``; arrays as
+    pointers); ``prefix`` makes kernel names unique within a module; ``out_dtype`` is the
+    result's dtype; ``strategy`` picks how the chunk loop maps onto the GPU (default: one
+    thread per chunk); ``index_dtype`` is the result's index dtype.
     """
     strategy = strategy or strategies.Strategy("thread")
-    if "iproto" in arg_types:
-        fn = replace(fn, body=resolve_index_dtype(fn.body, str(arg_types["iproto"].dtype)))
-    types = top_types(fn, arg_types)
+    missing = [p for p in lowered.params if p not in arg_types]
+    if missing:
+        raise ValueError(f"CUDA codegen needs the types of kernel arguments {missing}")
+    sched = schedule.build(lowered, arg_types, out_dtype, index_dtype)
+    types = dict(sched.types)
+    if strategy.workspace == "hash":
+        types["ls_hcap"] = VarType(I64)
     steps: list[HostStep] = []
     sources: list[str] = []
     names: list[str] = []
     atomics: dict[str, str] = {}
-    for s in fn.body:
-        match s:
-            case Assign(var, value):
-                steps.append(HostAssign(var, value))
-            case Alloc(var, size, dtype, fill):
-                steps.append(HostAlloc(var, size, dtype, fill))
-            case Store(array, index, value):
-                steps.append(HostStore(array, index, value))
-            case For() as loop:
-                scan = is_scan(loop)
-                if scan is not None:
-                    steps.append(HostScan(scan[0], scan[1], loop.stop))
-                    continue
-                name = f"{prefix}_k{len(names)}"
-                mode = "thread" if loop.parallel else "serial"
-                body, start, stop = loop.body, loop.start, loop.stop
-                if loop.parallel:
-                    body, mode, host, count = strategies.rewrite(loop.body, strategy, atomics)
-                    for h in host:
-                        assert isinstance(h, Assign)
-                        types.setdefault(h.var, VarType(type_of(h.value, types)))
-                        steps.append(HostAssign(h.var, h.value))
-                    if count is not None:
-                        start, stop = Const(0), count
-                kb = build_kernel(name, For(loop.var, start, stop, body, loop.parallel),
-                                  types, mode)
-                steps.append(kb.launch)
-                sources.append(kb.source)
-                names.append(name)
-            case Return(values):
-                steps.append(HostReturn(values))
-            case Comment():
-                pass
-            case _:
-                raise CudaCodegenError(f"top-level {type(s).__name__} is not supported by "
-                                       "the CUDA backend")
+    fns = {f.name: f for f in lowered.functions}
+    for st in sched.steps:
+        if not isinstance(st, schedule.Run):
+            steps.append(st)
+            continue
+        fn = fns[st.function]
+        name = f"{prefix}_{fn.name}"
+        if fn.name == "combine":  # one independent output element per iteration
+            loop = fn.body[0]
+            if not (len(fn.body) == 1 and isinstance(loop, For)):
+                raise CudaCodegenError("combine function is not a single loop")
+            loop = For(loop.var, loop.start, loop.stop, loop.body, True)
+            mode = "thread"
+        else:
+            body, mode, host, count = strategies.rewrite(fn.body, strategy, atomics)
+            for h in host:
+                types.setdefault(h.var, VarType(type_of(h.value, types)))
+                steps.append(HostAssign(h.var, h.value))
+            loop = For("t", Const(0), count if count is not None else Var("nch"), body, True)
+        kb = build_kernel(name, loop, types, mode)
+        steps.append(kb.launch)
+        sources.append(kb.source)
+        names.append(name)
     head = [f"// lazysparse generated CUDA kernels ({prefix}); requested strategy: "
-            f"{strategy.kind}"]
-    for n in fn.notes:
-        head.append(f"// {n}")
+            f"{strategy.kind}, workspace: {strategy.workspace}"]
+    notes = lowered.functions[0].notes if lowered.functions else ()
+    head += [f"// {n}" for n in notes]
     src = "\n".join(head) + "\n" + "".join(atomics.values()) + "\n".join(sources)
-    modes = {st.mode for st in steps if isinstance(st, Launch)}
+    modes = {x.mode for x in steps if isinstance(x, Launch)}
     applied = next((m for m in ("nzsplit", "warp") if m in modes), "thread")
-    return CudaProgram(prefix, src, tuple(steps), tuple(names), applied, tuple(atomics))
+    hashed = "ls_hash_probe" in src
+    if strategy.workspace == "hash" and not hashed:
+        raise CudaCodegenError("internal: hash workspace requested for a kernel without a "
+                               "row workspace")
+    extra = ("ls_max_chunks", "ls_hcap") if hashed else ("ls_max_chunks",)
+    return CudaProgram(prefix, src, tuple(steps), tuple(names), applied, tuple(atomics),
+                       "hash" if hashed else "dense", extra)
 
 
 def arg_types_of(params: tuple[str, ...], args: list[Any]) -> dict[str, VarType]:

@@ -99,7 +99,8 @@ def host_eval(e: Expr, env: dict[str, Any]) -> Any:
 
 @dataclass(frozen=True)
 class Grid:
-    """A launch configuration: blocks, threads per block, and the workers it provides."""
+    """A launch configuration: blocks, threads per block, and the workers (threads, or warps
+    for warp kernels) it launches; pools hold one slice per worker."""
 
     blocks: int
     threads: int
@@ -115,14 +116,11 @@ def grid_for(launch: Launch, count: int, env: dict[str, Any]) -> Grid:
     per = sum(int(host_eval(p.size, env)) * np.dtype(p.dtype).itemsize for p in launch.pools)
     if per:
         workers = max(1, min(workers, POOL_BYTES // per))
-    if launch.mode == "warp":
-        threads = workers * 32
-        block = BLOCK
-    else:
-        threads = workers
-        block = NZ_BLOCK if launch.mode == "nzsplit" else BLOCK
-    blocks = max(1, math.ceil(threads / block))
-    return Grid(blocks, block, workers)
+    lanes = 32 if launch.mode == "warp" else 1
+    block = NZ_BLOCK if launch.mode == "nzsplit" else BLOCK
+    blocks = max(1, math.ceil(workers * lanes / block))
+    # every launched thread (warp) is a worker with its own pool slice, the last block's too
+    return Grid(blocks, block, blocks * block // lanes)
 
 
 Launcher = Callable[[Launch, Grid, list[Any]], None]

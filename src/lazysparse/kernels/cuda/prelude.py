@@ -67,6 +67,14 @@ template<typename T> __device__ void ls_sort_touched(T* lst, ls_i64 n, unsigned 
   ls_sort_range(lst, (ls_i64)0, n);
 }
 
+// Hash workspace (wide SpGEMM rows): open addressing, linear probing, capacity a power of
+// two at least twice the row's distinct keys (so a probe always ends), empty slots -1.
+LS_D ls_i64 ls_hash_probe(const ls_i64* keys, ls_i64 cap, ls_i64 key) {
+  ls_i64 h = (ls_i64)(((unsigned long long)key * 0x9E3779B97F4A7C15ULL) >> 17) & (cap - 1);
+  while (keys[h] != key && keys[h] != -1) h = (h + 1) & (cap - 1);
+  return h;
+}
+
 // Warp shuffles for every value type a reduction may carry (bool/char/short via int).
 #define LS_FULL 0xffffffffu
 template<typename T> LS_D T ls_shfl_down(T v, int d) { return __shfl_down_sync(LS_FULL, v, d); }

@@ -11,8 +11,6 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from lazysparse.kernels.analysis import KernelInfo, QueryData, analyze_query
 from lazysparse.kernels.cuda import strategies
 from lazysparse.kernels.cuda.codegen_cuda import CudaProgram, arg_types_of, generate
@@ -21,6 +19,10 @@ from lazysparse.kernels.execute import kernel_args, structure_key
 from lazysparse.kernels.loop_ir import format_function
 from lazysparse.kernels.lower import Lowered, lower
 from lazysparse.logic.nodes import Alias, Query
+
+
+class CudaUnsupported(ValueError):
+    """The query's kernel uses something the CUDA backend cannot express."""
 
 
 @dataclass(frozen=True)
@@ -43,13 +45,15 @@ class GpuKernelPlan:
     base: strategies.Strategy
     eligible: frozenset[str]
     stats_ptr: str | None
+    hash_operands: tuple[str, str, str, str] | None = None  # A ptr, A idx, B ptr, width
+    partials: bool = False  # a full reduction combining per-chunk partial results
 
 
 def plan_query(query: Query, env: dict[Alias, Any]) -> GpuKernelPlan:
     """Analyze and lower a compute query exactly as the CPU backend does."""
     info, data = analyze_query(query, env)
     lw = lower(info, tuple(t.fill_value for t in data.tensors), data.out_fill)
-    text = format_function(lw.function)
+    text = "\n".join(format_function(f) for f in lw.functions)
     kernel = LoweredKernel(info, lw, hashlib.sha256(text.encode()).hexdigest()[:24])
     rop = info.reduce_op
     ad = str(info.acc_dtype) if rop is not None else None
@@ -64,49 +68,93 @@ def plan_query(query: Query, env: dict[Alias, Any]) -> GpuKernelPlan:
                 and op.levels[0].field == info.loop_order[0]
                 and not op.levels[1].located and not op.levels[1].chained):
             nz_ptr = f"a{s}_ptr1"
-            nz_rows = next(p for p in lw.function.params if p.startswith("n_"))
+            nz_rows = next(p for p in lw.params if p.startswith("n_"))
             if ("warp" in eligible and lw.output.mode == "dense"
                     and lw.output.acc_depth == 1 and lw.parallel):
                 eligible.add("nzsplit")
     base = strategies.Strategy("thread", rop, ad, nz_ptr, nz_rows)
-    return GpuKernelPlan(kernel, info, data, base, frozenset(eligible), nz_ptr)
+    return GpuKernelPlan(kernel, info, data, base, frozenset(eligible), nz_ptr,
+                         _hash_operands(info, lw), bool(lw.partials))
 
 
-def gpu_args(plan: GpuKernelPlan, nworkers: int) -> list[Any]:
-    """Kernel arguments in ``Lowerer.params`` order, with the chunk count set for the GPU
-    (the loop IR makes ``nthreads * 4`` chunks, or ``nthreads`` for per-chunk partials)."""
-    args = kernel_args(plan.kernel, plan.data)  # type: ignore[arg-type]
-    params = plan.kernel.lowered.function.params
-    if "nthreads" not in params:
-        raise ValueError("internal: the lowered kernel has no nthreads parameter")
-    args[params.index("nthreads")] = np.int64(max(1, nworkers))
-    return args
+def _hash_operands(info: KernelInfo, lw: Lowered) -> tuple[str, str, str, str] | None:
+    """Gustavson SpGEMM shape (loop i,k,j; A drives k from row i, B drives j from row k,
+    row workspace over j): the arguments that bound a row's distinct columns."""
+    if lw.output.mode != "rowws" or len(info.loop_order) != 3 or lw.output.ws_depth != 1:
+        return None
+    p1, p2 = lw.plans[1], lw.plans[2]
+    if p1.kind != "driver" or p2.kind != "driver" or len(p1.drivers) != 1 or len(
+            p2.drivers) != 1:
+        return None
+    a, b = info.operands[p1.drivers[0]], info.operands[p2.drivers[0]]
+    i, k, j = info.loop_order
+    ok = (len(a.levels) == 2 and a.levels[0].located and a.levels[0].field == i
+          and a.levels[1].field == k and not a.levels[1].located and not a.levels[1].chained
+          and len(b.levels) == 2 and b.levels[0].located and b.levels[0].field == k
+          and b.levels[1].field == j and not b.levels[1].located and not b.levels[1].chained)
+    if not ok:
+        return None
+    width = [p for p in lw.params if p.startswith("n_")][2]
+    return (f"a{a.slot}_ptr1", f"a{a.slot}_idx1", f"a{b.slot}_ptr1", width)
 
 
-def program_for(plan: GpuKernelPlan, kind: str = "thread", *,
+def gpu_args(plan: GpuKernelPlan) -> list[Any]:
+    """The kernel's common arguments, in ``Lowered.params`` order (storage arrays stay on
+    their device)."""
+    return kernel_args(plan.kernel, plan.data)  # type: ignore[arg-type]
+
+
+def index_dtype_of(plan: GpuKernelPlan) -> str:
+    """The result's index dtype (int32 unless a dimension needs int64), as on the CPU."""
+    return "int64" if max(plan.data.out_shape, default=0) >= 2**31 - 1 else "int32"
+
+
+def program_for(plan: GpuKernelPlan, kind: str = "thread", *, workspace: str = "dense",
                 args: list[Any] | None = None) -> CudaProgram:
     """The CUDA program of a planned query under strategy ``kind`` (falls back to thread
-    where the kernel's shape does not allow ``kind``)."""
+    where the kernel's shape does not allow ``kind``); ``workspace="hash"`` replaces a
+    SpGEMM's dense-row workspace by a hash table (``ls_hcap`` slots, a host argument)."""
     if kind not in ("thread", "warp", "nzsplit"):
         raise ValueError(f"unknown CUDA strategy {kind!r}; expected thread, warp or nzsplit")
-    fn = plan.kernel.lowered.function
-    args = args if args is not None else gpu_args(plan, 1)
-    types = arg_types_of(fn.params, args)
+    if workspace not in ("dense", "hash"):
+        raise ValueError(f"unknown workspace {workspace!r}; expected dense or hash")
+    if workspace == "hash" and plan.hash_operands is None:
+        raise ValueError("hash workspaces apply to row-workspace SpGEMM kernels only")
+    lw = plan.kernel.lowered
+    args = args if args is not None else gpu_args(plan)
+    types = arg_types_of(lw.params, args)
     st = strategies.Strategy(kind, plan.base.reduce_op, plan.base.acc_dtype, plan.base.nz_ptr,
-                             plan.base.nz_rows)
-    sig = "|".join(f"{p}:{types[p].c}" for p in fn.params)
-    digest = hashlib.sha256(f"{plan.kernel.key}|{sig}|{kind}".encode()).hexdigest()[:16]
+                             plan.base.nz_rows, workspace=workspace)
+    idt = index_dtype_of(plan)
+    sig = "|".join(f"{p}:{types[p].c}" for p in lw.params)
+    digest = hashlib.sha256(f"{plan.kernel.key}|{sig}|{idt}|{kind}|{workspace}".encode()
+                            ).hexdigest()[:16]
     try:
-        return generate(fn, types, prefix=f"lsk_{digest}", strategy=st)
+        return generate(lw, types, prefix=f"lsk_{digest}", out_dtype=str(plan.info.out_dtype),
+                        strategy=st, index_dtype=idt)
     except CudaCodegenError as e:
-        raise ValueError(f"this kernel cannot run on the CUDA backend: {e}") from e
+        raise CudaUnsupported(f"this kernel cannot run on the CUDA backend: {e}") from e
 
 
-def cache_key(plan: GpuKernelPlan, args: list[Any], kind: str) -> tuple[Any, ...]:
+def cache_key(plan: GpuKernelPlan, args: list[Any], kind: str,
+              workspace: str = "dense") -> tuple[Any, ...]:
     """The compiled-module cache key: the structural key, argument dtypes and strategy."""
-    fn = plan.kernel.lowered.function
-    types = arg_types_of(fn.params, args)
-    return (structure_key(plan.info, plan.data), tuple(types[p] for p in fn.params), kind)
+    params = plan.kernel.lowered.params
+    types = arg_types_of(params, args)
+    return (structure_key(plan.info, plan.data), tuple(types[p] for p in params),
+            index_dtype_of(plan), kind, workspace)
+
+
+def hash_capacity_for(plan: GpuKernelPlan, args: list[Any], xp: Any) -> tuple[int, int]:
+    """(table capacity, row width) of a SpGEMM's hash workspace for these arguments."""
+    from lazysparse.kernels.cuda.workspaces import hash_capacity, spgemm_row_bound
+
+    if plan.hash_operands is None:
+        raise ValueError("not a row-workspace SpGEMM kernel")
+    params = plan.kernel.lowered.params
+    a_ptr, a_idx, b_ptr, width = (args[params.index(n)] for n in plan.hash_operands)
+    bound = spgemm_row_bound(a_ptr, a_idx, b_ptr, xp)
+    return hash_capacity(bound, int(width)), int(width)
 
 
 def cuda_source(query: Query, env: dict[Alias, Any], kind: str = "thread", *,

@@ -114,7 +114,7 @@ def type_of(e: Expr, types: dict[str, VarType]) -> np.dtype:
             return np.dtype(op.result_dtype(*(np.dtype(d) for d in dts)))
         case Cast(dtype, _):
             return np.dtype(dtype)
-        case NumThreads():
+        case NumThreads() | HashProbe():
             return I64
     raise CudaCodegenError(f"not a loop-IR expression: {e!r}")
 
@@ -270,6 +270,8 @@ def expr_c(e: Expr, types: dict[str, VarType]) -> str:
             return cast_src(expr_c(a, types), type_of(a, types), np.dtype(dtype))
         case NumThreads():
             return "ls_nworkers"
+        case HashProbe(keys, cap, key):
+            return f"ls_hash_probe({keys}, {expr_c(cap, types)}, {expr_c(key, types)})"
     raise CudaCodegenError(f"not a loop-IR expression: {e!r}")
 
 
@@ -333,6 +335,21 @@ class StmtPrinter:
             case Comment(text):
                 return [f"{pad}// {text}"]
         raise CudaCodegenError(f"{type(s).__name__} cannot appear inside a CUDA kernel")
+
+
+# ---------------------------------------------------------------- CUDA-only nodes
+# (produced by :mod:`kernels.cuda.strategies` / :mod:`kernels.cuda.workspaces` rewrites of
+# the loop IR; never by lowering)
+
+
+@dataclass(frozen=True)
+class HashProbe(Expr):
+    """The slot of ``key`` in the open-addressing table ``keys`` (capacity ``cap``, a power
+    of two, empty slots -1): where it is stored, else the empty slot it would take."""
+
+    keys: str
+    cap: Expr
+    key: Expr
 
 
 # ---------------------------------------------------------------- CUDA-only statements

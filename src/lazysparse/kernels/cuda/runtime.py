@@ -16,20 +16,26 @@ from lazysparse.formats.levels import Compressed, Dense, Singleton
 from lazysparse.kernels.cuda import strategies
 from lazysparse.kernels.cuda.codegen_cuda import CudaProgram, Launch
 from lazysparse.kernels.cuda.device import DeviceTensor, _cupy, device_of
-from lazysparse.kernels.cuda.host import Grid, run_steps, to_scalar
+from lazysparse.kernels.cuda.host import POOL_BYTES, Grid, run_steps, to_scalar
 from lazysparse.kernels.cuda.program import (
+    CudaUnsupported,
     GpuKernelPlan,
     cache_key,
     gpu_args,
+    hash_capacity_for,
     plan_query,
     program_for,
 )
 from lazysparse.logic.nodes import Alias, Immediate, Plan, Produces, Query, Table
 
-NVRTC_OPTIONS = ("-std=c++17",)
-PARTIAL_CHUNKS = 4096  # chunks of a full reduction (one partial result each)
-STATS: dict[str, int] = {"compiled": 0, "memory_hits": 0, "launches": 0}
-_MODULES: dict[Any, tuple[CudaProgram, Any]] = {}
+NVRTC_OPTIONS: tuple[str, ...] = ()  # the generated code is C++11; NVRTC's default suffices
+PARTIAL_CHUNKS = 4096  # chunks of a full reduction (one partial result each)...
+PARTIAL_BYTES = 256 * 2**20  # ...as long as their partial outputs fit in this
+MIN_DENSE_WORKERS = 4096  # fewer resident dense-row workspaces than this: use a hash table
+DENSE_WS_BYTES_PER_COL = 18  # mark + list + values (8-byte) + bitmap, fill phase
+STATS: dict[str, int] = {"compiled": 0, "memory_hits": 0, "launches": 0, "host_fallback": 0}
+_MODULES: dict[Any, tuple[CudaProgram, Any] | None] = {}  # None: runs on the host
+_MISSING = object()
 _LOCK = threading.Lock()
 
 
@@ -48,52 +54,116 @@ def choose_strategy(plan: GpuKernelPlan, args: list[Any], params: tuple[str, ...
     return strategies.choose(set(plan.eligible), mean, mx)
 
 
-def nthreads_arg(plan: GpuKernelPlan) -> int:
-    """The ``nthreads`` argument: the loop IR makes ``4 * nthreads`` chunks clamped to the
-    outer extent (one row per chunk), or ``nthreads`` per-chunk partials."""
-    notes = plan.kernel.lowered.function.notes
-    if any("per-chunk partials" in n for n in notes):
-        return PARTIAL_CHUNKS
-    return 1 << 40  # the loop IR clamps the chunk count to the outer extent: one row each
+def launch_args(plan: GpuKernelPlan) -> list[Any]:
+    """The kernel's common arguments (storage arrays on the device)."""
+    return gpu_args(plan)
 
 
-def run_query_cuda(query: Query, env: dict[Alias, Any], *, strategy: str | None = None
-                   ) -> DeviceTensor:
-    """Evaluate one compute query on the GPU (operands are :class:`DeviceTensor`)."""
+def max_chunks(plan: GpuKernelPlan, args: list[Any]) -> int:
+    """Cap on the chunk count: unbounded (one row per chunk) except for per-chunk partial
+    results, which get up to :data:`PARTIAL_CHUNKS` as long as they fit in
+    :data:`PARTIAL_BYTES`."""
+    if not plan.partials:
+        return 1 << 62
+    params = plan.kernel.lowered.params
+    per_chunk = int(args[params.index("osize")]) * plan.info.out_dtype.itemsize
+    return max(1, min(PARTIAL_CHUNKS, PARTIAL_BYTES // max(per_chunk, 1)))
+
+
+def choose_workspace(plan: GpuKernelPlan, args: list[Any], xp: Any) -> tuple[str, int]:
+    """``("hash", capacity)`` for SpGEMM rows too wide for many dense-row workspaces (fewer
+    than :data:`MIN_DENSE_WORKERS` would fit in the pool budget) when the table is smaller
+    than a row; else ``("dense", 0)``."""
+    if plan.hash_operands is None:
+        return "dense", 0
+    cap, width = hash_capacity_for(plan, args, xp)
+    per_worker = width * DENSE_WS_BYTES_PER_COL
+    if per_worker * MIN_DENSE_WORKERS > POOL_BYTES and cap < width:
+        return "hash", cap
+    return "dense", 0
+
+
+def run_on_host(query: Query, env: dict[Alias, Any], *, to_host: Any = None,
+                to_device: Any = None) -> Any:
+    """Run one query with the CPU backend: operands copied to the host, the result back."""
+    from lazysparse.kernels.cuda.device import to_cuda
+    from lazysparse.kernels.cuda.device import to_host as _to_host
+    from lazysparse.kernels.execute import run_query
+
+    down = to_host or _to_host
+    up = to_device or to_cuda
+    return up(run_query(query, {a: down(t) for a, t in env.items()}))
+
+
+def run_query_cuda(query: Query, env: dict[Alias, Any], *, strategy: str | None = None,
+                   workspace: str | None = None, host_fallback: bool = True) -> DeviceTensor:
+    """Evaluate one compute query on the GPU (operands are :class:`DeviceTensor`);
+    ``strategy`` / ``workspace`` force a choice (default: from the data's statistics).
+
+    Kernels the CUDA backend cannot express (insert-sort-merge workspaces: transposes to
+    another storage order, outer-product SpGEMM) run on the CPU backend with a copy each way
+    when ``host_fallback`` (counted in ``STATS["host_fallback"]``), else raise
+    :class:`CudaUnsupported`."""
     for a, t in env.items():
         if device_of(t) != "cuda":
             raise ValueError(f"operand {a.name} is on the cpu; the CUDA backend needs every "
                              "operand on device 'cuda' (use x.to_device('cuda'))")
     plan = plan_query(query, env)
-    args = gpu_args(plan, nthreads_arg(plan))
-    params = plan.kernel.lowered.function.params
+    args = launch_args(plan)
+    params = plan.kernel.lowered.params
     kind = strategy or choose_strategy(plan, args, params)
-    key = cache_key(plan, args, kind)
+    cp = _cupy()
+    if workspace is None:
+        ws, cap = choose_workspace(plan, args, cp)
+    elif workspace == "hash":
+        ws, cap = "hash", hash_capacity_for(plan, args, cp)[0]
+    else:
+        ws, cap = workspace, 0
+    key = cache_key(plan, args, kind, ws)
     with _LOCK:
-        hit = _MODULES.get(key)
-    if hit is None:
-        prog = program_for(plan, kind, args=args)
-        hit = (prog, compile_program(prog))
+        hit = _MODULES.get(key, _MISSING)
+    if hit is _MISSING:
+        try:
+            prog = program_for(plan, kind, workspace=ws, args=args)
+            hit = (prog, compile_program(prog))
+            STATS["compiled"] += 1
+        except CudaUnsupported:
+            if not host_fallback:
+                raise
+            hit = None
         with _LOCK:
             _MODULES[key] = hit
-        STATS["compiled"] += 1
     else:
         STATS["memory_hits"] += 1
+    if hit is None:
+        if not host_fallback:
+            program_for(plan, kind, workspace=ws, args=args)  # raises with the reason
+        STATS["host_fallback"] += 1
+        return run_on_host(query, env)
     prog, module = hit
 
     def launch(ln: Launch, grid: Grid, kargs: list[Any]) -> None:
         STATS["launches"] += 1
         module.get_function(ln.name)((grid.blocks,), (grid.threads,), tuple(kargs))
 
-    return run_program(plan, prog, args, _cupy(), launch)
+    return run_program(plan, prog, args, cp, launch, hash_capacity=cap)
 
 
 def run_program(plan: GpuKernelPlan, prog: CudaProgram, args: list[Any], xp: Any,
-                launcher: Any) -> DeviceTensor:
+                launcher: Any, *, hash_capacity: int = 0,
+                chunks: int | None = None) -> DeviceTensor:
     """Run a program's host steps over array module ``xp`` (launches go to ``launcher``)
-    and wrap the result; shared by the CuPy path and the CPU emulation used in tests."""
-    params = plan.kernel.lowered.function.params
-    res = run_steps(prog, dict(zip(params, args, strict=True)), xp, launcher)
+    and wrap the result; shared by the CuPy path and the CPU emulation used in tests.
+    ``chunks`` caps the chunk count (default :func:`max_chunks`)."""
+    params = plan.kernel.lowered.params
+    env = dict(zip(params, args, strict=True))
+    env["ls_max_chunks"] = max_chunks(plan, args) if chunks is None else max(1, int(chunks))
+    if "ls_hcap" in prog.extra_args:
+        if hash_capacity < 2 or hash_capacity & (hash_capacity - 1):
+            raise ValueError(f"hash workspace capacity must be a power of two >= 2, got "
+                             f"{hash_capacity}")
+        env["ls_hcap"] = hash_capacity
+    res = run_steps(prog, env, xp, launcher)
     return assemble_device(plan, res)
 
 
@@ -127,7 +197,8 @@ def assemble_device(plan: GpuKernelPlan, res: tuple[Any, ...]) -> DeviceTensor:
     return DeviceTensor(shape, levels, spec.mode_order, vals, fillv, spec)
 
 
-def execute_plan_cuda(plan: Plan, *, strategy: str | None = None) -> tuple[DeviceTensor, ...]:
+def execute_plan_cuda(plan: Plan, *, strategy: str | None = None,
+                      host_fallback: bool = True) -> tuple[DeviceTensor, ...]:
     """Run a normal-form plan on the GPU; inputs must be device tensors."""
     if not isinstance(plan, Plan):
         raise TypeError(f"execute_plan_cuda expects a Plan, got {type(plan).__name__}")
@@ -140,12 +211,21 @@ def execute_plan_cuda(plan: Plan, *, strategy: str | None = None) -> tuple[Devic
                                      f"{type(t).__name__}); mixing devices is not allowed")
                 env[lhs] = t
             case Query(lhs=lhs):
-                env[lhs] = run_query_cuda(body, env, strategy=strategy)
+                env[lhs] = run_query_cuda(body, env, strategy=strategy,
+                                          host_fallback=host_fallback)
             case Produces(args=args):
                 return tuple(env[a] for a in args)
             case _:
                 raise ValueError(f"not a normal-form plan statement: {body!r}")
     raise ValueError("plan has no Produces statement")
+
+
+def cuda_executor(plan: Plan) -> tuple[DeviceTensor, ...]:
+    """The api's executor for plans whose inputs are on device ``cuda``: optimize, then run
+    on the GPU (the counterpart of ``optimizer.compiled_executor``)."""
+    from lazysparse.optimizer import optimize
+
+    return execute_plan_cuda(optimize(plan))
 
 
 def clear_cache() -> None:
@@ -154,5 +234,6 @@ def clear_cache() -> None:
         _MODULES.clear()
 
 
-__all__ = ["STATS", "assemble_device", "choose_strategy", "clear_cache", "compile_program",
-           "execute_plan_cuda", "nthreads_arg", "run_program", "run_query_cuda"]
+__all__ = ["STATS", "assemble_device", "choose_strategy", "choose_workspace", "clear_cache",
+           "compile_program", "cuda_executor", "execute_plan_cuda", "launch_args",
+           "max_chunks", "run_on_host", "run_program", "run_query_cuda"]

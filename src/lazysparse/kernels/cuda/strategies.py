@@ -29,6 +29,7 @@ from lazysparse.kernels.cuda.render import (
     WarpReduce,
     expr_c,
 )
+from lazysparse.kernels.cuda.workspaces import hash_rewrite
 from lazysparse.kernels.loop_ir import (
     Apply,
     Assign,
@@ -38,6 +39,8 @@ from lazysparse.kernels.loop_ir import (
     Expr,
     For,
     If,
+    Load,
+    Select,
     Stmt,
     Store,
     Var,
@@ -61,6 +64,7 @@ class Strategy:
     nz_ptr: str | None = None
     nz_rows: str | None = None
     nz_per_item: int = NZ_PER_ITEM
+    workspace: str = "dense"  # row workspaces: "dense" (loop IR's) or "hash"
 
 
 def choose(eligible: set[str], mean_row: float, max_row: int) -> str:
@@ -112,7 +116,7 @@ def _warp_block(block: tuple[Stmt, ...], st: Strategy) -> tuple[Stmt, ...] | Non
             loop = block[j]
             assert isinstance(loop, For)
             lane0 = Bin("==", Var("ls_lane"), Const(0))
-            init = Assign("acc", Select_(lane0, s.value, Cast(str(st.acc_dtype), Var("red_id"))))
+            init = Assign("acc", Select(lane0, s.value, Cast(str(st.acc_dtype), Var("red_id"))))
             return (*block[:i], init, *block[i + 1:j],
                     LaneFor(loop.var, loop.start, loop.stop, loop.body),
                     WarpReduce("acc", "acc_lane",
@@ -128,13 +132,6 @@ def _warp_block(block: tuple[Stmt, ...], st: Strategy) -> tuple[Stmt, ...] | Non
     return None
 
 
-def Select_(c: Expr, a: Expr, b: Expr) -> Expr:  # noqa: N802 - mirrors the IR node name
-    """``a if c else b`` (loop-IR Select)."""
-    from lazysparse.kernels.loop_ir import Select
-
-    return Select(c, a, b)
-
-
 def warp_rewrite(body: tuple[Stmt, ...], st: Strategy) -> tuple[Stmt, ...] | None:
     """The chunk body with its scalar-accumulation loop split across a warp, or None."""
     if not warp_capable(st.reduce_op, st.acc_dtype):
@@ -147,8 +144,6 @@ def warp_rewrite(body: tuple[Stmt, ...], st: Strategy) -> tuple[Stmt, ...] | Non
 
 def _search(name: str, ptr: str, lo: Expr, hi: Expr, key: Expr, strict: bool) -> list[Stmt]:
     """``name`` = first r in [lo, hi) with ptr[r + 1] > key (strict) / ptr[r] >= key."""
-    from lazysparse.kernels.loop_ir import Load
-
     a, b = f"{name}_lo", f"{name}_hi"
     mid = Var(f"{name}_mid")
     probe = (Bin(">", Load(ptr, Bin("+", mid, Const(1))), key) if strict
@@ -164,9 +159,6 @@ def nzsplit_rewrite(body: tuple[Stmt, ...], st: Strategy,
                     atomics: dict[str, str]) -> tuple[tuple[Stmt, ...], list[Stmt], Expr] | None:
     """The chunk body of a row-reduction kernel re-cut by nonzeros: (body, host assigns,
     new work-item count), or None where the kernel does not have that shape."""
-    from lazysparse.kernels.loop_ir import Cast as C_
-    from lazysparse.kernels.loop_ir import Load
-
     if not warp_capable(st.reduce_op, st.acc_dtype) or st.nz_ptr is None:
         return None
     ad = np.dtype(st.acc_dtype)
@@ -201,7 +193,7 @@ def nzsplit_rewrite(body: tuple[Stmt, ...], st: Strategy,
     assert isinstance(lo_s, Assign) and isinstance(hi_s, Assign)
     aliases = {row.var} | {s.var for s in blk[:lo_i]
                            if isinstance(s, Assign) and s.value == Var(row.var)}
-    if not any(lo_s.value == C_("int64", Load(st.nz_ptr, Var(a))) for a in aliases):
+    if not any(lo_s.value == Cast("int64", Load(st.nz_ptr, Var(a))) for a in aliases):
         return None  # the driver's positions must be indexed by the row itself
     store = tail[0]
     acc_s = blk[acc_i]
@@ -218,13 +210,13 @@ def nzsplit_rewrite(body: tuple[Stmt, ...], st: Strategy,
                                                       Bin("<=", Var(hi_n), qb))),
                                 Assign(lo_n, Bin("max", Var(lo_n), qa)),
                                 Assign(hi_n, Bin("min", Var(hi_n), qb)),
-                                Assign("acc", Select_(full, acc_s.value,
+                                Assign("acc", Select(full, acc_s.value,
                                                       Cast(str(ad), Var("red_id")))),
                                 *blk[hi_i + 1:loop_i + 1],
                                 If(full, (store,), (AtomicCombine(helper, store.array,
                                                                   store.index, Var("acc")),))]
     ptr, n = st.nz_ptr, Var(str(st.nz_rows))
-    base, end = C_("int64", Load(ptr, Const(0))), C_("int64", Load(ptr, n))
+    base, end = Cast("int64", Load(ptr, Const(0))), Cast("int64", Load(ptr, n))
     head: list[Stmt] = [Assign("ls_qa", Bin("+", base, Bin("*", Var("t"),
                                                           Const(st.nz_per_item)))),
                         Assign("ls_qb", Bin("min", Bin("+", qa, Const(st.nz_per_item)), end))]
@@ -242,6 +234,8 @@ def rewrite(body: tuple[Stmt, ...], st: Strategy, atomics: dict[str, str]
             ) -> tuple[tuple[Stmt, ...], str, list[Stmt], Expr | None]:
     """Apply ``st`` to a parallel loop's body: (body, launch mode, host assigns to run
     before the launch, replacement work-item count or None). Falls back to ``thread``."""
+    if st.workspace == "hash":
+        body = hash_rewrite(body) or body
     if st.kind == "warp":
         out = warp_rewrite(body, st)
         if out is not None:

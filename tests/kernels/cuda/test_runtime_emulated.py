@@ -1,0 +1,99 @@
+"""``run_query_cuda`` / ``execute_plan_cuda`` end to end without a GPU: CuPy replaced by
+NumPy and ``cupy.RawModule`` by the CPU emulation of the generated kernels. Exercises the
+strategy and workspace choice, the module cache, launches and the host fallback."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pytest
+
+import lazysparse.kernels.cuda.device as dev
+import lazysparse.kernels.cuda.runtime as rt
+from lazysparse.kernels.cuda.codegen_cuda import CudaProgram, Launch
+from lazysparse.kernels.cuda.device import DeviceTensor
+from lazysparse.kernels.cuda.host import Grid
+from lazysparse.logic import interpret
+from lazysparse.logic.nodes import Immediate, Plan, Query, Reorder, Table
+from tests.kernels.cuda.cases import CASES, T, assert_same, dense_result, rand_sparse
+from tests.kernels.cuda.emulator import CXX, EmulatedModule
+from tests.kernels.helpers import F, acc, compute, plan
+
+pytestmark = pytest.mark.skipif(CXX is None, reason="no host C++ compiler")
+
+
+class FakeModule:
+    """Stands in for ``cupy.RawModule``: kernels run through the emulator."""
+
+    def __init__(self, prog: CudaProgram) -> None:
+        self.prog = prog
+        self.emu = EmulatedModule([prog])
+
+    def get_function(self, name: str) -> Any:
+        ln = next(s for s in self.prog.steps if isinstance(s, Launch) and s.name == name)
+
+        def call(grid: tuple[int], block: tuple[int], args: tuple[Any, ...]) -> None:
+            workers = grid[0] * block[0] // (32 if ln.mode == "warp" else 1)
+            self.emu.launcher(workers=3)(ln, Grid(grid[0], block[0], workers), list(args))
+
+        return call
+
+
+@pytest.fixture
+def fake_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(rt, "_cupy", lambda: np)
+    monkeypatch.setattr(dev, "_cupy", lambda: SimpleNamespace(asarray=np.asarray,
+                                                               asnumpy=np.asarray))
+    monkeypatch.setattr(rt, "compile_program", FakeModule)
+    rt.clear_cache()
+    yield
+    rt.clear_cache()
+
+
+def _up(t: Any) -> DeviceTensor:
+    return DeviceTensor(t.shape, t.levels, t.mode_order, t.values, t.fill_value, t.spec)
+
+
+def _device_plan(p: Plan) -> Plan:
+    return Plan(tuple(Query(b.lhs, Table(Immediate(_up(b.rhs.tns.val)), b.rhs.idxs))
+                      if isinstance(b, Query) and isinstance(b.rhs, Table) else b
+                      for b in p.bodies))
+
+
+@pytest.mark.parametrize(("name", "kind"), [
+    ("spmv_skew", "nzsplit"), ("spmv_long_rows", "warp"), ("spmv_f64", "thread"),
+    ("spgemm_f64", "thread"), ("sddmm", "thread"), ("add_f64", "thread"),
+    ("fullsum_f64", "thread"), ("colsum_csc", "thread")])
+def test_execute_plan_cuda(fake_cuda: None, name: str, kind: str) -> None:
+    p = next(c for c in CASES if c.name == name).build()
+    before = dict(rt.STATS)
+    (out,) = rt.execute_plan_cuda(_device_plan(p))
+    assert isinstance(out, DeviceTensor)
+    assert_same(dense_result(out), np.asarray(interpret(p)[0].to_numpy()))
+    assert rt.STATS["compiled"] == before["compiled"] + 1
+    ((prog, _),) = rt._MODULES.values()  # noqa: SLF001
+    assert prog.strategy == kind  # chosen from the row-length statistics
+    rt.execute_plan_cuda(_device_plan(p))  # same structure: served from the cache
+    assert rt.STATS["compiled"] == before["compiled"] + 1
+    assert rt.STATS["memory_hits"] == before["memory_hits"] + 1
+
+
+def test_forced_hash_workspace(fake_cuda: None) -> None:
+    case = next(c for c in CASES if c.name == "spgemm_wide")
+    p, q, env = case.split()
+    out = rt.run_query_cuda(q, {a: _up(t) for a, t in env.items()}, workspace="hash")
+    assert_same(dense_result(out), np.asarray(interpret(p)[0].to_numpy()))
+
+
+def test_host_fallback(fake_cuda: None) -> None:
+    A = T(rand_sparse(30, 20, 0.2, 1), "csr")
+    p = plan({"A": A}, compute("out", "csc", 2, Reorder(acc("A", "i", "j"), F("i", "j"))))
+    before = rt.STATS["host_fallback"]
+    (out,) = rt.execute_plan_cuda(_device_plan(p))
+    assert rt.STATS["host_fallback"] == before + 1
+    assert isinstance(out, DeviceTensor) and out.format == "csc"
+    assert_same(dense_result(out), np.asarray(interpret(p)[0].to_numpy()))
+    with pytest.raises(ValueError, match="cannot run on the CUDA backend"):
+        rt.execute_plan_cuda(_device_plan(p), host_fallback=False)
