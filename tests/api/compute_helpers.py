@@ -6,11 +6,19 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 
 from lazysparse.api.lazy_array import LazyArray
 from lazysparse.formats import Tensor
 
 FORMATS = ("dense", "csr", "coo")
+
+
+@pytest.fixture(autouse=True)
+def reference_executor(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The api-compute semantics tests run on the reference interpreter (the oracle); the
+    compiled path is checked on a representative subset in test_compute_compiled.py."""
+    monkeypatch.setenv("LAZYSPARSE_EXECUTOR", "reference")
 REAL_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                "float32", "float64")
 ALL_NUMERIC = (*REAL_DTYPES, "complex64", "complex128")

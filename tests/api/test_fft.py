@@ -10,6 +10,7 @@ from tests.api.compute_helpers import (
     FORMATS,
     assert_same,
     lazy,
+    reference_executor,  # noqa: F401 - autouse fixture
     sample,
 )
 

@@ -17,6 +17,7 @@ from tests.api.compute_helpers import (
     dense,
     fills_for,
     lazy,
+    reference_executor,  # noqa: F401 - autouse fixture
     sample,
 )
 

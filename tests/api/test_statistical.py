@@ -16,6 +16,7 @@ from tests.api.compute_helpers import (
     assert_same,
     fills_for,
     lazy,
+    reference_executor,  # noqa: F401 - autouse fixture
     sample,
 )
 

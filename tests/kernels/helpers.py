@@ -34,7 +34,12 @@ def acc(name: str, *idx: str) -> Relabel:
 
 
 def mj(op: str, *args: Any) -> MapJoin:
-    return MapJoin(Immediate(get_operator(op)), tuple(args))
+    """MapJoin; more than two arguments of a binary op nest left (normal form is binary)."""
+    o = Immediate(get_operator(op))
+    node = MapJoin(o, tuple(args[:2]))
+    for a in args[2:]:
+        node = MapJoin(o, (node, a))
+    return node
 
 
 def agg(op: str, init: Any, arg: Any, *idx: str) -> Aggregate:

@@ -116,11 +116,7 @@ def plan_of(*xs: Lz) -> Plan:
 
 
 def oracle(plan: Plan) -> tuple[np.ndarray, ...]:
-    """Dense results: ``logic.interpret`` when it exists, else the local shim."""
-    try:
-        from lazysparse.logic import interpret
-    except ImportError:
-        from tests.optimizer.reference_shim import interpret_dense
+    """Dense results of ``plan`` by the reference interpreter (``logic.interpret``)."""
+    from lazysparse.logic import interpret
 
-        return interpret_dense(plan)
     return tuple(np.asarray(t.to_numpy()) for t in interpret(plan))

@@ -10,6 +10,7 @@ from lazysparse.logic.nodes import Plan, Query, Reformat
 from lazysparse.optimizer import optimize
 from lazysparse.optimizer.rewrite import accesses
 from tests.optimizer.plans import Lz, ew, leaf, matmul, oracle, plan_of, reduce, sparse
+from tests.optimizer.test_oracle import programs
 
 
 def _unindexed_loop_field(plan: Plan) -> bool:
@@ -22,7 +23,6 @@ def _unindexed_loop_field(plan: Plan) -> bool:
             if any(f not in indexed for f in loop.idxs):
                 return True
     return False
-from tests.optimizer.test_oracle import programs
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])

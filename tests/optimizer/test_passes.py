@@ -371,3 +371,31 @@ def test_inline_copies_drops_asformat_to_the_stored_format() -> None:
     assert inline_copies(plan) == Plan((
         *inputs(A=CSR), Query(C, Reformat(spec("csc", 2), Relabel(A, (a, b)))),
         Produces((A, C))))
+
+
+def test_inline_pointwise_materializes_a_large_shared_map() -> None:
+    big = Relabel(A, (i, j))
+    for _ in range(7):
+        big = MapJoin(ADD, (big, Immediate(1.0)))
+    plan = Plan((*inputs(A=CSR), Query(B, big),
+                 Query(C, MapJoin(MUL, (Relabel(B, (a, b)), Relabel(B, (a, b))))),
+                 Produces((C,))))
+    assert inline_pointwise(plan) == plan  # read twice and 15 nodes: computed once
+    small = Plan((*inputs(A=CSR), Query(B, MapJoin(ADD, (Relabel(A, (i, j)), Immediate(1.0)))),
+                  Query(C, MapJoin(MUL, (Relabel(B, (a, b)), Relabel(B, (a, b))))),
+                  Produces((C,))))
+    assert len(inline_pointwise(small).bodies) == 3
+
+
+def test_discordant_inputs_transpose_the_smaller_one() -> None:
+    big, small = sparse(40, 40, 0.5, 20), sparse(40, 40, 0.02, 21)
+    body = MapJoin(MUL, (Relabel(A, (i, j)), Relabel(B, (j, i))))
+    plan = Plan((*inputs(A=big, B=small), Query(C, Reorder(body, (i, j))), Produces((C,))))
+    out = concordize(choose_loop_orders(plan))
+    copies = [q for q in out.bodies if isinstance(q, Query) and q.lhs.name.startswith("T")]
+    (copy,) = copies
+    assert copy.rhs.arg.arg.arg == B  # the small one is copied; A is read in place
+    swapped = Plan((*inputs(A=small, B=big), *plan.bodies[2:]))
+    out2 = concordize(choose_loop_orders(swapped))
+    (copy2,) = [q for q in out2.bodies if isinstance(q, Query) and q.lhs.name.startswith("T")]
+    assert copy2.rhs.arg.arg.arg == A

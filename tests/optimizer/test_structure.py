@@ -9,6 +9,7 @@ from lazysparse.logic.nodes import Aggregate, Alias, Plan, Query, Reformat, Tabl
 from lazysparse.optimizer import explain, optimize
 from lazysparse.optimizer.analysis import query_parts
 from lazysparse.optimizer.rewrite import accesses
+from tests.optimizer.normal_form_check import assert_normal_form
 from tests.optimizer.plans import (
     Lz,
     asformat,
@@ -23,7 +24,6 @@ from tests.optimizer.plans import (
     reduce,
     sparse,
 )
-from tests.optimizer.shape_check import assert_normal_form
 
 RNG = np.random.default_rng(0)
 
@@ -150,3 +150,12 @@ def test_explain_lists_kernels_with_loop_order_format_and_source() -> None:
     assert len(k.inputs) == 2 and "def " in k.source
     text = str(e)
     assert "optimized plan" in text and k.source.splitlines()[0] in text
+
+
+def test_repeated_reuse_does_not_blow_up() -> None:
+    # x = 2x + x, 14 times: inlining every shared map would unfold 2^14 copies of A
+    x = leaf(sparse(30, 30, 0.1, 15))
+    for _ in range(14):
+        x = ew("add", ew("multiply", x, 2.0), x)
+    opt = optimized(x)
+    assert 1 < len(kernels(opt)) <= 14

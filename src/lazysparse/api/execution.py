@@ -127,9 +127,15 @@ def build_plan(arrays: tuple[LazyArray, ...]) -> Plan:
     for a in arrays:
         expr = substitute_memoized(a.expr, cache)
         out = fresh_alias()
-        rhs: LogicNode = Relabel(expr, fresh_fields(a.ndim))
+        fields = fresh_fields(a.ndim)
+        rhs: LogicNode = Relabel(expr, fields)
         if a.requested_format is not None:
             rhs = Reformat(Immediate(a.requested_format), rhs)
+        elif 1 in a.shape:
+            # size-1 axes are dropped from the query and restored on the result
+            # (``restore_unit_axes``): an axis a Reorder added has no extent in a kernel
+            rhs = Reorder(rhs, tuple(f for f, d in zip(fields, a.shape, strict=True)
+                                     if d != 1))
         queries.append(Query(out, rhs))
         outs.append(out)
     return Plan((*queries, Produces(tuple(outs))))
@@ -146,8 +152,17 @@ def compute(*arrays: LazyArray) -> tuple[LazyArray, ...]:
     if todo:
         results = get_executor()(build_plan(todo))
         for a, tensor in zip(todo, results, strict=True):
-            a.set_result(tensor)
+            a.set_result(restore_unit_axes(tensor, a.shape))
     return arrays
+
+
+def restore_unit_axes(tensor: Tensor, shape: tuple[int, ...]) -> Tensor:
+    """``tensor`` with the size-1 axes of ``shape`` that ``build_plan`` dropped put back."""
+    if tensor.shape == tuple(shape):
+        return tensor
+    from lazysparse.api.tensors import with_shape
+
+    return with_shape(tensor, tuple(shape))
 
 
 def memoize(alias: Alias, array: LazyArray) -> None:

@@ -111,6 +111,18 @@ def dense(arr: np.ndarray, fill_value: Any = None) -> formats.Tensor:
                           tuple(range(arr.ndim)), values, fill, format="dense", check=False)
 
 
+def with_shape(t: formats.Tensor, shape: tuple[int, ...]) -> formats.Tensor:
+    """``t`` with size-1 axes inserted or removed to get ``shape`` (same elements): a view
+    for dense data, renumbered coordinates for sparse (same format where it fits)."""
+    if is_dense(t):
+        return dense(t.to_numpy().reshape(shape), t.fill_value)
+    coords, values = coo_parts(t)
+    kept = coords[[k for k, d in enumerate(t.shape) if d != 1]]
+    out = np.zeros((len(shape), coords.shape[1]), dtype=np.int64)
+    out[[k for k, d in enumerate(shape) if d != 1]] = kept
+    return from_coords(shape, out, values, t.fill_value, t.format)
+
+
 def leaf(t: formats.Tensor, like: LazyArray | None = None) -> LazyArray:
     """A lazy leaf over stored ``t`` (on ``like``'s device)."""
     if like is not None:

@@ -130,7 +130,7 @@ def stmt_src(s: Stmt, ind: int) -> list[str]:
                     "kind='mergesort')"]
         case Call(name, args):
             return [f"{pad}lsk.{name}({', '.join(expr_src(a) for a in args)})"]
-        case For(var, start, stop, body, parallel):
+        case For(var, start, stop, body, _):
             return [f"{pad}for {var} in range({expr_src(start)}, {expr_src(stop)}):",
                     *block_src(body, ind + 1)]
         case While(cond, body):

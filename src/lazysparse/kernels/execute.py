@@ -21,11 +21,10 @@ from lazysparse.formats.tensor import Tensor
 from lazysparse.kernels import cache
 from lazysparse.kernels.analysis import KernelInfo, QueryData, analyze_query, fill_key
 from lazysparse.kernels.codegen_numba import module_src
-from lazysparse.kernels.lower import Lowered, lower
 from lazysparse.kernels.loop_ir import format_function
+from lazysparse.kernels.lower import Lowered, lower
 from lazysparse.kernels.numpy_executor import numpy_eligible, run_numpy
 from lazysparse.logic.nodes import Alias, Immediate, Plan, Produces, Query, Table
-
 
 PARALLEL_MIN_ITERATIONS = 2048
 CHUNKS_PER_THREAD = 4

@@ -80,7 +80,7 @@ class Apply(Expr):
 
 @dataclass(frozen=True)
 class CallExpr(Expr):
-    """An intrinsic returning a value (``ctz_table()``); backends supply it."""
+    """An intrinsic returning a value; backends supply it."""
 
     name: str
     args: tuple[Expr, ...]
@@ -167,8 +167,8 @@ class ArgSortRange(Stmt):
 
 @dataclass(frozen=True)
 class Call(Stmt):
-    """An intrinsic with side effects (documented in docs/kernels.md): ``bit_set(bits, k)``,
-    ``sort_touched(list, n, bits)``. Each backend supplies its implementation."""
+    """An intrinsic with side effects (documented in docs/kernels.md), e.g.
+    ``sort_touched(list, n, extent)``. Each backend supplies its implementation."""
 
     name: str
     args: tuple[Expr, ...]

@@ -14,7 +14,15 @@ import numpy as np
 
 from lazysparse.formats.levels import Dense
 from lazysparse.formats.tensor import Tensor
-from lazysparse.kernels.analysis import KernelInfo, PAccess, PApply, PConst, PField, PNode, QueryData
+from lazysparse.kernels.analysis import (
+    KernelInfo,
+    PAccess,
+    PApply,
+    PConst,
+    PField,
+    PNode,
+    QueryData,
+)
 
 NUMPY_MAX_ITERATIONS = 1 << 14
 

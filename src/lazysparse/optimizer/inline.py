@@ -16,7 +16,7 @@ from lazysparse.logic.nodes import (
     Relabel,
     Table,
 )
-from lazysparse.optimizer.rewrite import is_pointwise, produced, substitute_access
+from lazysparse.optimizer.rewrite import alias_uses, is_pointwise, produced, substitute_access
 
 
 def inline_copies(plan: Plan) -> Plan:
@@ -61,10 +61,27 @@ def _collapse_relabels(rhs: LogicNode) -> LogicNode:
     return rhs
 
 
+# a pointwise query read more than once is inlined (recomputed per read) only when its
+# expression has at most this many nodes; larger ones are materialized once
+INLINE_SHARED_MAX_NODES = 12
+
+
+def tree_size(node: LogicNode, memo: dict[int, int] | None = None) -> int:
+    """Node count of ``node`` unfolded as a tree (memoized, so shared DAGs stay cheap)."""
+    if memo is None:
+        memo = {}
+    key = id(node)
+    if key not in memo:
+        memo[key] = 1 + sum(tree_size(c, memo) for c in node.children)
+    return memo[key]
+
+
 def inline_pointwise(plan: Plan) -> Plan:
     """Substitute every non-produced pointwise query (transpose, broadcast, elementwise map)
-    into the expressions that read it, and drop it."""
+    into the expressions that read it, and drop it. A query read several times is inlined
+    only when small (``INLINE_SHARED_MAX_NODES``), so repeated reuse cannot blow up."""
     keep = produced(plan)
+    uses = alias_uses(plan)
     defs: dict[Alias, LogicNode] = {}
     out: list[LogicNode] = []
 
@@ -75,7 +92,8 @@ def inline_pointwise(plan: Plan) -> Plan:
     for body in plan.bodies:
         if isinstance(body, Query):
             rhs = substitute_access(body.rhs, resolve)
-            if body.lhs not in keep and not isinstance(rhs, Table) and is_pointwise(rhs):
+            if (body.lhs not in keep and not isinstance(rhs, Table) and is_pointwise(rhs)
+                    and (uses[body.lhs] <= 1 or tree_size(rhs) <= INLINE_SHARED_MAX_NODES)):
                 defs[body.lhs] = rhs
                 continue
             out.append(Query(body.lhs, rhs))

@@ -1,5 +1,5 @@
-"""Normal-form check for the optimizer tests: ``logic.normal_form.check_normal_form`` when it
-exists, plus this local structural check of docs/architecture.md's grammar."""
+"""Normal-form check for the optimizer tests: ``logic.check_normal_form`` plus a structural
+check of docs/architecture.md's grammar against the tensors' storage orders."""
 
 from __future__ import annotations
 
@@ -44,12 +44,9 @@ def _pointwise(node: LogicNode, order: tuple[Field, ...], storage: dict[Alias, t
 
 def assert_normal_form(plan: Plan) -> None:
     """Raise AssertionError unless ``plan`` is in the optimizer's output normal form."""
-    try:
-        from lazysparse.logic.normal_form import check_normal_form
-    except ImportError:
-        pass
-    else:
-        check_normal_form(plan)
+    from lazysparse.logic import check_normal_form
+
+    check_normal_form(plan)
     storage: dict[Alias, tuple[int, ...]] = {}
     ndims: dict[Alias, int] = {}
     *queries, last = plan.bodies
