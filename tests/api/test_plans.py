@@ -117,3 +117,19 @@ def test_zeros_and_full_store_nothing() -> None:
     f = xp.full((7, 5, 3), 2.5)
     assert f.tensor().nnz == 0 and f.fill_value == 2.5
     np.testing.assert_array_equal(np.asarray(f), np.full((7, 5, 3), 2.5))
+
+
+def test_aggregate_with_shape_skips_unit_axes() -> None:
+    from lazysparse.api.lazy_array import LazyArray
+
+    z = xp.zeros(3)
+    z[1] = 2.0
+    a = xp.reshape(z, (1, 3, 1))
+    for axes, keep in [((0,), False), ((0, 2), True), ((1,), False), ((0, 1, 2), False),
+                       ((0, 1, 2), True)]:
+        e = build_aggregate(get_operator("add"), 0.0, a.expr, a.shape, axes, keep)
+        want = np.sum(np.asarray(a), axis=axes, keepdims=keep)
+        agg = _strip(e)
+        assert isinstance(agg, Aggregate) and len(agg.idxs) == sum(1 for k in axes if k == 1)
+        np.testing.assert_array_equal(np.asarray(LazyArray(e, want.shape, np.float64, 0.0)),
+                                      want)

@@ -117,5 +117,8 @@ def test_bad_queries_raise_clear_errors():
         K.execute_plan(plan({"A": A}, compute("out", "csr", 2, body)))
     with pytest.raises(TypeError):
         K.execute_plan("not a plan")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="lazysparse Tensor"):
+        K.compile_query(compute("out", "csr", 2, Reorder(acc("A", "i", "j"), F("i", "j"))),
+                        {Alias("A"): np.eye(3)})
     with pytest.raises(ValueError, match="normal form"):
         K.compile_query(compute("out", "csr", 2, acc("A", "i", "j")), {Alias("A"): A})

@@ -72,15 +72,17 @@ def access(expr: LogicNode, shape: Sequence[int], out_fields: Sequence[Field],
            out_shape: Sequence[int]) -> LogicNode:
     """``expr`` (of ``shape``) viewed on ``out_fields`` of a broadcast result of ``out_shape``.
 
-    Axes align from the right. A size-1 axis broadcast against a larger one gets a fresh field
-    that a ``Reorder`` drops, so it never joins with the result's field of that axis.
+    Axes align from the right. A size-1 axis gets a fresh field that a ``Reorder`` drops, so
+    it never joins with the result's field of that axis: broadcast against a larger one, or
+    kept at size 1 (then the result's ``Reorder`` adds it back), so that no loop of a kernel
+    runs over a size-1 field that only a ``Reorder`` introduced (it has no extent there).
     """
     offset = len(out_shape) - len(shape)
     labels: list[Field] = []
     kept: list[Field] = []
     for k, d in enumerate(shape):
         f = out_fields[offset + k]
-        if d == 1 and out_shape[offset + k] != 1:
+        if d == 1:
             labels.append(fresh_field())
         else:
             labels.append(f)
@@ -126,16 +128,34 @@ def _fields_of_access(node: LogicNode) -> tuple[Field, ...]:
     return node.idxs
 
 
-def build_aggregate(op: object, init: object, expr: LogicNode, ndim: int,
+def build_aggregate(op: object, init: object, expr: LogicNode, ndim: int | Sequence[int],
                     axes: Sequence[int], keepdims: bool = False) -> Subquery:
     """``Aggregate(op, init, expr, reduced)`` over ``axes`` of an ``ndim``-d expression.
 
-    With ``keepdims`` the reduced axes come back as size-1 axes through a ``Reorder`` that
-    adds fresh fields in their positions.
+    ``ndim`` may be the expression's shape: then size-1 axes are dropped (a ``Reorder``)
+    before the aggregate instead of being looped over, reduced or not (a size-1 axis may
+    have been added by a ``Reorder`` and have no extent in a kernel). With ``keepdims`` the
+    reduced axes come back as size-1 axes through a ``Reorder`` that adds fresh fields.
     """
-    fields = fresh_fields(ndim)
+    shape = None if isinstance(ndim, int) else tuple(ndim)
+    n = ndim if isinstance(ndim, int) else len(ndim)
+    fields = fresh_fields(n)
     reduced = tuple(fields[a] for a in sorted(set(axes)))
-    body: LogicNode = Aggregate(Immediate(op), Immediate(init), Relabel(expr, fields), reduced)
+    arg: LogicNode = Relabel(expr, fields)
+    if shape is not None and 1 in shape:
+        unit = {f for f, d in zip(fields, shape, strict=True) if d == 1}
+        arg = Reorder(arg, tuple(f for f in fields if f not in unit))
+        out: list[Field] = []
+        for f in fields:
+            if f in reduced:
+                if keepdims:
+                    out.append(fresh_field())
+            else:
+                out.append(fresh_field() if f in unit else f)
+        agg = Aggregate(Immediate(op), Immediate(init), arg,
+                        tuple(f for f in reduced if f not in unit))
+        return identify(Reorder(agg, tuple(out)))
+    body: LogicNode = Aggregate(Immediate(op), Immediate(init), arg, reduced)
     if keepdims and reduced:
         body = Reorder(body, tuple(fresh_field() if f in reduced else f for f in fields))
     return identify(body)

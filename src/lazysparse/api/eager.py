@@ -39,7 +39,10 @@ def sorted_entries(t: Tensor) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
     """``stored_entries`` in row-major (C) order of their coordinates."""
     coords, values = stored_entries(t)
     if t.ndim > 1 and values.size:
-        order = np.lexsort(coords[::-1])
+        flat = np.ravel_multi_index(coords, t.shape)
+        if np.all(flat[1:] > flat[:-1]):  # already row-major (CSR, dense, sorted COO)
+            return coords, values
+        order = np.argsort(flat, kind="stable")
         coords = tuple(c[order] for c in coords)
         values = values[order]
     return coords, values

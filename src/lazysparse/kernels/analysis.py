@@ -218,6 +218,9 @@ def analyze_query(query: Query, env: dict[Alias, Any]) -> tuple[KernelInfo, Quer
                 if alias not in env:
                     raise ValueError(f"alias {alias.name!r} is not bound in the environment")
                 t = env[alias]
+                if not (hasattr(t, "levels") and hasattr(t, "mode_order")):
+                    raise TypeError(f"alias {alias.name!r} is bound to a "
+                                    f"{type(t).__name__}, expected a lazysparse Tensor")
                 names = tuple(f.name for f in idxs)
                 if len(names) != t.ndim:
                     raise ValueError(f"{alias.name} has ndim {t.ndim}, relabelled with {names}")

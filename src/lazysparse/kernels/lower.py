@@ -335,7 +335,10 @@ class Lowerer(OutputLowering):
                     cstate[s] = self.child(s, st, qv(s), pres)
                 cond = fold(lp.region, lambda a, live=live: V(
                     f"has{a}_{st.ops[a].level}") if a in live else C(False))
-                inner.append(If(cond, tuple(body_for(cstate))))
+                if lp.region[0] == "or" and all(r[0] == "atom" for r in lp.region[1]):
+                    inner += body_for(cstate)  # a union: the least coordinate is present
+                else:
+                    inner.append(If(cond, tuple(body_for(cstate))))
                 for s in sub:
                     k = st.ops[s].level
                     nxt = add(qv(s), C(1)) if unique(s) else V(f"e{s}_{k}")

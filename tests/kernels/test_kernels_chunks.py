@@ -1,0 +1,59 @@
+"""Chunked (parallel) execution: count/offsets/fill, partials, segment-aligned COO chunks."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import pytest
+from helpers import F, acc, agg, compute, dense, mj, plan, tensor
+
+import lazysparse.kernels.execute as ex
+from lazysparse.kernels import execute_plan
+from lazysparse.logic.nodes import Reorder
+
+RNG = np.random.default_rng(21)
+
+
+def sprand(shape, density=0.25):
+    return np.where(RNG.random(shape) < density, RNG.random(shape), 0.0)
+
+
+@pytest.fixture(autouse=True)
+def many_chunks(monkeypatch):
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("needs two Numba threads")
+    monkeypatch.setattr(ex, "PARALLEL_MIN_ITERATIONS", 1)
+    numba.set_num_threads(2)
+
+
+@pytest.mark.parametrize("ofmt", ["csr", "dcsr", "coo"])
+def test_chunked_sparse_outputs(ofmt):
+    A, B, C = sprand((37, 23)), sprand((37, 23)), sprand((23, 29))
+    add = Reorder(mj("add", acc("A", "i", "j"), acc("B", "i", "j")), F("i", "j"))
+    out = execute_plan(plan({"A": tensor(A, "csr"), "B": tensor(B, "csr")},
+                            compute("out", ofmt, 2, add)))[0]
+    np.testing.assert_allclose(dense(out), A + B)
+    mm = agg("add", 0.0, Reorder(mj("multiply", acc("A", "i", "j"), acc("C", "j", "k")),
+                                 F("i", "j", "k")), "j")
+    out = execute_plan(plan({"A": tensor(A, "csr"), "C": tensor(C, "csr")},
+                            compute("out", ofmt, 2, mm)))[0]
+    np.testing.assert_allclose(dense(out), A @ C)
+
+
+def test_chunked_partials_and_coo_segments():
+    A, y = sprand((41, 19)), RNG.random(41)
+    body = agg("add", 1.5, Reorder(mj("multiply", acc("A", "i", "j"), acc("y", "i")),
+                                   F("i", "j")), "i")
+    out = execute_plan(plan({"A": tensor(A, "csr"), "y": tensor(y)},
+                            compute("out", "dense", 1, body)))[0]
+    np.testing.assert_allclose(dense(out), 1.5 + A.T @ y)
+    T = sprand((7, 9, 10), 0.2)
+    U, V = RNG.random((9, 3)), RNG.random((10, 3))
+    body = agg("add", 0.0, Reorder(mj("multiply", acc("T", "i", "j", "k"), acc("U", "j", "r"),
+                                      acc("V", "k", "r")), F("i", "j", "k", "r")), "j", "k")
+    out = execute_plan(plan({"T": tensor(T, "coo"), "U": tensor(U), "V": tensor(V)},
+                            compute("out", "dense", 2, body)))[0]
+    np.testing.assert_allclose(dense(out), np.einsum("ijk,jr,kr->ir", T, U, V))
+    full = agg("maximum", -np.inf, Reorder(acc("A", "i", "j"), F("i", "j")), "i", "j")
+    out = execute_plan(plan({"A": tensor(A, "csr")}, compute("out", "dense", 0, full)))[0]
+    assert dense(out) == A.max()
