@@ -52,6 +52,9 @@ def contract(x1: LazyArray, f1: Sequence[Field], x2: LazyArray, f2: Sequence[Fie
     right = a2 if a2 is not None else Relabel(x2.expr, tuple(f2 or ()))
     body: LogicNode = MapJoin(Immediate(mul), (left, right))
     fill = mul.apply(x1.fill_value, x2.fill_value)
+    # a contracted axis of size 1 may have been dropped by both broadcast views: summing
+    # over one element is the identity, so only fields the product still has are reduced
+    reduced = [f for f in reduced if f in getfields(body)]
     if reduced:
         init = add.init_for(dtype)
         body = Aggregate(Immediate(add), Immediate(init), body, tuple(reduced))

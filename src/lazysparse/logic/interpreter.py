@@ -189,8 +189,19 @@ class _Interpreter:
     def mapjoin(self, op: Operator, args: tuple[LogicNode, ...]) -> Value:
         if not isinstance(op, Operator):
             raise TypeError(f"mapjoin op must be an Operator, got {op!r}")
-        vals: list[Value | _FieldRef] = [
-            _FieldRef(a) if isinstance(a, Field) else self.eval(a) for a in args]
+        # Arguments that read data go first, so sub-expressions built only from fields used
+        # as values (``where(equal(j - i, k), x, 0)``) learn their fields' extents.
+        order = sorted(range(len(args)), key=lambda k: not _reads_data(args[k]))
+        evaluated: dict[int, Value | _FieldRef] = {}
+        for k in order:
+            a = args[k]
+            x = _FieldRef(a) if isinstance(a, Field) else self.eval(a)
+            if isinstance(x, Value):
+                for f, n in zip(x.fields, np.shape(x.data), strict=True):
+                    if n != 1 or f not in self.sizes:
+                        self.sizes[f] = n
+            evaluated[k] = x
+        vals: list[Value | _FieldRef] = [evaluated[k] for k in range(len(args))]
         fields = unique_fields([(x.field,) if isinstance(x, _FieldRef) else x.fields
                                 for x in vals])
         sizes: dict[Field, int] = {}
@@ -252,6 +263,13 @@ class _Interpreter:
         fields = tuple(v.fields[k] for k in keep)
         result = acc if fields else acc[()]
         return Value(result, fields, scalar_as(init, res_dt))
+
+
+def _reads_data(node: LogicNode) -> bool:
+    """Whether ``node`` reads a table or alias (else it is built from fields and constants)."""
+    if isinstance(node, Table | Alias):
+        return True
+    return any(_reads_data(c) for c in node.children)
 
 
 def _align(v: Value, fields: tuple[Field, ...]) -> Any:
