@@ -78,11 +78,15 @@ def test_permute_and_expand_are_relabel_reorder() -> None:
     t = xp.permute_dims(a, (1, 0))
     assert isinstance(t.expr.arg, Reorder) and isinstance(t.expr.arg.arg, Relabel)
     assert t.expr.arg.idxs == tuple(reversed(t.expr.arg.arg.idxs))
-    e = xp.expand_dims(a, axis=1)
+    lazy = a * 1
+    e = xp.expand_dims(lazy, axis=1)
     assert e.shape == (2, 1, 3) and isinstance(e.expr.arg, Reorder)
     s = xp.squeeze(e, axis=1)
     assert s.shape == (2, 3) and isinstance(s.expr.arg, Reorder)
     assert _count(s.expr, Table) == 1  # no data was copied
+    # a computed array gets a new leaf over the same data (a view), not a plan
+    v = a[:, None, :]
+    assert v.result is not None and np.shares_memory(v.tensor().values, a.tensor().values)
     np.testing.assert_array_equal(np.asarray(t), np.arange(6).reshape(2, 3).T)
 
 

@@ -41,7 +41,7 @@ def test_chunked_sparse_outputs(ofmt):
 
 
 def test_chunked_partials_and_coo_segments():
-    A, y = sprand((41, 19)), RNG.random(41)
+    A, y = sprand((141, 19)), RNG.random(141)
     body = agg("add", 1.5, Reorder(mj("multiply", acc("A", "i", "j"), acc("y", "i")),
                                    F("i", "j")), "i")
     out = execute_plan(plan({"A": tensor(A, "csr"), "y": tensor(y)},

@@ -72,17 +72,15 @@ def access(expr: LogicNode, shape: Sequence[int], out_fields: Sequence[Field],
            out_shape: Sequence[int]) -> LogicNode:
     """``expr`` (of ``shape``) viewed on ``out_fields`` of a broadcast result of ``out_shape``.
 
-    Axes align from the right. A size-1 axis gets a fresh field that a ``Reorder`` drops, so
-    it never joins with the result's field of that axis: broadcast against a larger one, or
-    kept at size 1 (then the result's ``Reorder`` adds it back), so that no loop of a kernel
-    runs over a size-1 field that only a ``Reorder`` introduced (it has no extent there).
+    Axes align from the right. A size-1 axis broadcast against a larger one gets a fresh field
+    that a ``Reorder`` drops, so it never joins with the result's field of that axis.
     """
     offset = len(out_shape) - len(shape)
     labels: list[Field] = []
     kept: list[Field] = []
     for k, d in enumerate(shape):
         f = out_fields[offset + k]
-        if d == 1:
+        if d == 1 and out_shape[offset + k] != 1:
             labels.append(fresh_field())
         else:
             labels.append(f)
@@ -132,12 +130,18 @@ def build_aggregate(op: object, init: object, expr: LogicNode, ndim: int | Seque
                     axes: Sequence[int], keepdims: bool = False) -> Subquery:
     """``Aggregate(op, init, expr, reduced)`` over ``axes`` of an ``ndim``-d expression.
 
-    ``ndim`` may be the expression's shape: then size-1 axes are dropped (a ``Reorder``)
-    before the aggregate instead of being looped over, reduced or not (a size-1 axis may
-    have been added by a ``Reorder`` and have no extent in a kernel). With ``keepdims`` the
+    ``ndim`` may be the expression's shape (else it is looked up when ``expr`` is a live
+    array's): size-1 axes are then dropped (a ``Reorder``) before the aggregate instead of
+    being looped over, reduced or not (a size-1 axis may have been added by a ``Reorder``
+    and have no extent in a kernel). With ``keepdims`` the
     reduced axes come back as size-1 axes through a ``Reorder`` that adds fresh fields.
     """
     shape = None if isinstance(ndim, int) else tuple(ndim)
+    if shape is None:
+        from lazysparse.api.lazy_array import shape_of
+
+        known = shape_of(expr)
+        shape = known if known is not None and len(known) == ndim else None
     n = ndim if isinstance(ndim, int) else len(ndim)
     fields = fresh_fields(n)
     reduced = tuple(fields[a] for a in sorted(set(axes)))

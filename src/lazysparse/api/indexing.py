@@ -124,6 +124,10 @@ def getitem(x: LazyArray, key: Any) -> LazyArray:
 def _lazy_view(x: LazyArray, items: list[Any]) -> LazyArray:
     if all(k is not None for k in items):
         return x
+    if x.result is not None:  # computed: a new leaf over the same data
+        it = iter(x.shape)
+        shape = tuple(1 if k is None else next(it) for k in items)
+        return T.leaf(T.with_shape(x.result, shape), x)
     f = fresh_fields(x.ndim)
     it = iter(zip(f, x.shape, strict=True))
     out_fields, shape = [], []

@@ -9,12 +9,13 @@ resulting ``formats.Tensor``.
 from __future__ import annotations
 
 import math
+import weakref
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from lazysparse.api import execution
-from lazysparse.logic.nodes import Immediate, Subquery, Table
+from lazysparse.logic.nodes import Alias, Immediate, Subquery, Table
 
 if TYPE_CHECKING:
     from lazysparse.formats import FormatSpec, Tensor
@@ -44,6 +45,19 @@ class Device:
 
 CPU = Device("cpu")
 
+# every live LazyArray by the alias of its subquery: lets plan builders that get only an
+# expression (``building.build_aggregate``) find its shape
+_BY_ALIAS: weakref.WeakValueDictionary[Alias, LazyArray] = weakref.WeakValueDictionary()
+
+
+def shape_of(expr: Any) -> tuple[int, ...] | None:
+    """The shape of the live array whose expression is ``expr``, if there is one."""
+    lhs = getattr(expr, "lhs", None)
+    arr = _BY_ALIAS.get(lhs) if lhs is not None else None
+    if arr is None or arr._expr is not expr:
+        return None
+    return arr._shape
+
 # sparse arrays with more elements than this are summarized by repr/str, not densified
 _REPR_MAX_SPARSE_SIZE = 10_000
 
@@ -65,6 +79,7 @@ class LazyArray:
         self._format = format
         self._requested_format = requested_format
         self._result: Tensor | None = None
+        _BY_ALIAS[expr.lhs] = self
 
     @classmethod
     def from_tensor(cls, tensor: Tensor, device: Device = CPU) -> LazyArray:
@@ -159,6 +174,7 @@ class LazyArray:
         """Make this array the value of ``other`` (same shape): its plan is replaced, the
         data it was built from is left untouched (``__setitem__``, in-place operators)."""
         self._expr = other._expr
+        _BY_ALIAS[self._expr.lhs] = self
         self._dtype = other._dtype
         self._fill_value = other._fill_value
         self._format = other._format

@@ -94,7 +94,12 @@ def moveaxis(x: LazyArray, source: Any, destination: Any, /) -> LazyArray:
 
 
 def _reshape_fields(x: LazyArray, shape: tuple[int, ...]) -> LazyArray:
-    """``x`` viewed with size-1 axes added/removed so it has ``shape`` (same non-1 dims)."""
+    """``x`` viewed with size-1 axes added/removed so it has ``shape`` (same non-1 dims).
+
+    Lazy (a Reorder) for an array not computed yet; a computed one gets a new leaf of the
+    same data (a view when dense), whose size-1 axes then have a real extent in kernels."""
+    if x.result is not None:
+        return T.leaf(T.with_shape(x.result, shape), x)
     f = fresh_fields(x.ndim)
     kept = [fi for fi, d in zip(f, x.shape, strict=True) if d != 1]
     it = iter(kept)
@@ -107,6 +112,9 @@ def expand_dims(x: LazyArray, /, axis: int | tuple[int, ...] = 0) -> LazyArray:
     x = _arr(x, "expand_dims")
     n = x.ndim + (len(axis) if isinstance(axis, tuple) else 1)
     axes = normalize_axes(axis, n, "expand_dims")
+    if x.result is not None:
+        shape_it = iter(x.shape)
+        return _reshape_fields(x, tuple(1 if k in axes else next(shape_it) for k in range(n)))
     f = fresh_fields(x.ndim)
     it = iter(f)
     out = tuple(fresh_field() if k in axes else next(it) for k in range(n))

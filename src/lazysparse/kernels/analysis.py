@@ -269,8 +269,10 @@ def analyze_query(query: Query, env: dict[Alias, Any]) -> tuple[KernelInfo, Quer
 
     expr = walk(body.arg)
     for fld in loop_order:
-        if fld not in extents:
-            raise ValueError(f"field {fld!r} has no extent: no access is indexed by it")
+        # a loop field no access indexes (an axis added by expand_dims/keepdims) has
+        # extent 1 (docs/architecture.md, normal form); which fields these are is part of
+        # the structure (operands' axis fields), so the cache key already tells them apart
+        extents.setdefault(fld, 1)
     val_dtype = np.dtype(expr.dtype)
     if reduce_op is not None:
         out_dtype = np.dtype(aggregate_dtype(reduce_op, init, val_dtype))

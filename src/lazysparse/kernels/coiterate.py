@@ -79,8 +79,10 @@ def is_conjunction(region: Region) -> bool:
 
 
 def region_of(node: PNode, fld: str, info: KernelInfo, fills: tuple[Any, ...],
-              sparse: set[int], full: set[int]) -> tuple[Region, Missing]:
-    """Region of ``node`` along ``fld`` and its value outside that region."""
+              sparse: set[int], full: set[int],
+              consts: tuple[Any, ...] | None = None) -> tuple[Region, Missing]:
+    """Region of ``node`` along ``fld`` and its value outside that region (constants'
+    values are known only at run time: pass ``consts`` to evaluate them)."""
     match node:
         case PAccess(slot=s, dtype=d):
             if s in sparse:
@@ -88,12 +90,14 @@ def region_of(node: PNode, fld: str, info: KernelInfo, fills: tuple[Any, ...],
             if s in full:
                 return ALL, ("data",)
             return NONE, ("data",)
-        case PConst():
+        case PConst(slot=k, dtype=d):
+            if consts is not None:
+                return NONE, ("known", np.asarray(consts[k])[()])
             return NONE, ("fillexpr",)
         case PField(name=name):
             return (ALL, ("data",)) if name == fld else (NONE, ("data",))
         case PApply(op=op, args=args, operand_dtypes=opds, dtype=rd):
-            subs = [region_of(a, fld, info, fills, sparse, full) for a in args]
+            subs = [region_of(a, fld, info, fills, sparse, full, consts) for a in args]
             ann_regions = []
             for (reg, miss), od in zip(subs, opds, strict=True):
                 if reg in (ALL, NONE) or miss[0] != "known":
@@ -146,9 +150,8 @@ class LevelPlan:
     required: tuple[int, ...]
 
 
-def plan_level(info: KernelInfo, depth: int, fills: tuple[Any, ...],
-               out_fill: Any) -> LevelPlan:
-    """Choose the iteration of loop ``depth`` from level properties and operator algebra."""
+def _participants(info: KernelInfo, depth: int) -> tuple[set[int], set[int]]:
+    """Operands iterated (sparse) and located (full) at loop ``depth``."""
     fld = info.loop_order[depth]
     sparse: set[int] = set()
     full: set[int] = set()
@@ -167,8 +170,80 @@ def plan_level(info: KernelInfo, depth: int, fills: tuple[Any, ...],
         else:
             raise ValueError(f"operand {op.alias} level {k} can neither locate nor iterate "
                              "positions")
+    return sparse, full
+
+
+def level_region(info: KernelInfo, depth: int, fills: tuple[Any, ...],
+                 consts: tuple[Any, ...] | None = None) -> tuple[Region, Missing]:
+    """The region of loop ``depth`` and the pointwise value outside it."""
+    sparse, full = _participants(info, depth)
+    return region_of(info.expr, info.loop_order[depth], info, fills, sparse, full, consts)
+
+
+def fold_levels(info: KernelInfo, fills: tuple[Any, ...],
+                out_fill: Any) -> tuple[int, ...] | None:
+    """Loops a reduction may skip by folding the skipped entries' value in afterwards.
+
+    When the value outside a loop's region is a constant that is not the reduction's
+    identity (``max`` over fill 0, ``sum`` over fill NaN, ``count_nonzero``), the kernel can
+    still iterate only the region if it counts the visited points per output entry and
+    folds ``op-repeat(value, extent - count)`` in at the end: for idempotent operators the
+    value once, else the registry's ``repeat`` form. Needs a commutative, associative
+    operator and a dense result. Returns the loops that skip (every loop whose outside value
+    is such a constant), or None when folding does not apply or is not needed.
+    """
+    rop = info.reduce_op
+    if rop is None or not (rop.commutative and rop.associative and rop.nargs == 2):
+        return None
+    if not (rop.idempotent or rop.repeat is not None):
+        return None
+    if not all(p.full for p in info.out_spec.level_properties()):
+        return None
+    ident = rop.identity_for(info.acc_dtype)
+    levels: list[int] = []
+    known: list[Any] = []
+    needed = False
+    for d in range(len(info.loop_order)):
+        region, miss = level_region(info, d, fills)
+        if region in (ALL, NONE) or miss[0] == "data":
+            continue
+        levels.append(d)
+        if miss[0] == "known":
+            known.append(miss[1])
+            if ident is None or not same_value(
+                    np.asarray(miss[1]).astype(info.acc_dtype)[()], ident):
+                needed = True
+        else:
+            needed = True
+    if not needed or any(not same_value(k, known[0]) for k in known[1:]):
+        return None
+    return tuple(levels)
+
+
+def fold_value(info: KernelInfo, levels: tuple[int, ...], fills: tuple[Any, ...],
+               consts: tuple[Any, ...]) -> tuple[bool, Any]:
+    """At run time: the value outside the region of the folded loops, and whether it is
+    the same at every one of them (else the kernel without folding must run)."""
+    vals = [level_region(info, d, fills, consts)[1] for d in levels]
+    if any(m[0] != "known" for m in vals):
+        return False, None
+    v0 = vals[0][1]
+    return all(same_value(m[1], v0) for m in vals[1:]), v0
+
+
+def plan_level(info: KernelInfo, depth: int, fills: tuple[Any, ...],
+               out_fill: Any, fold: tuple[int, ...] | None = None) -> LevelPlan:
+    """Choose the iteration of loop ``depth`` from level properties and operator algebra.
+
+    With ``fold`` (see :func:`fold_levels`) exactly the loops it names skip coordinates
+    outside their region."""
+    fld = info.loop_order[depth]
+    sparse, full = _participants(info, depth)
     region, miss = region_of(info.expr, fld, info, fills, sparse, full)
-    if region not in (ALL, NONE) and not _may_skip(info, miss, out_fill):
+    if fold is not None:
+        if depth not in fold:
+            region = ALL
+    elif region not in (ALL, NONE) and not _may_skip(info, miss, out_fill):
         region = ALL
     if region == NONE:
         region = ALL

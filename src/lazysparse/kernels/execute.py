@@ -21,6 +21,7 @@ from lazysparse.formats.tensor import Tensor
 from lazysparse.kernels import cache
 from lazysparse.kernels.analysis import KernelInfo, QueryData, analyze_query, fill_key
 from lazysparse.kernels.codegen_numba import module_src
+from lazysparse.kernels.coiterate import fold_levels, fold_value
 from lazysparse.kernels.loop_ir import format_function
 from lazysparse.kernels.lower import Lowered, lower
 from lazysparse.kernels.numpy_executor import numpy_eligible, run_numpy
@@ -112,6 +113,8 @@ def _chunks(k: Kernel, data: QueryData, args: list[Any]) -> int:
         ext = 1
     if ext < PARALLEL_MIN_ITERATIONS:
         return 1
+    if lw.partials and int(args[lw.params.index("osize")]) * 4 > ext:
+        return 1  # per-chunk partials as large as the work cost more than they save
     per = 1 if lw.partials else CHUNKS_PER_THREAD
     return max(1, min(nthreads * per, ext))
 
@@ -124,22 +127,27 @@ def run_chunks(k: Kernel, data: QueryData, args: list[Any]) -> tuple[Any, ...]:
     od = info.out_dtype
     osize, dsize = int(args[-2]), int(args[-1])
     if out_plan.mode in ("dense", "shared"):
+        cnt = np.zeros(osize * (nch if lw.partials else 1) if lw.fold is not None else 0,
+                       np.int64)
+        extra = (cnt,) if lw.fold is not None else ()
         if lw.partials and nch > 1:
             red_id = args[lw.params.index("red_id")]
             part = np.full(osize * nch, red_id, dtype=od)
-            _parallel_map(mod.chunk, nch, (args, (part,)))
+            _parallel_map(mod.chunk, nch, (args, (part, *extra)))
             res = np.empty(osize, dtype=od)
             mod.combine(part, res, np.int64(nch), np.int64(osize),
                         args[lw.params.index("init")])
-            return (res,)
-        start = args[lw.params.index("red_id" if lw.partials else "ofill")]
-        out = np.full(osize, start, dtype=od)
-        _parallel_map(mod.chunk, nch, (args, (out,)))
-        if lw.partials:  # one chunk: combine init with its partial
-            res = np.empty(osize, dtype=od)
-            mod.combine(out, res, np.int64(1), np.int64(osize), args[lw.params.index("init")])
-            return (res,)
-        return (out,)
+        else:
+            start = args[lw.params.index("red_id" if lw.partials else "ofill")]
+            res = np.full(osize, start, dtype=od)
+            _parallel_map(mod.chunk, nch, (args, (res, *extra)))
+            if lw.partials:  # one chunk: combine init with its partial
+                out, res = res, np.empty(osize, dtype=od)
+                mod.combine(out, res, np.int64(1), np.int64(osize),
+                            args[lw.params.index("init")])
+        if lw.fold is not None:
+            fold_skipped(k, data, res, cnt.reshape(-1, osize).sum(axis=0) if osize else cnt)
+        return (res,)
     ng = len(out_plan.groups)
     if nch == 1 and lw.bounds is not None:
         return _single_pass(k, data, args, dsize)
@@ -206,14 +214,50 @@ def _single_pass(k: Kernel, data: QueryData, args: list[Any], dsize: int) -> tup
     return (*out, vals[:tots[-1]])
 
 
-def structure_key(info: KernelInfo, data: QueryData) -> tuple[Any, ...]:
-    """In-memory cache key: the kernel structure plus the result fill value's identity."""
-    return (info, fill_key(data.out_fill))
-
-
-def _build(info: KernelInfo, data: QueryData) -> Kernel:
+def fold_skipped(k: Kernel, data: QueryData, res: Any, visits: Any) -> None:
+    """Fold the entries a reduction skipped into ``res`` in place: each output entry spans
+    ``prod(reduced extents)`` points; the ``extent - visits`` it did not visit all hold the
+    same value ``v``, so ``res ⊕= repeat(v, extent - visits)`` (``repeat`` from the registry;
+    ``v`` once for idempotent operators)."""
+    info, lw = k.info, k.lowered
+    rop = info.reduce_op
+    assert rop is not None and lw.fold is not None
+    total = math.prod(data.extents[f] for f in info.reduced)
+    miss = total - visits
+    where = np.nonzero(miss > 0)[0]
+    if where.size == 0:
+        return
     fills = tuple(t.fill_value for t in data.tensors)
-    lowered = lower(info, fills, data.out_fill)
+    ok, v = fold_value(info, lw.fold, fills, data.consts)
+    if not ok:  # the kernel's structure was chosen without the constants' values
+        raise ValueError("internal: folded loops disagree on the skipped value")
+    ad = info.acc_dtype
+    ods = tuple(np.dtype(d) for d in rop.operand_dtypes(ad, info.expr.dtype))
+    with np.errstate(all="ignore"):
+        rep = rop.fold_repeat(np.asarray(_scalar(_scalar(v, info.expr.dtype), ods[1])),
+                              miss[where])
+        cur = res[where].astype(ods[0]) if ods[0] != ad else res[where]
+        res[where] = np.asarray(rop.apply(cur, rep)).astype(ad)
+
+
+def structure_key(info: KernelInfo, data: QueryData) -> tuple[Any, ...]:
+    """In-memory cache key: the kernel structure, the result fill value's identity and
+    whether skipped reduction entries may be folded in by the host (needs the runtime
+    constants to agree on the skipped value; see ``coiterate.fold_value``)."""
+    return (info, fill_key(data.out_fill), _fold_ok(info, data))
+
+
+def _fold_ok(info: KernelInfo, data: QueryData) -> bool:
+    if info.reduce_op is None:
+        return False
+    fills = tuple(t.fill_value for t in data.tensors)
+    levels = fold_levels(info, fills, data.out_fill)
+    return levels is not None and fold_value(info, levels, fills, data.consts)[0]
+
+
+def _build(info: KernelInfo, data: QueryData, key: tuple[Any, ...]) -> Kernel:
+    fills = tuple(t.fill_value for t in data.tensors)
+    lowered = lower(info, fills, data.out_fill, fold=bool(key[2]))
     text = "\n\n".join(format_function(f) for f in lowered.functions)
     digest = cache.source_hash(module_src(lowered.functions, ""))
     source = module_src(lowered.functions, digest)
@@ -228,7 +272,7 @@ def compile_query(query: Query, env: dict[Alias, Any]) -> Kernel:
     key = structure_key(info, data)
     k = cache.memory_get(key)
     if k is None:
-        k = _build(info, data)
+        k = _build(info, data, key)
         cache.memory_put(key, k)
     return k
 
@@ -242,7 +286,7 @@ def run_query(query: Query, env: dict[Alias, Any], *, allow_numpy: bool = True) 
     key = structure_key(info, data)
     k = cache.memory_get(key)
     if k is None:
-        k = _build(info, data)
+        k = _build(info, data, key)
         cache.memory_put(key, k)
     return k(data)
 

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from lazysparse.kernels.analysis import KernelInfo, PAccess, PApply, PConst, PField, PNode
-from lazysparse.kernels.coiterate import LevelPlan, plan_level
+from lazysparse.kernels.coiterate import LevelPlan, fold_levels, plan_level
 from lazysparse.kernels.coiterate import is_conjunction as is_conj
 from lazysparse.kernels.ir_build import (
     I64,
@@ -65,6 +65,9 @@ class Lowered:
     params: tuple[str, ...]
     extent0: tuple[str, Any]  # how the host computes the outermost loop's iterations
     bounds: tuple[tuple[tuple[int, int], ...], ...] | None  # see Lowerer.append_bounds
+    # loops that skip entries whose value the host folds in afterwards (from per-output
+    # visit counts, ``ocnt``); None when the kernel visits everything it must
+    fold: tuple[int, ...] | None = None
 
 
 def _ident(name: str, d: int) -> str:
@@ -74,11 +77,18 @@ def _ident(name: str, d: int) -> str:
 class Lowerer(OutputLowering):
     """Builds the loop IR of one kernel (one instance per kernel)."""
 
-    def __init__(self, info: KernelInfo, fills: tuple[Any, ...], out_fill: Any) -> None:
+    def __init__(self, info: KernelInfo, fills: tuple[Any, ...], out_fill: Any,
+                 fold: bool = False) -> None:
         self.info = info
         self.K = len(info.loop_order)
-        self.plans = tuple(plan_level(info, d, fills, out_fill) for d in range(self.K))
+        self.fold = fold_levels(info, fills, out_fill) if fold else None
+        self.plans = tuple(plan_level(info, d, fills, out_fill, self.fold)
+                           for d in range(self.K))
         self.out = plan_output(info, self.plans)
+        if self.fold is not None and self.out.mode != "dense":
+            self.fold = None
+            self.plans = tuple(plan_level(info, d, fills, out_fill) for d in range(self.K))
+            self.out = plan_output(info, self.plans)
         self.cvar = {f: f"i_{_ident(f, d)}" for d, f in enumerate(info.loop_order)}
         self.phase = "fill"
         self.storage = info.out_storage_fields
@@ -512,7 +522,7 @@ class Lowerer(OutputLowering):
         o = self.out
         ng = len(o.groups)
         if phase == "chunk":
-            return ("t", "nch", "out")
+            return ("t", "nch", "out", "ocnt") if self.fold is not None else ("t", "nch", "out")
         if phase == "count":
             return ("t", "nch", *[f"cc{g}" for g in range(ng)], "cntpd")
         outs: list[str] = [f"off{g}" for g in range(ng)] + [f"cc{g}" for g in range(ng)]
@@ -572,9 +582,13 @@ class Lowerer(OutputLowering):
         return out
 
 
-def lower(info: KernelInfo, fills: tuple[Any, ...], out_fill: Any) -> Lowered:
-    """The loop IR of a kernel plus the co-iteration and output decisions behind it."""
-    lw = Lowerer(info, fills, out_fill)
+def lower(info: KernelInfo, fills: tuple[Any, ...], out_fill: Any,
+          fold: bool = False) -> Lowered:
+    """The loop IR of a kernel plus the co-iteration and output decisions behind it.
+
+    ``fold``: let reductions skip entries whose value is a non-identity constant and count
+    visits instead (the host folds the skipped ones in; see ``coiterate.fold_levels``)."""
+    lw = Lowerer(info, fills, out_fill, fold)
     fns = lw.functions()
     if lw.K == 0:
         ext: tuple[str, Any] = ("one", None)
@@ -583,7 +597,7 @@ def lower(info: KernelInfo, fills: tuple[Any, ...], out_fill: Any) -> Lowered:
     else:
         ext = ("positions", lw.plans[0].drivers[0])
     return Lowered(fns, lw.plans, lw.out, lw.parallel, lw.partials, tuple(lw.params()), ext,
-                   lw.append_bounds())
+                   lw.append_bounds(), lw.fold)
 
 
 __all__ = ["Lowered", "Lowerer", "lower", "replace"]

@@ -34,6 +34,7 @@ class OutputLowering:
     depth_of: dict[str, int]
     phase: str
     partials: bool
+    fold: tuple[int, ...] | None
 
     # ------------------------------------------------------------------ outputs
     def out_pos(self, fld: str, c: Expr, od: Expr) -> Expr:
@@ -57,6 +58,8 @@ class OutputLowering:
             if self.phase == "fill":
                 init = V("red_id") if self.partials else V("init")
                 pre.append(Assign("acc", Cast(str(self.info.acc_dtype), init)))
+                if self.fold is not None:
+                    pre.append(Assign("nvis", C(0)))
             if o.mode not in ("dense", "shared"):
                 pre.append(Assign(self.tag("touched"), C(False)))
             post += self.store_acc(st)
@@ -95,11 +98,16 @@ class OutputLowering:
                                else [Assign(self.tag("touched"), C(True))])
             if self.phase == "fill":
                 out.insert(0, Assign("acc", self.reduce(V("acc"), val)))  # type: ignore[arg-type]
+                if self.fold is not None:
+                    out.append(Assign("nvis", add(V("nvis"), C(1))))
             return out
         if o.mode == "dense":
             pos = self.dense_index(st)
             if self.info.reduce_op is not None:
-                return [Store("out", pos, self.reduce(Load("out", pos), val))]  # type: ignore
+                cnt: list[Stmt] = []
+                if self.fold is not None:  # visits per output entry, for the host's fold
+                    cnt.append(Store("ocnt", pos, add(Load("ocnt", pos), C(1))))
+                return [Store("out", pos, self.reduce(Load("out", pos), val)), *cnt]  # type: ignore
             return [Store("out", pos, Cast(str(self.info.out_dtype), val))]  # type: ignore
         if o.mode == "shared":
             return [Store("out", self.shared_pos(st), Cast(str(self.info.out_dtype), val))]  # type: ignore
@@ -120,6 +128,9 @@ class OutputLowering:
         if self.phase == "count":
             return [If(V(self.tag("touched")), tuple(self.emit(st, None)))]
         if o.mode == "dense":
+            if self.fold is not None:
+                return [Store("out", self.dense_index(st), V("acc")),
+                        Store("ocnt", self.dense_index(st), V("nvis"))]
             return [Store("out", self.dense_index(st), V("acc"))]
         if o.mode == "shared":
             return [Store("out", self.shared_pos(st), V("acc"))]

@@ -57,6 +57,30 @@ def one(d: np.dtype) -> Any:
     return 1
 
 
+def _add_repeat(x: Any, m: Any) -> Any:
+    """``x + x + ... + x`` (m times) at x's dtype: ``x * m`` (wraps like repeated adds)."""
+    if x.dtype.kind == "b":
+        return np.broadcast_to(x, np.broadcast_shapes(x.shape, m.shape))
+    return np.multiply(x, m.astype(x.dtype))
+
+
+def _multiply_repeat(x: Any, m: Any) -> Any:
+    """``x * x * ... * x`` (m times) at x's dtype: ``x ** m`` (integers wrap mod 2**64)."""
+    if x.dtype.kind == "b":
+        return np.broadcast_to(x, np.broadcast_shapes(x.shape, m.shape))
+    if x.dtype.kind in "iu":
+        wide = np.dtype(np.uint64 if x.dtype.kind == "u" else np.int64)
+        return np.power(x.astype(wide), m.astype(wide)).astype(x.dtype)
+    if x.dtype.kind == "c":
+        return np.power(x, m)
+    return np.power(x, m.astype(np.float64)).astype(x.dtype)
+
+
+def _xor_repeat(x: Any, m: Any) -> Any:
+    """``x ^ x ^ ... ^ x`` (m times): ``x`` for odd m, else zero."""
+    return np.where(m % 2 == 1, x, np.zeros((), x.dtype))
+
+
 @dataclass(frozen=True)
 class ElementwiseFunction:
     """What the api needs to generate one namespace function and its dunders."""
@@ -141,12 +165,12 @@ op("logical_not", 1, np.logical_not, "(not {0})", "logical", "any", cuda="(!{0})
 # --- binary arithmetic ----------------------------------------------------------------
 op("add", 2, np.add, "({0} + {1})", "promote", "numeric", cuda="({0} + {1})",
    dunders=_binary_dunders("add"), identity=zero, commutative=True, associative=True,
-   init=zero)
+   init=zero, repeat=_add_repeat)
 op("subtract", 2, np.subtract, "({0} - {1})", "promote", "numeric", cuda="({0} - {1})",
    dunders=_binary_dunders("sub"))
 op("multiply", 2, np.multiply, "({0} * {1})", "promote", "numeric", cuda="({0} * {1})",
    dunders=_binary_dunders("mul"), identity=one, annihilator=zero, commutative=True,
-   associative=True, init=one, strict_annihilator_for_floats=False)
+   associative=True, init=one, strict_annihilator_for_floats=False, repeat=_multiply_repeat)
 op("divide", 2, np.divide, by_kind("({0} / {1})", c="lsops.divide_complex({0}, {1})"), "float",
    "numeric", cuda="({0} / {1})",
    dunders=_binary_dunders("truediv"))
@@ -177,7 +201,8 @@ op("nextafter", 2, np.nextafter,
    by_kind("lsops.nextafter({0}, {1})", f="lsops.nextafter({0}, {1})"),
    "float", "real numeric")
 op("logaddexp", 2, np.logaddexp, "lsops.logaddexp({0}, {1})", "float", "real numeric",
-   identity=lambda d: -np.inf, commutative=True, associative=True, init=lambda d: -np.inf)
+   identity=lambda d: -np.inf, commutative=True, associative=True, init=lambda d: -np.inf,
+   repeat=lambda x, m: x + np.log(m))
 
 # --- bitwise --------------------------------------------------------------------------
 op("bitwise_and", 2, np.bitwise_and, "({0} & {1})", "promote", "integer or boolean",
@@ -191,7 +216,7 @@ op("bitwise_or", 2, np.bitwise_or, "({0} | {1})", "promote", "integer or boolean
    commutative=True, associative=True, idempotent=True, init=zero)
 op("bitwise_xor", 2, np.bitwise_xor, "({0} ^ {1})", "promote", "integer or boolean",
    cuda="({0} ^ {1})", dunders=_binary_dunders("xor"), identity=zero, commutative=True,
-   associative=True, init=zero)
+   associative=True, init=zero, repeat=_xor_repeat)
 op("bitwise_left_shift", 2, np.left_shift, _bits_form("left_shift"), "promote", "integral",
    cuda=_cuda_bits_form("ls_left_shift"), dunders=_binary_dunders("lshift"))
 op("bitwise_right_shift", 2, np.right_shift, _bits_form("right_shift", "right_shift_uint"),
@@ -215,7 +240,8 @@ op("logical_or", 2, np.logical_or, "({0} or {1})", "logical", "any", cuda="({0} 
    identity=lambda d: False, annihilator=lambda d: True, commutative=True, associative=True,
    idempotent=True, init=lambda d: False)
 op("logical_xor", 2, np.logical_xor, "({0} != {1})", "logical", "any", cuda="({0} != {1})",
-   identity=lambda d: False, commutative=True, associative=True, init=lambda d: False)
+   identity=lambda d: False, commutative=True, associative=True, init=lambda d: False,
+   repeat=_xor_repeat)
 
 # --- three arguments ------------------------------------------------------------------
 op("clip", 3, lambda x, lo, hi: np.minimum(np.maximum(x, lo), hi),

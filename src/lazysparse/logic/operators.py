@@ -74,6 +74,9 @@ class Operator:
     params: tuple[Any, ...] = ()
     # the annihilator holds for every operand (False for float multiply: 0 * inf is NaN)
     strict_annihilator_for_floats: bool = True
+    # NumPy form of ``x (+) x (+) ... (+) x`` (``m`` copies, ``m >= 1`` an int64 array) at
+    # ``x``'s dtype, for non-idempotent associative ops (add: ``x * m``, multiply: ``x ** m``)
+    repeat: Callable[[Any, Any], Any] | None = None
     doc: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
@@ -208,6 +211,21 @@ class Operator:
     def init_for(self, dtype: Any) -> np.generic | None:
         """Default reduction start value at ``dtype`` (sum 0, prod 1, max -inf ...), or None."""
         return _value(self.init, dtype)
+
+    def fold_repeat(self, x: Any, m: Any) -> Any:
+        """``m`` copies of ``x`` folded with the op (``m >= 1``, an int64 array; ``x`` a
+        scalar or array of the result dtype), or None when the op has no such form. Lets a
+        reduction fold in the unstored entries' value once instead of visiting each."""
+        m = np.asarray(m, dtype=np.int64)
+        if self.nargs != 2 or not self.associative:
+            return None
+        x = np.asarray(x)
+        if self.idempotent:
+            return np.broadcast_to(x, np.broadcast_shapes(x.shape, m.shape)).copy()
+        if self.repeat is None:
+            return None
+        with np.errstate(all="ignore"):
+            return np.asarray(self.repeat(x, m)).astype(x.dtype)
 
     @property
     def is_reduction(self) -> bool:
