@@ -118,7 +118,7 @@ def test_no_repeat_form_falls_back_to_dense_loop():
 
 def test_fold_with_partials_and_chunks():
     """A long reduced outer loop (per-chunk partials under threads) still counts right."""
-    a = _matrix(np.float64, np.nan, shape=(5000, 3), density=0.3)
+    a = _matrix(np.float64, np.nan, shape=(5000, 4), density=0.3)
     A = tensor(a, "csr", np.nan)
     body = agg("add", 0.0, Reorder(acc("A", "i", "j"), F("i", "j")), "i", "j")
     _run(plan({"A": A}, compute("out", "dense", 0, body)))

@@ -37,6 +37,7 @@ from lazysparse.kernels.loop_ir import (
 )
 
 HEADER = '''"""lazysparse generated kernel (Numba). Structure key: {key}"""
+import cmath
 import math
 
 import numpy as np
