@@ -76,3 +76,25 @@ def test_size_one_input_axis_distinct_from_unindexed():
     k1 = compile_query(p1.bodies[1], {p1.bodies[0].lhs: p1.bodies[0].rhs.tns.val})
     k2 = compile_query(p2.bodies[1], {p2.bodies[0].lhs: p2.bodies[0].rhs.tns.val})
     assert k1.key != k2.key
+
+
+def test_index_dtype_shares_the_kernel_and_stays_correct():
+    """int32 and int64 index arrays: one kernel (Numba specializes per signature), both
+    right; the index dtype is not part of the structure, so it cannot cause a wrong hit."""
+    from lazysparse.formats.levels import Compressed, Dense
+    from lazysparse.formats.tensor import Tensor
+
+    a = sprand((12, 10))
+    t32 = tensor(a, "csr")
+    lv = t32.levels[1]
+    t64 = Tensor(a.shape, [Dense(12), Compressed(10, lv.ptr.astype(np.int64),
+                                                  lv.idx.astype(np.int64))],
+                 (0, 1), t32.values, 0.0)
+    keys = set()
+    for t in (t32, t64):
+        body = agg("maximum", -np.inf, Reorder(acc("A", "i", "j"), F("i", "j")), "i")
+        p = plan({"A": t}, compute("out", "dense", 1, body))
+        (out,) = _check(p)
+        np.testing.assert_allclose(dense(out), a.max(axis=0))
+        keys.add(compile_query(p.bodies[1], {p.bodies[0].lhs: t}).key)
+    assert len(keys) == 1

@@ -159,3 +159,42 @@ def test_repeated_reuse_does_not_blow_up() -> None:
         x = ew("add", ew("multiply", x, 2.0), x)
     opt = optimized(x)
     assert 1 < len(kernels(opt)) <= 14
+
+
+def _reads_storage_order(opt: Plan, t: Tensor) -> tuple[Query, tuple]:
+    """The plan's single kernel, which reads ``t`` with loops in ``t``'s storage order."""
+    (q,) = kernels(opt)  # no transposed copy of t
+    (acc,) = [a for a in accesses(q.rhs) if a.arg == inputs_by_tensor(opt)[id(t)]]
+    _, _, loop = query_parts(q.rhs)
+    storage = tuple(acc.idxs[m] for m in t.mode_order)
+    indexed = tuple(f for f in loop.idxs if f in acc.idxs)  # (a keepdims axis has extent 1)
+    assert indexed == storage  # stored entries are iterated in order, outermost level first
+    return q, loop.idxs
+
+
+def test_column_and_row_reductions_iterate_storage_without_copies() -> None:
+    for fmt in ("csr", "csc", "coo"):
+        a = sparse(300, 200, 0.02, 16, fmt)
+        for axis in (0, 1):
+            for out in (reduce("maximum", leaf(a), (axis,)),
+                        reduce("add", ew("abs", leaf(a)), (axis,), init=0.0)):
+                q, _ = _reads_storage_order(optimized(out), a)
+                assert q.rhs.tns.val.name == "dense"  # scattered writes into a dense vector
+
+
+def test_argmax_passes_iterate_storage_without_copies() -> None:
+    import lazysparse as xp
+    from lazysparse.api.execution import build_plan
+
+    for fmt in ("csr", "csc"):
+        a = sparse(200, 150, 0.03, 17, fmt)
+        for axis in (0, 1):
+            opt = optimize(build_plan((xp.argmax(xp.asarray(a), axis=axis),)))
+            assert_normal_form(opt)
+            ks = kernels(opt)
+            assert len(ks) == 2  # the extremum, then the first index reaching it: no copy
+            for q in ks:
+                (acc,) = [x for x in accesses(q.rhs) if x.arg == inputs_by_tensor(opt)[id(a)]]
+                _, _, loop = query_parts(q.rhs)
+                assert tuple(f for f in loop.idxs if f in acc.idxs) == tuple(
+                    acc.idxs[m] for m in a.mode_order)

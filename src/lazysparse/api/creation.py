@@ -17,13 +17,43 @@ import numpy as np
 
 from lazysparse import formats
 from lazysparse.api import tensors as T
-from lazysparse.api.lazy_array import CPU, LazyArray
+from lazysparse.api.lazy_array import Device, LazyArray, as_device
 from lazysparse.logic import dtypes as _dt
 
 
-def _check_device(device: Any, fname: str) -> None:
-    if device is not None and device not in ("cpu", CPU):
-        raise ValueError(f"{fname}: unsupported device {device!r}; lazysparse runs on 'cpu'")
+def _check_device(device: Any, fname: str) -> Device | None:
+    """The requested ``Device`` (None when not given); ValueError for an unknown one, or
+    for ``"cuda"`` without CuPy and a GPU."""
+    return as_device(device, fname)
+
+
+def _place(x: LazyArray, device: Device | None) -> LazyArray:
+    """``x`` moved to ``device`` when one was requested (creation builds on the host)."""
+    return x if device is None or device == x.device else x.to_device(device)
+
+
+def _is_cupy(obj: Any) -> bool:
+    """Whether ``obj`` comes from CuPy (a ``cupy`` array or a ``cupyx.scipy.sparse``
+    matrix): its class's module is read, so ordinary inputs never import CuPy."""
+    return (type(obj).__module__ or "").split(".")[0] in ("cupy", "cupyx")
+
+
+def _from_cupy(obj: Any) -> Any:
+    """A ``DeviceTensor`` of a CuPy array (dense) or ``cupyx.scipy.sparse`` matrix."""
+    import cupy
+    import cupyx.scipy.sparse as cps
+
+    from lazysparse.formats.specs import format_spec
+    from lazysparse.kernels.cuda.device import DeviceTensor, from_cupyx
+
+    if cps.issparse(obj):
+        return from_cupyx(obj)
+
+    arr = cupy.ascontiguousarray(obj)
+    _dt.as_dtype(arr.dtype)
+    return DeviceTensor(arr.shape, [formats.Dense(n) for n in arr.shape],
+                        tuple(range(arr.ndim)), arr.reshape(-1), arr.dtype.type(0),
+                        format_spec("dense", arr.ndim))
 
 
 def _shape_arg(shape: Any, fname: str) -> tuple[int, ...]:
@@ -78,11 +108,18 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None, copy: bool | 
     """``obj`` as a lazysparse array: lazy arrays, ``formats.Tensor``, scipy.sparse and
     pydata sparse (their layout kept, no copy where possible), NumPy arrays, scalars and
     nested sequences. ``format``/``fill_value`` choose the storage of the result."""
-    _check_device(device, "asarray")
+    dev = _check_device(device, "asarray")
     d = _dt.as_dtype(dtype) if dtype is not None else None
+    if dev is not None and dev.name == "cuda" or _is_cupy(obj):
+        if copy is False and dev is not None and not _is_cupy(obj) and not (
+                isinstance(obj, LazyArray) and obj.device == dev):
+            raise ValueError("asarray: copying to device 'cuda' needs a copy, but copy=False")
+        x = LazyArray.from_tensor(_from_cupy(obj)) if _is_cupy(obj) else asarray(
+            obj, dtype=d, copy=copy, format=format, fill_value=fill_value)
+        return _finish(_place(x, dev), d, copy, format, "asarray")
     if isinstance(obj, LazyArray):
         x = obj.copy() if copy else obj
-        return _finish(x, d, copy, format, "asarray")
+        return _finish(_place(x, dev), d, copy, format, "asarray")
     if isinstance(obj, formats.Tensor):
         t = T.copy_tensor(obj) if copy else obj
         return _finish(LazyArray.from_tensor(t), d, copy, format, "asarray")
@@ -169,13 +206,13 @@ def full(shape: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
          format: str | None = None) -> LazyArray:
     """An array of ``shape`` whose every element is ``fill_value``: stored as a sparse
     tensor with no entries and that fill value (O(1) memory)."""
-    _check_device(device, "full")
+    dev = _check_device(device, "full")
     s = _shape_arg(shape, "full")
     d = _dt.as_dtype(dtype) if dtype is not None else _scalar_dtype(fill_value, "full")
     if isinstance(fill_value, LazyArray):
         fill_value = fill_value._scalar("full")
     value = _dt.scalar_as(fill_value, d)
-    return LazyArray.from_tensor(T.empty_sparse(s, d, value, format))
+    return LazyArray.from_tensor(T.empty_sparse(s, d, value, format), dev)
 
 
 def zeros(shape: Any, *, dtype: Any = None, device: Any = None,
@@ -212,7 +249,8 @@ def full_like(x: LazyArray, /, fill_value: Any, *, dtype: Any = None, device: An
     if _dt.is_python_scalar(fill_value) and not _dt.isdtype(d, "bool") and isinstance(
             fill_value, bool) is False:
         pass
-    return full(x.shape, fill_value, dtype=d, device=device, format=format)
+    return full(x.shape, fill_value, dtype=d, device=x.device if device is None else device,
+                format=format)
 
 
 def zeros_like(x: LazyArray, /, *, dtype: Any = None, device: Any = None,
@@ -236,7 +274,7 @@ def ones_like(x: LazyArray, /, *, dtype: Any = None, device: Any = None,
 def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: Any = None,
         device: Any = None, format: str | None = None) -> LazyArray:
     """Ones on diagonal ``k``, stored sparse (csr, fill 0)."""
-    _check_device(device, "eye")
+    dev = _check_device(device, "eye")
     n = operator_index(n_rows)
     m = n if n_cols is None else operator_index(n_cols)
     k = operator_index(k)
@@ -247,13 +285,13 @@ def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: Any = N
     coords = np.stack([rows, rows + k]) if rows.size else np.zeros((2, 0), np.int64)
     t = T.from_coords((n, m), coords, np.ones(rows.size, d), d.type(0),
                       format or "csr", sorted_unique=True)
-    return LazyArray.from_tensor(t)
+    return LazyArray.from_tensor(t, dev)
 
 
 def arange(start: int | float, /, stop: int | float | None = None, step: int | float = 1, *,
            dtype: Any = None, device: Any = None) -> LazyArray:
     """Evenly spaced values in ``[start, stop)`` (dense)."""
-    _check_device(device, "arange")
+    dev = _check_device(device, "arange")
     if stop is None:
         start, stop = 0, start
     if step == 0:
@@ -270,13 +308,13 @@ def arange(start: int | float, /, stop: int | float | None = None, step: int | f
         arr = arr.astype(d)
     else:
         arr = (start + step * np.arange(n, dtype=np.float64)).astype(d)
-    return LazyArray.from_tensor(T.dense(arr))
+    return LazyArray.from_tensor(T.dense(arr), dev)
 
 
 def linspace(start: int | float | complex, stop: int | float | complex, /, num: int, *,
              dtype: Any = None, device: Any = None, endpoint: bool = True) -> LazyArray:
     """``num`` evenly spaced values from ``start`` to ``stop`` (dense)."""
-    _check_device(device, "linspace")
+    dev = _check_device(device, "linspace")
     num = operator_index(num)
     if num < 0:
         raise ValueError(f"linspace: num must be non-negative, got {num}")
@@ -287,14 +325,16 @@ def linspace(start: int | float | complex, stop: int | float | complex, /, num: 
         raise TypeError(f"linspace: dtype must be floating-point, got {d}")
     arr = np.linspace(start, stop, num, endpoint=endpoint, dtype=np.complex128 if is_c or
                       d.kind == "c" else np.float64).astype(d)
-    return LazyArray.from_tensor(T.dense(arr))
+    return LazyArray.from_tensor(T.dense(arr), dev)
 
 
 def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> LazyArray:
     """An array from a DLPack-exporting object (no copy unless ``copy``)."""
-    _check_device(device, "from_dlpack")
+    dev = _check_device(device, "from_dlpack")
     if isinstance(x, LazyArray):
-        return x.copy() if copy else x
+        return _place(x.copy() if copy else x, dev)
+    if _is_cupy(x) or dev is not None and dev.name == "cuda":
+        return asarray(x, device=dev, copy=copy)
     try:
         arr = np.from_dlpack(x, copy=copy)
     except (TypeError, AttributeError) as e:

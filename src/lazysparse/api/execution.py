@@ -141,27 +141,71 @@ def build_plan(arrays: tuple[LazyArray, ...]) -> Plan:
     return Plan((*queries, Produces(tuple(outs))))
 
 
+def _inputs_to_device(plan: Plan) -> Plan:
+    """``plan`` (normal form) with host tensors it reads copied to the GPU: constants the
+    api made on the host for a cuda expression (e.g. ``broadcast_to``'s extent); arrays of
+    the user were checked to share one device when the expression was built."""
+    from lazysparse.api.lazy_array import is_device_tensor
+    from lazysparse.kernels.cuda.device import to_cuda
+
+    bodies = []
+    for body in plan.bodies:
+        match body:
+            case Query(lhs=lhs, rhs=Table(tns=Immediate(val=t), idxs=idxs)) if (
+                    not is_device_tensor(t)):
+                body = Query(lhs, Table(Immediate(to_cuda(t)), idxs))
+        bodies.append(body)
+    return Plan(tuple(bodies))
+
+
+def cuda_executor(plan: Plan) -> tuple[Tensor, ...]:
+    """Run ``plan`` on the GPU: optimize, move host constants to the device, execute with
+    the CUDA backend (``kernels.cuda.runtime``); results are ``DeviceTensor`` s."""
+    from lazysparse.kernels.cuda.runtime import execute_plan_cuda
+    from lazysparse.optimizer import optimize
+
+    return execute_plan_cuda(_inputs_to_device(optimize(plan)))
+
+
+def executor_for(device_name: str) -> Executor:
+    """The executor of plans over arrays on ``device_name``: ``LAZYSPARSE_EXECUTOR``'s for
+    the cpu, the CUDA backend for ``"cuda"``."""
+    return cuda_executor if device_name == "cuda" else get_executor()
+
+
 def compute(*arrays: LazyArray) -> tuple[LazyArray, ...]:
-    """Compute ``arrays`` together in one plan; each keeps its result (memoized)."""
-    from lazysparse.api.lazy_array import LazyArray
+    """Compute ``arrays`` together in one plan (run by the cpu's executor, or by the CUDA
+    backend for arrays on device cuda); each keeps its result (memoized). The arrays must
+    share one device (ValueError otherwise): eager functions of several arrays (``concat``
+    …) compute their operands here, so this is also their mixing check."""
+    from lazysparse.api.lazy_array import LazyArray, device_mix_error
 
     for a in arrays:
         if not isinstance(a, LazyArray):
             raise TypeError(f"compute() takes lazysparse arrays, got {type(a).__name__}")
+    devices = {a.device.name for a in arrays}
+    if len(devices) > 1:
+        raise device_mix_error(devices)
     todo = tuple({id(a): a for a in arrays if a.result is None}.values())
     if todo:
-        results = get_executor()(build_plan(todo))
+        results = executor_for(todo[0].device.name)(build_plan(todo))
         for a, tensor in zip(todo, results, strict=True):
             a.set_result(restore_unit_axes(tensor, a.shape))
     return arrays
 
 
 def restore_unit_axes(tensor: Tensor, shape: tuple[int, ...]) -> Tensor:
-    """``tensor`` with the size-1 axes of ``shape`` that ``build_plan`` dropped put back."""
+    """``tensor`` with the size-1 axes of ``shape`` that ``build_plan`` dropped put back
+    (on the host for a device tensor, copied back after)."""
     if tensor.shape == tuple(shape):
         return tensor
+    from lazysparse.api.lazy_array import is_device_tensor
     from lazysparse.api.tensors import with_shape
 
+    if is_device_tensor(tensor):
+        from lazysparse.kernels.cuda.device import to_cuda, to_host
+
+        return to_cuda(with_shape(to_host(tensor), tuple(shape)))
     return with_shape(tensor, tuple(shape))
 
 

@@ -21,8 +21,9 @@ _KIND_DTYPES: dict[str, tuple[np.dtype, ...]] = {
 
 
 def _check_device(device: Any) -> None:
-    if device is not None and device not in ("cpu", CPU):
-        raise ValueError(f"unsupported device {device!r}; lazysparse arrays live on 'cpu'")
+    if device is not None and device not in ("cpu", "cuda"):
+        raise ValueError(f"unsupported device {device!r}; lazysparse arrays live on 'cpu' or "
+                         "'cuda'")
 
 
 class Info:
@@ -39,7 +40,10 @@ class Info:
         return CPU
 
     def devices(self) -> list[Device]:
-        return [CPU]
+        """The cpu, then the CUDA device when CuPy sees a GPU (asks CuPy only here)."""
+        from lazysparse.kernels.cuda.device import cuda_devices
+
+        return [CPU, *(Device(name) for name in cuda_devices())]
 
     def default_dtypes(self, *, device: Any = None) -> dict[str, np.dtype]:
         _check_device(device)

@@ -1,5 +1,5 @@
 """Beyond the standard: storage formats and interoperability (``asformat``, ``to_scipy``,
-``to_numpy``, ``compute``)."""
+``to_numpy``, ``to_cupyx``, ``compute``)."""
 
 from __future__ import annotations
 
@@ -22,8 +22,9 @@ def asformat(x: LazyArray, format: Any, /) -> LazyArray:  # noqa: A002 - public 
         if t is not None and t.spec == spec:
             return x
     if x.result is not None:
-        # data already there: convert it now (no plan to optimize)
-        return LazyArray.from_tensor(formats.convert(x.result, spec), x.device)
+        # data already there: convert it now (no plan to optimize); a device tensor is
+        # converted on the host (``from_tensor`` copies it back)
+        return LazyArray.from_tensor(formats.convert(x.tensor(), spec), x.device)
     body = Relabel(x.expr, fresh_fields(x.ndim))
     return LazyArray(identify(body), x.shape, x.dtype, x.fill_value, x.device, spec.name,
                      spec)
@@ -43,3 +44,17 @@ def to_numpy(x: LazyArray, /) -> Any:
     if not isinstance(x, LazyArray):
         raise TypeError(f"to_numpy: expected a lazysparse array, got {type(x).__name__}")
     return x.__array__()
+
+
+def to_cupyx(x: LazyArray, /) -> Any:
+    """``x`` (computed, 2-D, fill value 0) as a ``cupyx.scipy.sparse`` CSR/CSC matrix on the
+    GPU (sharing the device arrays of a cuda array; a cpu array is copied up)."""
+    if not isinstance(x, LazyArray):
+        raise TypeError(f"to_cupyx: expected a lazysparse array, got {type(x).__name__}")
+    if x.ndim != 2:
+        raise ValueError(f"to_cupyx: cupyx.scipy.sparse holds 2-D arrays, got shape {x.shape}")
+    from lazysparse.kernels.cuda.device import to_cupyx as _to_cupyx
+
+    if x.device.name != "cuda":
+        x = x.to_device("cuda")
+    return _to_cupyx(x.stored())

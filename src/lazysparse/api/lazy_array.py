@@ -44,6 +44,73 @@ class Device:
 
 
 CPU = Device("cpu")
+CUDA_REQUIRED = ("CuPy with a CUDA device is required for device='cuda'; install "
+                 "lazysparse[gpu]")
+
+
+def as_device(device: Any, fname: str) -> Device | None:
+    """``device`` (None, a name or a ``Device``) as a ``Device``; ValueError naming it when
+    lazysparse has no such device, or when it is ``"cuda"`` and CuPy sees no GPU."""
+    if device is None:
+        return None
+    if isinstance(device, Device):
+        dev = device
+    elif isinstance(device, str) and device in ("cpu", "cuda"):
+        dev = Device(device)
+    else:
+        raise ValueError(f"{fname}: unsupported device {device!r}; lazysparse knows 'cpu' "
+                         "and 'cuda'")
+    if dev.name == "cuda":
+        from lazysparse.kernels.cuda.device import cuda_available
+
+        if not cuda_available():
+            raise ValueError(f"{fname}: {CUDA_REQUIRED}")
+    return dev
+
+
+def is_device_tensor(t: Any) -> bool:
+    """Whether ``t`` is a ``kernels.cuda.DeviceTensor`` (checked without importing CuPy)."""
+    return type(t).__name__ == "DeviceTensor" and getattr(t, "device", None) == "cuda"
+
+
+def _operand_devices(node: Any) -> set[Device]:
+    """Devices of the live arrays whose subqueries ``node`` reads directly (not looking
+    inside them: each was checked when it was built) and of device tensors it holds."""
+    found: set[Device] = set()
+    seen: set[int] = set()
+    stack = list(node.children) if isinstance(node, Subquery) else [node]
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if isinstance(n, Subquery):
+            arr = _BY_ALIAS.get(n.lhs)
+            if arr is not None and arr._expr is n:
+                found.add(arr._device)
+                continue
+        elif isinstance(n, Immediate):
+            if is_device_tensor(n.val):
+                found.add(Device("cuda"))
+            continue
+        stack.extend(n.children)
+    return found
+
+
+def check_same_device(device: Device, expr: Subquery) -> None:
+    """ValueError when the operands of ``expr`` live on another device than ``device``
+    (the one check every api function that combines arrays goes through: the
+    ``LazyArray`` constructor)."""
+    others = _operand_devices(expr) - {device}
+    if others:
+        raise device_mix_error({device.name, *(d.name for d in others)})
+
+
+def device_mix_error(names: set[str]) -> ValueError:
+    """The error for arrays of several devices in one expression or computation."""
+    return ValueError(f"arrays on different devices ({' and '.join(sorted(names))}) cannot be "
+                      "mixed in one expression; move them first with x.to_device('cuda') or "
+                      "x.to_device('cpu')")
 
 # every live LazyArray by the alias of its subquery: lets plan builders that get only an
 # expression (``building.build_aggregate``) find its shape
@@ -58,6 +125,8 @@ def shape_of(expr: Any) -> tuple[int, ...] | None:
         return None
     return arr._shape
 
+_CUDA_SEEN = False
+
 # sparse arrays with more elements than this are summarized by repr/str, not densified
 _REPR_MAX_SPARSE_SIZE = 10_000
 
@@ -71,6 +140,11 @@ class LazyArray:
     def __init__(self, expr: Subquery, shape: tuple[int, ...], dtype: np.dtype,
                  fill_value: Any, device: Device = CPU, format: str | None = None,
                  requested_format: FormatSpec | None = None) -> None:
+        global _CUDA_SEEN
+        if device.name == "cuda":
+            _CUDA_SEEN = True
+        if _CUDA_SEEN:  # until a cuda array exists every array is on the cpu
+            check_same_device(device, expr)
         self._expr = expr
         self._shape = tuple(int(d) for d in shape)
         self._dtype = np.dtype(dtype)
@@ -82,9 +156,23 @@ class LazyArray:
         _BY_ALIAS[expr.lhs] = self
 
     @classmethod
-    def from_tensor(cls, tensor: Tensor, device: Device = CPU) -> LazyArray:
-        """Wrap a stored tensor (no copy) as a lazy leaf."""
+    def from_tensor(cls, tensor: Tensor | Any, device: Device | None = None) -> LazyArray:
+        """Wrap a stored tensor (no copy) as a lazy leaf on ``device`` (default: where the
+        tensor lives; a tensor on the other device is copied there, e.g. the host result
+        of an eager function of a cuda array)."""
         from lazysparse.api.building import fresh_alias, fresh_fields
+
+        on_gpu = is_device_tensor(tensor)
+        if device is None:
+            device = Device("cuda") if on_gpu else CPU
+        if device.name == "cuda" and not on_gpu:
+            from lazysparse.kernels.cuda.device import to_cuda
+
+            tensor = to_cuda(tensor)
+        elif device.name == "cpu" and on_gpu:
+            from lazysparse.kernels.cuda.device import to_host
+
+            tensor = to_host(tensor)
 
         expr = Subquery(fresh_alias(), Table(Immediate(tensor), fresh_fields(tensor.ndim)))
         arr = cls(expr, tensor.shape, tensor.dtype, tensor.fill_value, device, tensor.format)
@@ -137,16 +225,28 @@ class LazyArray:
     # --- results ---
     @property
     def result(self) -> Tensor | None:
-        """The computed tensor, or None when not computed yet."""
+        """The computed tensor (a ``DeviceTensor`` on device cuda), or None when not
+        computed yet."""
         return self._result
 
-    def set_result(self, tensor: Tensor) -> None:
+    def set_result(self, tensor: Tensor | Any) -> None:
         """Store the computed tensor; later plans read it instead of recomputing."""
         self._result = tensor
         execution.memoize(self._expr.lhs, self)
 
     def tensor(self) -> Tensor:
-        """Compute (once) and return the stored ``formats.Tensor``."""
+        """Compute (once) and return the stored ``formats.Tensor``; for an array on device
+        cuda, a host copy of it (the device tensor is ``stored()``)."""
+        t = self.stored()
+        if is_device_tensor(t):
+            from lazysparse.kernels.cuda.device import to_host
+
+            return to_host(t)
+        return t
+
+    def stored(self) -> Tensor | Any:
+        """Compute (once) and return the stored tensor where it lives (a ``Tensor``, or a
+        ``kernels.cuda.DeviceTensor`` on device cuda)."""
         if self._result is None:
             execution.compute(self)
         assert self._result is not None
@@ -158,7 +258,7 @@ class LazyArray:
     @property
     def nnz(self) -> int:
         """Number of stored entries (computes the array)."""
-        return self.tensor().nnz
+        return self.stored().nnz
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         out = self.tensor().to_numpy()
@@ -248,10 +348,17 @@ class LazyArray:
 
     def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
                    copy: bool | None = None) -> Any:
-        if stream is not None:
-            raise BufferError("lazysparse CPU arrays take no stream")
-        arr = self.__array__()
         kwargs: dict[str, Any] = {}
+        if self._device.name == "cuda":
+            from lazysparse.kernels.cuda.device import dense_array
+
+            arr = dense_array(self.stored())
+            if stream is not None:
+                kwargs["stream"] = stream
+        elif stream is not None:
+            raise BufferError("lazysparse CPU arrays take no stream")
+        else:
+            arr = self.__array__()
         if max_version is not None:
             kwargs["max_version"] = max_version
         if dl_device is not None:
@@ -261,16 +368,24 @@ class LazyArray:
         return arr.__dlpack__(**kwargs)
 
     def __dlpack_device__(self) -> tuple[int, int]:
+        if self._device.name == "cuda":
+            dev = getattr(self.stored().values, "device", None)
+            return (2, int(getattr(dev, "id", 0)))  # kDLCUDA, device ordinal
         return (1, 0)  # kDLCPU
 
     def to_device(self, device: Any, /, *, stream: Any = None) -> LazyArray:
-        """This array on ``device`` (computes it: moving data needs values)."""
-        if device not in ("cpu", CPU):
-            raise ValueError(f"to_device: unsupported device {device!r}")
+        """This array on ``device`` (computes it: moving data needs values). ``"cuda"``
+        copies the storage arrays to the GPU (``kernels.cuda.device.to_cuda``), ``"cpu"``
+        back (``to_host``)."""
+        dev = as_device(device, "to_device") if device != self._device else self._device
+        if dev is None:
+            raise ValueError("to_device: device must not be None")
         if stream is not None:
-            raise ValueError("to_device: lazysparse CPU arrays take no stream")
-        self.tensor()
-        return self
+            raise ValueError("to_device: lazysparse arrays take no stream")
+        t = self.stored()
+        if dev == self._device:
+            return self
+        return LazyArray.from_tensor(t, dev)
 
     def __array_namespace__(self, /, *, api_version: str | None = None) -> Any:
         if api_version is not None and api_version not in ("2021.12", "2022.12", "2023.12",

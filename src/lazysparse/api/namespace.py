@@ -34,7 +34,7 @@ MANIPULATION = ("broadcast_arrays", "broadcast_to", "concat", "expand_dims", "fl
                 "tile", "unstack", "matrix_transpose")
 INDEXING = ("take", "take_along_axis")
 DATA_TYPES = ("can_cast", "finfo", "iinfo", "isdtype", "result_type")
-INTEROP = ("asformat", "to_scipy", "to_numpy")
+INTEROP = ("asformat", "to_scipy", "to_numpy", "to_cupyx")
 
 # api-compute's modules and the sub-namespaces (extensions) they may provide
 COMPUTE_MODULES = ("statistical", "searching", "sorting", "sets", "utility", "linalg", "fft",

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from lazysparse.formats.config import check_densify, get_densify_limit
 from lazysparse.logic.nodes import (
     Aggregate,
     Alias,
@@ -185,7 +186,7 @@ def masks(op: Operator, arg: LogicNode, args: tuple[LogicNode, ...],
 
 def nonzero_probability(expr: LogicNode, bound: set[Field], sizes: dict[Field, int],
                         infos: dict[Alias, AliasInfo],
-                        memo: dict[int, Any] | None = None) -> float:
+                        memo: dict[Any, Any] | None = None) -> float:
     """Probability that ``expr`` restricted to the ``bound`` fields is not all fill.
 
     Structural (per-access projections, intersections multiply, unions combine) and capped
@@ -234,8 +235,10 @@ def _keeps_sparse(node: Aggregate, infos: dict[Alias, AliasInfo],
 
 
 def _prob(expr: LogicNode, bound: set[Field], sizes: dict[Field, int],
-          infos: dict[Alias, AliasInfo], memo: dict[int, Any]) -> float:
+          infos: dict[Alias, AliasInfo], memo: dict[Any, Any]) -> float:
     match expr:
+        case Immediate() if memo.get("scalars_sparse"):
+            return 0.0
         case Relabel(arg=Alias() as a, idxs=idxs):
             info = infos[a]
             if not info.sparse:
@@ -255,6 +258,35 @@ def _prob(expr: LogicNode, bound: set[Field], sizes: dict[Field, int],
         case Reorder(arg=arg) | Reformat(arg=arg):
             return _prob(arg, bound, sizes, infos, memo)
     return 1.0
+
+
+def sparse_representable(expr: LogicNode, infos: dict[Alias, AliasInfo]) -> bool:
+    """Does ``expr`` equal its fill wherever every sparse operand is at its fill?
+
+    Then it can be stored exactly as a sparse tensor on (a subset of) the union of its sparse
+    operands' patterns, with fill ``expr_fill``: scalars are constants, a sparse operand whose
+    fill annihilates a mapjoin masks it, and an aggregate keeps that fill iff ``op(init, fill)
+    == init``. Dense operands and Fields used as values vary, so they are not representable.
+    """
+    memo: dict[int, Any] = {}
+
+    def rep(e: LogicNode) -> bool:
+        match e:
+            case Relabel(arg=Alias() as a):
+                return infos[a].sparse
+            case Immediate():
+                return True
+            case MapJoin(args=args):
+                flags = _mask_flags(e, infos, memo)
+                oks = [rep(x) for x in args]
+                return all(oks) or any(m and ok for m, ok in zip(flags, oks, strict=True))
+            case Aggregate(arg=arg):
+                return rep(arg) and _keeps_sparse(e, infos, memo)
+            case Reorder(arg=arg) | Reformat(arg=arg):
+                return rep(arg)
+        return False
+
+    return expr_fill(expr, infos) is not None and rep(expr)
 
 
 def query_parts(rhs: LogicNode) -> tuple[Immediate | None, Aggregate | None, Reorder]:
@@ -292,13 +324,59 @@ def choose_level_kinds(rhs: LogicNode, infos: dict[Alias, AliasInfo]) -> tuple[s
     sizes = field_sizes(loop.arg, infos)
     for f in loop.idxs:
         sizes.setdefault(f, 1)
-    memo: dict[int, Any] = {}
+    memo: dict[Any, Any] = {}
     p_out = nonzero_probability(expr, set(axes), sizes, infos, memo)
-    if p_out > DENSE_THRESHOLD or math.prod(sizes[f] for f in axes) == 0:
-        return ("dense",) * len(axes)
+    size = math.prod(sizes[f] for f in axes)
+    if p_out > DENSE_THRESHOLD or size == 0:
+        nbytes = size * expr_dtype(expr, infos).itemsize
+        limit = get_densify_limit()
+        if size == 0 or limit is None or nbytes <= limit:
+            return ("dense",) * len(axes)
+        if not sparse_representable(expr, infos):
+            return ("dense",) * len(axes)  # choose_formats raises if it densifies sparse data
+        # too large to densify, exactly sparse on its operands' union: size it structurally
+        memo = {"scalars_sparse": True}
     p_first = nonzero_probability(expr, {axes[0]}, sizes, infos, memo)
     first = "dense" if p_first >= DENSE_LEVEL_THRESHOLD and len(axes) > 1 else "compressed"
     return (first,) + ("compressed",) * (len(axes) - 1)
+
+
+def check_dense_result(rhs: LogicNode, infos: dict[Alias, AliasInfo],
+                       kinds: tuple[str, ...]) -> None:
+    """DensifyError when a canonical query's all-dense result passes the densify limit and
+    no dense operand is as large (the result would densify sparse data behind the user's
+    back); a result no larger than some dense operand densifies nothing not already dense."""
+    from lazysparse.optimizer.rewrite import accesses
+
+    _, agg, loop = query_parts(rhs)
+    axes = result_axes(rhs)
+    limit = get_densify_limit()
+    if limit is None or any(k != "dense" for k in kinds):
+        return
+    sizes = field_sizes(loop.arg, infos)
+    shape = tuple(sizes.get(f, 1) for f in axes)
+    size = math.prod(shape)
+    expr: LogicNode = loop.arg if agg is None else Aggregate(agg.op, agg.init, loop.arg, agg.idxs)
+    dtype = expr_dtype(expr, infos)
+    if size * dtype.itemsize <= limit:
+        return
+    if any(not infos[a.arg].sparse and infos[a.arg].size >= size  # type: ignore[index]
+           for a in accesses(expr)):
+        return
+    check_densify(size * dtype.itemsize, shape, dtype,
+                  f"the optimizer's dense result of {_describe(expr)}")
+
+
+def _describe(expr: LogicNode) -> str:
+    """A short name of a query's computation, e.g. ``mapjoin(add)`` or ``aggregate(maximum)``."""
+    while isinstance(expr, Reorder | Reformat):
+        expr = expr.arg
+    match expr:
+        case MapJoin(op=op):
+            return f"mapjoin({op_of(op).name})"
+        case Aggregate(op=op):
+            return f"aggregate({op_of(op).name})"
+    return type(expr).__name__
 
 
 def computed_info(rhs: LogicNode, infos: dict[Alias, AliasInfo]) -> AliasInfo:
@@ -339,8 +417,12 @@ def _computed_info(rhs: LogicNode, infos: dict[Alias, AliasInfo]) -> AliasInfo:
     all_sizes = dict(sizes)
     for f in loop.idxs:
         all_sizes.setdefault(f, 1)
+    sparse = any(k != "dense" for k in kinds)
     p = nonzero_probability(expr, set(axes), all_sizes, infos)
-    nnz = math.prod(shape) * (p if any(k != "dense" for k in kinds) else 1.0)
+    if sparse and p > DENSE_THRESHOLD and sparse_representable(expr, infos):
+        # stored on its sparse operands' union (a large ``A + 1``): scalars add no entries
+        p = nonzero_probability(expr, set(axes), all_sizes, infos, {"scalars_sparse": True})
+    nnz = math.prod(shape) * (p if sparse else 1.0)
     return AliasInfo(shape, dtype, fill, mode, nnz, kinds)
 
 

@@ -4,7 +4,10 @@ Format rules (``analysis.choose_level_kinds``): the result's fill is ``op(fills)
 mapjoin and ``init`` for an aggregate. It can skip entries only where its operands do: an
 operand whose fill annihilates the op masks the result (intersection), an op over sparse
 operands only is sparse on their union, and an aggregate keeps a sparse level iff
-``op(init, fill) == init``. A result estimated denser than ``DENSE_THRESHOLD`` is dense.
+``op(init, fill) == init``. A result estimated denser than ``DENSE_THRESHOLD`` is dense,
+unless its dense size passes the densify limit and it is exactly sparse on its sparse
+operands' union (``A + 1`` on a huge ``A``): then it stays sparse. A dense result past the
+limit that no dense operand is as large as raises ``DensifyError`` before any allocation.
 Results are stored in their axis order (the loop order minus the reduced fields), so writes
 that arrive in that order append to compressed levels and the kernel scatters the others
 through a workspace. A Reformat already present (``asformat``, a concordizing copy) wins.
@@ -26,6 +29,7 @@ from lazysparse.logic.nodes import (
 )
 from lazysparse.optimizer.analysis import (
     AliasInfo,
+    check_dense_result,
     choose_level_kinds,
     computed_info,
     query_parts,
@@ -50,6 +54,7 @@ def choose_formats(plan: Plan) -> Plan:
         rhs = body.rhs
         if not isinstance(rhs, Reformat):
             kinds = choose_level_kinds(rhs, infos)
+            check_dense_result(rhs, infos, kinds)
             rhs = Reformat(Immediate(infer_spec(kinds, tuple(range(len(kinds))))), rhs)
         infos[body.lhs] = computed_info(rhs, infos)
         out.append(Query(body.lhs, rhs))
