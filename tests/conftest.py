@@ -1,4 +1,5 @@
 """Test-suite configuration: markers, and a deterministic hypothesis profile for CI.
+
 The pytest settings live here rather than in pyproject.toml so that the Array API
 conformance suite, run with this project's xfails file, keeps its own rootdir and test ids.
 """
