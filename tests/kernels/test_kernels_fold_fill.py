@@ -137,3 +137,18 @@ def test_fold_over_a_product_with_a_dense_operand():
     body = agg("minimum", np.inf, Reorder(mj("add", acc("A", "i", "j"), Immediate(2.0)),
                                           F("i", "j")), "j")
     _run(plan({"A": tensor(a, "coo", 1.0)}, compute("out", "dense", 1, body)))
+
+
+def test_float_prod_over_fill_zero_keeps_the_dense_loop():
+    """prod over fill 0 where the stored entries alone overflow: folding would give
+    inf * 0 = NaN; the dense loop meets a 0 first, as NumPy does."""
+    a = np.zeros((6, 5), np.float32)
+    a[0, 1:] = 1e30
+    a[1:, 0] = 1e30
+    A = tensor(a, "csr", np.float32(0))
+    body = agg("multiply", np.float32(1), Reorder(acc("A", "i", "j"), F("i", "j")), "i", "j")
+    p = plan({"A": A}, compute("out", "dense", 0, body))
+    k = compile_query(p.bodies[1], {p.bodies[0].lhs: A})
+    assert k.lowered.fold is None
+    (g,) = execute_plan(p)
+    assert dense(g)[()] == 0.0

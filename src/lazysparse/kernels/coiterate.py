@@ -228,6 +228,14 @@ def fold_value(info: KernelInfo, levels: tuple[int, ...], fills: tuple[Any, ...]
     if any(m[0] != "known" for m in vals):
         return False, None
     v0 = vals[0][1]
+    rop = info.reduce_op
+    assert rop is not None
+    if not rop.idempotent and info.acc_dtype.kind in "fc":
+        # float prod over fill 0: the stored entries alone may overflow to inf and
+        # inf * 0 is NaN, where visiting in order meets a 0 first; keep the dense loop
+        z = rop.annihilator_for(info.acc_dtype)
+        if z is not None and same_value(np.asarray(v0).astype(info.acc_dtype)[()], z):
+            return False, v0
     return all(same_value(m[1], v0) for m in vals[1:]), v0
 
 

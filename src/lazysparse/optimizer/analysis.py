@@ -315,6 +315,8 @@ def choose_level_kinds(rhs: LogicNode, infos: dict[Alias, AliasInfo]) -> tuple[s
     Dense when the result cannot skip entries (the fill does not survive the operation) or
     its estimated density exceeds ``DENSE_THRESHOLD``; otherwise compressed levels, with a
     dense first level when most of its slices are expected nonempty (CSR rather than DCSR).
+    A dense result past the densify limit that is ``sparse_representable`` stays sparse
+    (sized with scalars adding no entries): a huge ``A + 1`` is never densified.
     """
     _, agg, loop = query_parts(rhs)
     axes = result_axes(rhs)
