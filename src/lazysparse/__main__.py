@@ -1,4 +1,4 @@
-"""``python -m lazysparse``: version, devices, and a small fused sparse demo checked against NumPy."""
+"""``python -m lazysparse``: version, devices, and a small fused sparse demo checked."""
 
 from __future__ import annotations
 
