@@ -41,29 +41,21 @@ template<typename T> __device__ void ls_sort_range(T* a, ls_i64 lo, ls_i64 hi) {
   }
 }
 
-// Loop-IR intrinsics (kernels/numba_support.py on the CPU): the touched coordinates of a
-// dense row workspace are kept as a list and as a bitmap; a crowded row is read back in
-// order by scanning the bitmap, a sparse row by sorting its list. Both clear the bitmap.
-LS_D void ls_bit_set(unsigned long long* bits, ls_i64 k) {
-  bits[k >> 6] |= (1ULL << (k & 63));
-}
-template<typename T> __device__ void ls_sort_touched(T* lst, ls_i64 n, unsigned long long* bits,
-                                                     ls_i64 nwords) {
-  if (n * 8 >= nwords) {
-    ls_i64 out = 0;
-    for (ls_i64 w = 0; w < nwords; ++w) {
-      unsigned long long word = bits[w];
-      if (word == 0ULL) continue;
-      bits[w] = 0ULL;
-      while (word != 0ULL) {
-        int b = __ffsll((long long)word) - 1;
-        lst[out++] = (T)(w * 64 + b);
-        word &= word - 1ULL;
-      }
+// Loop-IR intrinsic sort_touched(list, n, extent) (kernels/numba_support.py on the CPU):
+// order a dense row workspace's touched coordinates (all in 0 .. extent-1) before they are
+// appended. Per-thread and in place: insertion sort for short rows (the common SpGEMM
+// case, no extra memory), heapsort otherwise (O(n log n), no recursion, no scratch).
+template<typename T> __device__ void ls_sort_touched(T* lst, ls_i64 n, ls_i64 extent) {
+  (void)extent;  // the CPU radix sort uses it; comparison sorts need no key bound
+  if (n <= 32) {
+    for (ls_i64 i = 1; i < n; ++i) {
+      T x = lst[i];
+      ls_i64 j = i - 1;
+      while (j >= 0 && lst[j] > x) { lst[j + 1] = lst[j]; --j; }
+      lst[j + 1] = x;
     }
     return;
   }
-  for (ls_i64 u = 0; u < n; ++u) bits[((ls_i64)lst[u]) >> 6] = 0ULL;
   ls_sort_range(lst, (ls_i64)0, n);
 }
 

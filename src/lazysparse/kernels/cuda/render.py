@@ -47,9 +47,8 @@ _CMP = {"<", "<=", ">", ">=", "==", "!="}
 _LOGIC = {"and": "&&", "or": "||"}
 
 
-#: loop-IR ``Call`` intrinsics -> CUDA helpers (prelude); sort_touched also gets the
-#: bitmap's word count, which C cannot read off the array.
-INTRINSICS = {"bit_set": "ls_bit_set", "sort_touched": "ls_sort_touched"}
+#: loop-IR ``Call`` intrinsics -> CUDA helpers (prelude); same arguments as on the CPU.
+INTRINSICS = {"sort_touched": "ls_sort_touched"}
 
 
 class CudaCodegenError(ValueError):
@@ -310,12 +309,9 @@ class StmtPrinter:
             case SortRange(array, lo, hi):
                 return [f"{pad}ls_sort_range({array}, {self.expr(lo)}, {self.expr(hi)});"]
             case Call(name, args):
+                if name not in INTRINSICS:
+                    raise CudaCodegenError(f"loop-IR intrinsic {name!r} has no CUDA helper")
                 srcs = [self.expr(a) for a in args]
-                if name == "sort_touched":
-                    bits = args[2]
-                    if not isinstance(bits, Var) or bits.name not in self.sizes:
-                        raise CudaCodegenError("sort_touched needs an in-kernel bitmap")
-                    srcs.append(self.expr(self.sizes[bits.name]))
                 return [f"{pad}{INTRINSICS[name]}({', '.join(srcs)});"]
             case For(var, start, stop, body, _):
                 self.counter += 1

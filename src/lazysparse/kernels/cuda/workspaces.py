@@ -1,7 +1,7 @@
 """Hash workspaces for SpGEMM rows on the GPU: a loop-IR rewrite of the dense-row workspace.
 
 The loop IR's row workspace (``kernels/lower.py``, Gustavson) is a mark array, a touched
-list, a bitmap and a values array, each as long as the output row. On a GPU every resident
+list and a values array, each as long as the output row. On a GPU every resident
 worker needs its own, so wide outputs leave few workers. This rewrite keeps the touched
 list and values but addresses them through an open-addressing table whose capacity
 (``ls_hcap``, a power of two) is at least twice the most distinct columns any row can
@@ -9,7 +9,7 @@ produce, bounded from the operands' row lengths (:func:`spgemm_row_bound`):
 
 - ``mark[w]`` tests become a probe ``s = ls_hash_probe(keys, cap, w)`` and ``keys[s] != w``;
   ``mark[w] = True`` becomes ``keys[s] = w`` (its slot is remembered in ``hslots``);
-- ``val[w]`` becomes ``val[s]``; the bitmap goes; the ordered drain sorts the list;
+- ``val[w]`` becomes ``val[s]``; the ordered drain sorts the list;
 - after a row's drain, the slots it used are emptied (``keys[hslots[u]] = -1``), so the
   table is clean for the worker's next row without an O(capacity) reset.
 """
@@ -80,8 +80,6 @@ class _Rewriter:
                         Alloc(f"ws_hslots{tag}", CAP, "int64", None)]
             case Alloc(var, _, dtype, fill) if var in ("ws_list", "ws_list_c", "ws_val"):
                 return [Alloc(var, CAP, dtype, fill)]
-            case Alloc("ws_bits", _, _, _) | Call("bit_set", _):
-                return []
             case If(Not(Load(mark, w)), then, ()) if mark in ("ws_mark", "ws_mark_c"):
                 tag = mark[len("ws_mark"):]
                 self.matched += 1
@@ -94,8 +92,6 @@ class _Rewriter:
                             new_then.append(Store(f"ws_hkeys{tag}", slot, w))
                         case Store(lst, idx, _) if lst == f"ws_list{tag}":
                             new_then += [t, Store(f"ws_hslots{tag}", idx, slot)]
-                        case Call("bit_set", _):
-                            pass
                         case Store("ws_val", _, v):
                             new_then.append(Store("ws_val", slot, v))
                         case _:
