@@ -136,6 +136,26 @@ def scale_nan_fill() -> Plan:
     return plan({"A": A}, compute("out", "csr", 2, body))
 
 
+def rowsum_nan_fill() -> Plan:
+    """Row sums of a NaN-filled matrix: the CPU backend folds the skipped NaNs in on the
+    host (``execute.fold_skipped``); the CUDA backend lowers without folding and must visit
+    every coordinate to get the same NaNs."""
+    a = rand_sparse(25, 18, 0.3, 14)
+    a[a == 0] = np.nan
+    a[3] = np.nan  # an all-fill row
+    a[5] = np.arange(1.0, 19.0)  # a full row: no NaN
+    A = T(a, "csr", fill=np.nan)
+    body = agg("add", 0, Reorder(acc("A", "i", "j"), F("i", "j")), "j")
+    return plan({"A": A}, compute("out", "dense", 1, body))
+
+
+def rowmax_keepdims() -> Plan:
+    """max(A, axis=1, keepdims=True): a loop field ``k`` no access indexes (extent 1)."""
+    A = T(rand_sparse(30, 22, 0.2, 15) - 0.5 * (rand_sparse(30, 22, 0.2, 16) != 0), "csr")
+    body = agg("maximum", -np.inf, Reorder(acc("A", "i", "j"), F("i", "k", "j")), "j")
+    return plan({"A": A}, compute("out", "dense", 2, body))
+
+
 def coo_spmv() -> Plan:
     A = T(rand_sparse(30, 20, 0.2, 13), "coo")
     x = T(np.arange(20.0), "dense")
@@ -174,6 +194,8 @@ CASES: list[Case] = [
     Case("fullsum_f64", full_sum()),
     Case("fullsum_i64", full_sum(np.int64)),
     Case("square_nan_fill", scale_nan_fill),
+    Case("rowsum_nan_fill", rowsum_nan_fill),
+    Case("rowmax_keepdims", rowmax_keepdims),
 ]
 
 CASE_IDS = [c.name for c in CASES]

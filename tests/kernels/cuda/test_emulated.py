@@ -62,6 +62,52 @@ def test_hash_workspace_matches_interpreter(name: str, workers: int) -> None:
     assert_same(dense_result(got), np.asarray(interpret(b.plan)[0].to_numpy()))
 
 
+@pytest.mark.parametrize("name", ["rowmax_f64", "rowprod_i16", "rowsum_nan_fill",
+                                  "rowmax_keepdims"])
+def test_unfolded_gpu_kernels_match_folding_cpu_backend(name: str) -> None:
+    """Reductions whose skipped entries the CPU backend folds in on the host (max over fill
+    0, sum over NaN fill, a keepdims axis of extent 1) run unfolded on the GPU: every
+    strategy still agrees with the CPU backend and with NumPy on the dense operand."""
+    from lazysparse.kernels.analysis import analyze_query
+    from lazysparse.kernels.execute import run_query, structure_key
+
+    case = next(c for c in CASES if c.name == name)
+    p, q, env = case.split()
+    info, data = analyze_query(q, env)
+    assert structure_key(info, data)[2], "the CPU backend folds this reduction"
+    cpu = np.asarray(run_query(q, env, allow_numpy=False).to_numpy())
+    (a,) = [t.to_numpy() for t in env.values()]
+    op = {"rowmax_f64": np.max, "rowprod_i16": np.prod, "rowsum_nan_fill": np.sum,
+          "rowmax_keepdims": np.max}[name]
+    want = op(a, axis=1, keepdims=name == "rowmax_keepdims").astype(cpu.dtype)
+    assert_same(cpu, want)
+    for kind in STRATEGIES:
+        b = next(x for x in all_built() if x.case is case and x.kind == kind
+                 and x.program.workspace == "dense")
+        assert b.gpu.kernel.lowered.fold is None and "ocnt" not in b.program.source
+        got = run_program(b.gpu, b.program, b.args, np, module().launcher(workers=3))
+        assert_same(dense_result(got), want)
+
+
+@pytest.mark.parametrize("n,density", [(12, 0.3), (400, 0.4)])
+def test_sort_touched_short_and_long_rows(n: int, density: float) -> None:
+    """``ls_sort_touched`` orders a row's touched list by insertion sort up to 32 entries and
+    by heapsort beyond: output rows below and above that length come out sorted and equal
+    to the interpreter's."""
+    b = build(Case("spgemm_rows", spgemm(np.float64, 9, 15, n, density, 5)), "thread")
+    mod = module()
+    assert _has(mod, b)
+    got = run_program(b.gpu, b.program, b.args, np, mod.launcher(workers=2))
+    want = np.asarray(interpret(b.plan)[0].to_numpy())
+    longest = int((want != 0).sum(axis=1).max())
+    assert (longest > 32) == (n > 32), longest
+    rows = got.levels[1]  # CSR: the column level
+    ptr, idx = np.asarray(rows.ptr), np.asarray(rows.idx).astype(np.int64)
+    for r in range(len(ptr) - 1):
+        assert np.all(np.diff(idx[ptr[r]:ptr[r + 1]]) > 0), f"row {r} not strictly sorted"
+    assert_same(dense_result(got), want)
+
+
 def test_hash_capacity_is_checked() -> None:
     b = next(x for x in all_built() if x.program.workspace == "hash")
     with pytest.raises(ValueError, match="power of two"):

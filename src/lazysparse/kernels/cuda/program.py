@@ -52,7 +52,12 @@ class GpuKernelPlan:
 def plan_query(query: Query, env: dict[Alias, Any]) -> GpuKernelPlan:
     """Analyze and lower a compute query exactly as the CPU backend does."""
     info, data = analyze_query(query, env)
-    lw = lower(info, tuple(t.fill_value for t in data.tensors), data.out_fill)
+    # fold=False: the GPU kernel visits every entry a reduction needs instead of counting
+    # visits for a host-side fold (docs/kernels.md, "Folding skipped reduction entries");
+    # the warp and nonzero-split strategies have no per-lane visit counter to combine
+    lw = lower(info, tuple(t.fill_value for t in data.tensors), data.out_fill, fold=False)
+    if lw.fold is not None or "ocnt" in lw.params:
+        raise CudaUnsupported("internal: a folded reduction reached the CUDA backend")
     text = "\n".join(format_function(f) for f in lw.functions)
     kernel = LoweredKernel(info, lw, hashlib.sha256(text.encode()).hexdigest()[:24])
     rop = info.reduce_op
