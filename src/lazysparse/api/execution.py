@@ -131,11 +131,6 @@ def build_plan(arrays: tuple[LazyArray, ...]) -> Plan:
         rhs: LogicNode = Relabel(expr, fields)
         if a.requested_format is not None:
             rhs = Reformat(Immediate(a.requested_format), rhs)
-        elif 1 in a.shape:
-            # size-1 axes are dropped from the query and restored on the result
-            # (``restore_unit_axes``): an axis a Reorder added has no extent in a kernel
-            rhs = Reorder(rhs, tuple(f for f, d in zip(fields, a.shape, strict=True)
-                                     if d != 1))
         queries.append(Query(out, rhs))
         outs.append(out)
     return Plan((*queries, Produces(tuple(outs))))
@@ -190,23 +185,8 @@ def compute(*arrays: LazyArray) -> tuple[LazyArray, ...]:
     if todo:
         results = executor_for(todo[0].device.name)(build_plan(todo))
         for a, tensor in zip(todo, results, strict=True):
-            a.set_result(restore_unit_axes(tensor, a.shape))
+            a.set_result(tensor)
     return arrays
-
-
-def restore_unit_axes(tensor: Tensor, shape: tuple[int, ...]) -> Tensor:
-    """``tensor`` with the size-1 axes of ``shape`` that ``build_plan`` dropped put back
-    (on the host for a device tensor, copied back after)."""
-    if tensor.shape == tuple(shape):
-        return tensor
-    from lazysparse.api.lazy_array import is_device_tensor
-    from lazysparse.api.tensors import with_shape
-
-    if is_device_tensor(tensor):
-        from lazysparse.kernels.cuda.device import to_cuda, to_host
-
-        return to_cuda(with_shape(to_host(tensor), tuple(shape)))
-    return with_shape(tensor, tuple(shape))
 
 
 def memoize(alias: Alias, array: LazyArray) -> None:
