@@ -1,15 +1,15 @@
-"""Array API searching functions: argmax, argmin, where, count_nonzero (lazy) and nonzero,
-searchsorted (data-dependent, materialized).
+"""Array API searching functions: where, count_nonzero (lazy); argmax, argmin, nonzero,
+searchsorted (materialized).
 
-argmin/argmax are pair-free, two aggregates with a Field used as a value (Fig. 23's ``minby``
-without tuple values, the formulation the operator registry documents)::
+argmax/argmin on the CPU compute ``x`` and work on its stored entries
+(``api.arg_extremum``: O(nnz log nnz); NaN first and ties to the first index, as NumPy).
+On other devices they stay lazy, two aggregates with a Field used as a value (Fig. 23's
+``minby`` without tuple values)::
 
     m      = aggregate(minimum, +inf, x, i)                  # kept as a size-1 axis
     argmin = aggregate(minimum, n, mapjoin(where, mapjoin(isequal, x, m), i, n), i)
 
-the smallest index whose value equals the extremum, i.e. the first one (ties -> first index;
-``isequal`` makes a NaN extremum find the first NaN, as NumPy). With ``axis=None`` the index
-value is the row-major flat index ``sum_k i_k * stride_k``, also built from Fields.
+whose second pass visits every position (the index differs at each unstored one).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from lazysparse.api import eager
+from lazysparse.api.arg_extremum import arg_extremum
 from lazysparse.api.building import access, fresh_field, fresh_fields, identify
 from lazysparse.api.lazy_array import LazyArray
 from lazysparse.api.plans import (
@@ -69,6 +70,12 @@ def _arg_extremum(extremum: str, fname: str, x: Any, axis: Any, keepdims: bool) 
     if n == 0:
         raise ValueError(f"{fname}: attempt to get {fname} of an empty sequence "
                          f"(axis {axis} of shape {x.shape})")
+    if x.device.name == "cpu":
+        idx = arg_extremum(eager.tensor_of(x), None if axis is None else axes[0],
+                           largest=extremum == "maximum")
+        if keepdims:
+            idx = idx.reshape(reduced_shape(x.shape, axes, True))
+        return eager.from_numpy(idx, x.device)
     m = lazy_reduce(o, x, axes, keepdims=True)
     fields = fresh_fields(x.ndim)
     hit = MapJoin(Immediate(op("isequal")),
