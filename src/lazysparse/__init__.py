@@ -19,9 +19,12 @@ _install_compiled()
 
 
 def clear_cache(*args: object, **kwargs: object) -> object:
-    """Drop compiled kernels from the kernel cache (``lazysparse.kernels.clear_cache``)."""
+    """Drop compiled kernels from the kernel cache (``lazysparse.kernels.clear_cache``) and
+    the optimized plans cached by structure."""
     from lazysparse.kernels import clear_cache as _clear
+    from lazysparse.optimizer.plan_cache import clear_plan_cache
 
+    clear_plan_cache()
     return _clear(*args, **kwargs)
 
 

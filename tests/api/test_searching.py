@@ -202,3 +202,15 @@ def test_hypothesis_arg_extrema(shape: list[int], dtype: str, fmt: str, seed: in
     axis = data.draw(st.one_of(st.none(), st.integers(-len(shape), len(shape) - 1)))
     assert_same(Q.argmax(x, axis=axis), np.argmax(a, axis=axis))
     assert_same(Q.argmin(x, axis=axis), np.argmin(a, axis=axis))
+
+
+@pytest.mark.parametrize("fmt", ["csr", "coo", "dense"])
+def test_lazy_arg_extremum_form(fmt: str) -> None:
+    """The lazy two-aggregate form (used off the CPU) agrees with NumPy too."""
+    from lazysparse.api.searching import lazy_arg_extremum
+
+    a = np.array([[0.0, 3.0, 3.0, 0.0], [-1.0, 0.0, np.nan, 0.0], [0.0, 0.0, 0.0, 0.0]])
+    x = lazy(a, fmt, 0.0)
+    for axis in (0, 1):
+        for ext, fn in (("maximum", np.argmax), ("minimum", np.argmin)):
+            assert_same(lazy_arg_extremum(ext, x, (axis,), False), fn(a, axis=axis))

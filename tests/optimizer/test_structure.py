@@ -185,11 +185,13 @@ def test_column_and_row_reductions_iterate_storage_without_copies() -> None:
 def test_argmax_passes_iterate_storage_without_copies() -> None:
     import lazysparse as xp
     from lazysparse.api.execution import build_plan
+    from lazysparse.api.searching import lazy_arg_extremum
 
     for fmt in ("csr", "csc"):
         a = sparse(200, 150, 0.03, 17, fmt)
         for axis in (0, 1):
-            opt = optimize(build_plan((xp.argmax(xp.asarray(a), axis=axis),)))
+            lazy = lazy_arg_extremum("maximum", xp.asarray(a), (axis,), False)
+            opt = optimize(build_plan((lazy,)))
             assert_normal_form(opt)
             ks = kernels(opt)
             assert len(ks) == 2  # the extremum, then the first index reaching it: no copy

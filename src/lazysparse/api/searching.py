@@ -76,6 +76,16 @@ def _arg_extremum(extremum: str, fname: str, x: Any, axis: Any, keepdims: bool) 
         if keepdims:
             idx = idx.reshape(reduced_shape(x.shape, axes, True))
         return eager.from_numpy(idx, x.device)
+    return lazy_arg_extremum(extremum, x, axes, keepdims)
+
+
+def lazy_arg_extremum(extremum: str, x: LazyArray, axes: tuple[int, ...],
+                      keepdims: bool) -> LazyArray:
+    """The lazy two-aggregate form (module docstring), used off the CPU."""
+    o = op(extremum)
+    n = 1
+    for a in axes:
+        n *= x.shape[a]
     m = lazy_reduce(o, x, axes, keepdims=True)
     fields = fresh_fields(x.ndim)
     hit = MapJoin(Immediate(op("isequal")),

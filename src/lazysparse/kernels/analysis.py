@@ -8,13 +8,14 @@ so their values are not part of the structure.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from lazysparse.formats.levels.base import LevelCapabilities, LevelProperties
 from lazysparse.formats.specs import FormatSpec
+from lazysparse.formats.tensor import Tensor
 from lazysparse.logic.nodes import (
     Aggregate,
     Alias,
@@ -48,6 +49,20 @@ class LevelInfo:
     def chained(self) -> bool:
         """Branchless levels continue their parent's position range (Chou et al. §5)."""
         return self.props.branchless
+
+
+def iteration_properties(t: Tensor) -> tuple[LevelProperties, ...]:
+    """Each level's properties as a loop sees them. A branchless level continues a
+    non-unique parent's position range, so its coordinates repeat there whenever a deeper
+    level follows (COO's middle singletons: ``(i, j, k)`` sorted repeats ``j`` across ``k``):
+    such a level is iterated as non-unique; the last level of the chain stays unique."""
+    out: list[LevelProperties] = []
+    for k, lv in enumerate(t.levels):
+        props = lv.properties
+        if props.branchless and k > 0 and not out[k - 1].unique and k < len(t.levels) - 1:
+            props = replace(props, unique=False)
+        out.append(props)
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -230,8 +245,9 @@ def analyze_query(query: Query, env: dict[Alias, Any]) -> tuple[KernelInfo, Quer
                                          f"order {loop_order}")
                     note_extent(fld, t.shape[ax], f"axis {ax} of {alias.name}")
                 lvls = tuple(
-                    LevelInfo(names[t.mode_order[k]], lv.properties, lv.capabilities)
-                    for k, lv in enumerate(t.levels))
+                    LevelInfo(names[t.mode_order[k]], props, lv.capabilities)
+                    for k, (lv, props) in enumerate(zip(t.levels, iteration_properties(t),
+                                                        strict=True)))
                 pos = [loop_order.index(lv.field) for lv in lvls]
                 if pos != sorted(pos):
                     raise ValueError(
