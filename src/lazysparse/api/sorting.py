@@ -7,8 +7,9 @@ Sorting is data-dependent, so both compute their input first.
   sort before the fill value go first, then the line's unstored (fill) entries, then the
   rest. The result is a COO tensor with the same stored count and fill value (never
   densified).
-- ``argsort``'s result is a dense index array whatever the input, so it densifies the input
-  (within the densify limit) and sorts with NumPy.
+- ``argsort``'s result is a dense index array whatever the input (checked against the
+  densify limit); of a sparse tensor it sorts only the stored entries that differ from the
+  fill and places each line's fill entries as one block, in index order.
 
 Descending order is the reverse of the stable ascending order of the reversed line, so ties
 keep their original order; NaN sorts last ascending and first descending (as NumPy's flip).
@@ -49,11 +50,56 @@ def argsort(x: Any, /, *, axis: int = -1, descending: bool = False,
             stable: bool = True) -> LazyArray:
     """Indices that sort ``x`` along ``axis`` (stable; dense int64 result)."""
     x, ax = _args("argsort", x, axis)
-    a = eager.to_numpy(x, "argsort")
-    if a.ndim == 0:
+    t = eager.tensor_of(x)
+    if t.ndim == 0:
         return eager.from_numpy(np.zeros((), dtype=_dt.DEFAULT_INT), x.device)
-    out = _argsort_dense(a, ax, bool(descending))
+    eager.check_dense_size(t.shape, _dt.DEFAULT_INT, "argsort")
+    if eager.is_dense(t):
+        out = _argsort_dense(np.asarray(t.to_numpy()), ax, bool(descending))
+    else:
+        out = _argsort_sparse(t, ax, bool(descending))
     return eager.from_numpy(out.astype(_dt.DEFAULT_INT), x.device)
+
+
+def _is_fill(values: np.ndarray, fill: np.generic) -> np.ndarray:
+    if values.dtype.kind in "fc" and np.isnan(fill):
+        return np.isnan(values)
+    return values == fill
+
+
+def _argsort_sparse(t: Any, axis: int, descending: bool) -> np.ndarray:
+    """argsort from the stored entries: only the entries that differ from the fill are
+    sorted (O(nnz log nnz)); each line's fill entries form one block, in index order (a
+    stable sort keeps equal values in index order), placed where the fill value ranks."""
+    coords, values = eager.stored_entries(t)
+    keep = ~_is_fill(values, t.fill_value)
+    coords, values = tuple(c[keep] for c in coords), values[keep]
+    shape, n = t.shape, t.shape[axis]
+    dims = [d for k, d in enumerate(shape) if k != axis]
+    nlines = int(np.prod(dims))
+    others = [c for k, c in enumerate(coords) if k != axis]
+    line = (np.ravel_multi_index(others, dims) if others
+            else np.zeros(values.size, np.int64)).astype(np.int64)
+    pos = coords[axis].astype(np.int64)
+    fill = np.asarray(t.fill_value, dtype=values.dtype)
+    uniq = np.unique(np.concatenate([values, fill.reshape(1)]))  # NaN last, as sort
+    rank, rank_fill = np.searchsorted(uniq, values), np.searchsorted(uniq, fill)
+    if descending:  # reverse of the stable ascending order of the reversed line
+        rank, rank_fill = uniq.size - 1 - rank, uniq.size - 1 - rank_fill
+    out = np.empty((nlines, n), np.int64)
+    before = rank < rank_fill
+    counts = np.bincount(line, minlength=nlines)
+    order = np.lexsort((pos, rank, line))
+    sline = line[order]
+    slot = np.arange(order.size) - np.searchsorted(sline, sline, side="left")
+    slot += np.where(before[order], 0, n - counts[sline])
+    out[sline, slot] = pos[order]
+    implicit = np.ones((nlines, n), bool)
+    implicit[line, pos] = False
+    li, pi = np.nonzero(implicit)  # by line, then index: the block's stable order
+    irank = np.arange(li.size) - np.searchsorted(li, li, side="left")
+    out[li, np.bincount(line[before], minlength=nlines)[li] + irank] = pi
+    return np.moveaxis(out.reshape(*dims, n), -1, axis)
 
 
 def _before_fill(values: np.ndarray, fill: np.generic) -> np.ndarray:
