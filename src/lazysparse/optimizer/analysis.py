@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -426,6 +427,21 @@ def _computed_info(rhs: LogicNode, infos: dict[Alias, AliasInfo]) -> AliasInfo:
         p = nonzero_probability(expr, set(axes), all_sizes, infos, {"scalars_sparse": True})
     nnz = math.prod(shape) * (p if sparse else 1.0)
     return AliasInfo(shape, dtype, fill, mode, nnz, kinds)
+
+
+def compute_queries(plan: Plan, infos: dict[Alias, AliasInfo],
+                    out: list[LogicNode]) -> Iterator[Query]:
+    """The compute queries of ``plan`` in order, for a pass that rebuilds the plan into
+    ``out``: other statements go to ``out`` unchanged, and input tables also record their
+    facts in ``infos``."""
+    for body in plan.bodies:
+        if not isinstance(body, Query):
+            out.append(body)
+        elif isinstance(body.rhs, Table):
+            infos[body.lhs] = tensor_info(body.rhs.tns.val)
+            out.append(body)
+        else:
+            yield body
 
 
 def plan_infos(plan: Plan) -> dict[Alias, AliasInfo]:

@@ -31,9 +31,9 @@ from lazysparse.optimizer.analysis import (
     AliasInfo,
     check_dense_result,
     choose_level_kinds,
+    compute_queries,
     computed_info,
     query_parts,
-    tensor_info,
 )
 from lazysparse.optimizer.push_fields import rename_fields
 from lazysparse.optimizer.rewrite import accesses, expr_fields, substitute_access
@@ -43,14 +43,7 @@ def choose_formats(plan: Plan) -> Plan:
     """Wrap every compute query without a Reformat in ``Reformat(Immediate(spec), ...)``."""
     infos: dict[Alias, AliasInfo] = {}
     out: list[LogicNode] = []
-    for body in plan.bodies:
-        if not isinstance(body, Query):
-            out.append(body)
-            continue
-        if isinstance(body.rhs, Table):
-            infos[body.lhs] = tensor_info(body.rhs.tns.val)
-            out.append(body)
-            continue
+    for body in compute_queries(plan, infos, out):
         rhs = body.rhs
         if not isinstance(rhs, Reformat):
             kinds = choose_level_kinds(rhs, infos)

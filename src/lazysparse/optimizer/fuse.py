@@ -27,17 +27,16 @@ from lazysparse.logic.nodes import (
     Reformat,
     Relabel,
     Reorder,
-    Table,
 )
 from lazysparse.optimizer.analysis import (
     AliasInfo,
+    compute_queries,
     computed_info,
     expr_dtype,
     op_of,
     query_parts,
     result_axes,
     same_value,
-    tensor_info,
 )
 from lazysparse.optimizer.push_fields import rename_fields
 from lazysparse.optimizer.rewrite import Namer, accesses, alias_uses, expr_fields, produced
@@ -160,14 +159,7 @@ def fuse_aggregates(plan: Plan) -> Plan:
     removed: set[Alias] = set()
     rhs_of: dict[Alias, LogicNode] = {}
     order: list[LogicNode] = []
-    for body in plan.bodies:
-        if not isinstance(body, Query):
-            order.append(body)
-            continue
-        if isinstance(body.rhs, Table):
-            infos[body.lhs] = tensor_info(body.rhs.tns.val)
-            order.append(body)
-            continue
+    for body in compute_queries(plan, infos, order):
         rhs = _drop_empty_aggregate(body.rhs)
         while True:
             res = _try_fuse(rhs, defs, infos, namer)

@@ -31,18 +31,17 @@ from lazysparse.logic.nodes import (
     Reformat,
     Relabel,
     Reorder,
-    Table,
 )
 from lazysparse.logic.operators import get_operator
 from lazysparse.optimizer.analysis import (
     AliasInfo,
+    compute_queries,
     computed_info,
     expr_dtype,
     expr_fill,
     field_sizes,
     nonzero_probability,
     query_parts,
-    tensor_info,
 )
 from lazysparse.optimizer.rewrite import (
     Namer,
@@ -198,14 +197,7 @@ def choose_loop_orders(plan: Plan) -> Plan:
         perm = perms.get(acc.arg)  # type: ignore[arg-type]
         return None if perm is None else Relabel(acc.arg, tuple(acc.idxs[k] for k in perm))
 
-    for body in plan.bodies:
-        if not isinstance(body, Query):
-            out.append(body)
-            continue
-        if isinstance(body.rhs, Table):
-            infos[body.lhs] = tensor_info(body.rhs.tns.val)
-            out.append(body)
-            continue
+    for body in compute_queries(plan, infos, out):
         rhs = substitute_access(body.rhs, relabel)
         new, logical, physical = _order_query(rhs, infos, body.lhs in keep)
         if physical != logical:
@@ -229,14 +221,7 @@ def concordize(plan: Plan) -> Plan:
     infos: dict[Alias, AliasInfo] = {}
     copies: dict[tuple[Alias, tuple[int, ...]], Alias] = {}
     out: list[LogicNode] = []
-    for body in plan.bodies:
-        if not isinstance(body, Query):
-            out.append(body)
-            continue
-        if isinstance(body.rhs, Table):
-            infos[body.lhs] = tensor_info(body.rhs.tns.val)
-            out.append(body)
-            continue
+    for body in compute_queries(plan, infos, out):
         _, _, loop = query_parts(body.rhs)
         order = loop.idxs
 
