@@ -1,4 +1,5 @@
-"""The workspace intrinsics: sort_touched on short (insertion) and long (radix) rows."""
+"""The workspace intrinsics: sort_touched on short (insertion), long (radix) and dense
+(presence scan) rows, with and without scratch room in the list."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import pytest
 from helpers import F, acc, agg, compute, dense, mj, plan, tensor
 
 from lazysparse.kernels import execute_plan
-from lazysparse.kernels.numba_support import sort_touched
+from lazysparse.kernels.numba_support import SCRATCH_EXTRA, sort_touched
 from lazysparse.logic.nodes import Reorder
 
 
@@ -21,6 +22,23 @@ def test_sort_touched(n, extent):
     sort_touched(buf, n, extent)
     np.testing.assert_array_equal(buf[:n], np.sort(a))
     np.testing.assert_array_equal(buf[n:], -7)
+
+
+@pytest.mark.parametrize("n,extent", [(40, 50), (300, 400), (33, 20000), (150, 20000),
+                                      (600, 1000), (1000, 70000)])
+@pytest.mark.parametrize("scratch", [False, True])
+def test_sort_touched_scan_and_scratch(n, extent, scratch):
+    """Dense rows take the presence scan, sparse ones the radix sort; a list with room for
+    ``2 * extent + SCRATCH_EXTRA`` entries lends its tail as scratch (head still sorted)."""
+    rng = np.random.default_rng(extent + n)
+    a = rng.choice(extent, size=n, replace=False).astype(np.int64)
+    size = 2 * extent + SCRATCH_EXTRA if scratch else n
+    buf = np.full(size, -7, np.int64)
+    buf[:n] = a
+    sort_touched(buf, n, extent)
+    np.testing.assert_array_equal(buf[:n], np.sort(a))
+    if not scratch:
+        assert buf.shape[0] == n
 
 
 def test_spgemm_with_long_rows_uses_radix_drain():

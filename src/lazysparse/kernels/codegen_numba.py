@@ -7,6 +7,9 @@ the thread count follows Numba's settings (``get_num_threads()``).
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Any
+
 import numpy as np
 
 from lazysparse.kernels.loop_ir import (
@@ -116,12 +119,12 @@ def stmt_src(s: Stmt, ind: int) -> list[str]:
         case Store(array, index, value):
             return [f"{pad}{array}[{_index(index)}] = {expr_src(value)}"]
         case Alloc(var, size, dtype, fill):
-            if fill is None:
-                return [f"{pad}{var} = np.empty({expr_src(size)}, {np_type(dtype)})"]
-            if isinstance(fill, Const) and fill.value in (0, False) and not fill.dtype:
-                return [f"{pad}{var} = np.zeros({expr_src(size)}, {np_type(dtype)})"]
-            return [f"{pad}{var} = np.full({expr_src(size)}, {expr_src(fill)}, "
-                    f"{np_type(dtype)})"]
+            out = [f"{pad}{var} = np.empty({expr_src(size)}, {np_type(dtype)})"]
+            if fill is not None:  # a loop, not np.zeros/np.full: each NumPy constructor
+                # overload Numba compiles costs a kernel's first call 50-250 ms
+                out += [f"{pad}for {var}_z in range({var}.shape[0]):",
+                        f"{pad}    {var}[_u({var}_z)] = {expr_src(Cast(dtype, fill))}"]
+            return out
         case Slice(var, array, lo, hi):
             return [f"{pad}{var} = {array}[{expr_src(lo)}:{expr_src(hi)}]"]
         case SortRange(array, lo, hi):
@@ -154,11 +157,68 @@ def block_src(body: tuple[Stmt, ...], ind: int) -> list[str]:
     return lines or ["    " * ind + "pass"]
 
 
-def module_src(fns: tuple[Function, ...], key: str) -> str:
-    """A complete module defining the kernel's chunk functions (njit, cached on disk)."""
-    lines = [HEADER.format(key=key)]
+def _sized_by_extents(e: Expr, params: tuple[str, ...]) -> bool:
+    """Whether ``e`` is built from constants and loop extents (``n_*`` parameters) only."""
+    match e:
+        case Const(value, _):
+            return isinstance(value, int) and not isinstance(value, bool)
+        case Var(name):
+            return name.startswith("n_") and name in params
+        case Bin(op, a, b):
+            return op in ("+", "*") and _sized_by_extents(a, params) and \
+                _sized_by_extents(b, params)
+    return False
+
+
+def hoist_workspaces(fns: tuple[Function, ...]) -> tuple[tuple[Function, ...],
+                                                          dict[str, tuple[Alloc, ...]]]:
+    """Move each function's chunk-level workspace allocations (sized by loop extents) to
+    trailing parameters the host allocates once per worker thread (the kernels leave a
+    workspace as they found it: a row workspace's drain clears its marks). Saves the
+    allocations per chunk and Numba's compile of the NumPy constructors (0.2-0.3 s on the
+    first such kernel of a process). Returns the functions and, per name, the hoisted
+    allocations in parameter order."""
+    out: list[Function] = []
+    hoisted: dict[str, tuple[Alloc, ...]] = {}
     for fn in fns:
-        lines += ["", "", "@njit(cache=True, error_model='numpy', nogil=True)",
+        keep: list[Stmt] = []
+        moved: list[Alloc] = []
+        for st in fn.body:
+            if (isinstance(st, Alloc) and st.var.startswith("ws_")
+                    and _sized_by_extents(st.size, fn.params)
+                    and (st.fill is None or isinstance(st.fill, Const))):
+                moved.append(st)
+            else:
+                keep.append(st)
+        hoisted[fn.name] = tuple(moved)
+        out.append(replace(fn, params=fn.params + tuple(a.var for a in moved),
+                           body=tuple(keep)) if moved else fn)
+    return tuple(out), hoisted
+
+
+def eval_size(e: Expr, env: dict[str, Any]) -> int:
+    """The value of a size accepted by ``hoist_workspaces`` (``env``: extent arguments)."""
+    match e:
+        case Const(value, _):
+            return int(value)
+        case Var(name):
+            return int(env[name])
+        case Bin("+", a, b):
+            return eval_size(a, env) + eval_size(b, env)
+        case Bin("*", a, b):
+            return eval_size(a, env) * eval_size(b, env)
+    raise ValueError(f"internal: not a workspace size {e!r}")
+
+
+def module_src(fns: tuple[Function, ...], key: str, reassoc: bool = False) -> str:
+    """A complete module defining the kernel's chunk functions (njit, cached on disk).
+
+    ``reassoc``: compile with LLVM's ``reassoc`` fast-math flag only (lets a float sum
+    reduction vectorize; NaN/inf/signed-zero handling stays IEEE)."""
+    lines = [HEADER.format(key=key)]
+    fm = ", fastmath={'reassoc'}" if reassoc else ""
+    for fn in fns:
+        lines += ["", "", f"@njit(cache=True, error_model='numpy', nogil=True{fm})",
                   f"def {fn.name}({', '.join(fn.params)}):"]
         lines += [f"    # {n}" for n in fn.notes]
         lines += block_src(fn.body, 1)

@@ -7,7 +7,9 @@ constants, which are passed as arguments. Small all-dense kernels run on NumPy i
 
 from __future__ import annotations
 
+import itertools
 import math
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,10 +21,20 @@ from lazysparse.formats.levels import Compressed, Dense, Singleton
 from lazysparse.formats.specs import FormatSpec
 from lazysparse.formats.tensor import Tensor
 from lazysparse.kernels import cache
-from lazysparse.kernels.analysis import KernelInfo, QueryData, analyze_query, fill_key
-from lazysparse.kernels.codegen_numba import module_src
+from lazysparse.kernels.analysis import (
+    KernelInfo,
+    PAccess,
+    PApply,
+    PConst,
+    PNode,
+    QueryData,
+    analyze_query,
+    fill_key,
+)
+from lazysparse.kernels.chunked_append import chunk_bounds_ok, chunked_single_pass
+from lazysparse.kernels.codegen_numba import eval_size, hoist_workspaces, module_src
 from lazysparse.kernels.coiterate import fold_levels, fold_value
-from lazysparse.kernels.loop_ir import format_function
+from lazysparse.kernels.loop_ir import Alloc, format_function
 from lazysparse.kernels.lower import Lowered, lower
 from lazysparse.kernels.numpy_executor import numpy_eligible, run_numpy
 from lazysparse.logic.nodes import Alias, Immediate, Plan, Produces, Query, Table
@@ -46,7 +58,31 @@ class Kernel:
     source: str
     loop_ir: str
     inputs: tuple[str, ...]
+    # per function name, the workspaces the host passes as trailing arguments
+    # (``codegen_numba.hoist_workspaces``)
+    host_ws: dict[str, tuple[Alloc, ...]] = field(default_factory=dict, repr=False)
     _mod: Any = field(default=None, repr=False)
+
+    def workspaces(self, fn: str, args: list[Any]) -> Callable[[], tuple[Any, ...]]:
+        """A maker of one worker's workspace arrays for function ``fn``."""
+        allocs = self.host_ws.get(fn, ())
+        if not allocs:
+            return _no_workspaces
+        env = dict(zip(self.lowered.params, args, strict=True))
+        specs = [(eval_size(a.size, env), np.dtype(a.dtype), a.fill) for a in allocs]
+
+        def make() -> tuple[Any, ...]:
+            out = []
+            for n, dt, fill in specs:
+                if fill is None:
+                    out.append(np.empty(n, dt))
+                elif fill.value in (0, False):
+                    out.append(np.zeros(n, dt))
+                else:
+                    out.append(np.full(n, fill.value, dt))
+            return tuple(out)
+
+        return make
 
     @property
     def loop_order(self) -> tuple[str, ...]:
@@ -81,18 +117,31 @@ class Kernel:
 _POOL: list[ThreadPoolExecutor] = []
 
 
-def _parallel_map(fn: Any, nch: int, args: tuple[Any, ...]) -> None:
-    """Run ``fn(*args, t, nch, ...)`` for every chunk ``t`` on Numba's thread count."""
-    nthreads = numba.get_num_threads()
-    if nch == 1 or nthreads == 1:
+def _no_workspaces() -> tuple[Any, ...]:
+    return ()
+
+
+def _parallel_map(fn: Any, nch: int, args: tuple[Any, ...],
+                  ws: Callable[[], tuple[Any, ...]] = _no_workspaces) -> None:
+    """Run ``fn(*args, t, nch, ..., *workspaces)`` for every chunk ``t`` on Numba's thread
+    count: each worker takes the next chunk until none is left, reusing its workspaces."""
+    nthreads = min(numba.get_num_threads(), nch)
+    if nthreads <= 1:
+        w = ws()
         for t in range(nch):
-            fn(*args[0], np.int64(t), np.int64(nch), *args[1])
+            fn(*args[0], np.int64(t), np.int64(nch), *args[1], *w)
         return
-    if not _POOL or _POOL[0]._max_workers != nthreads:  # noqa: SLF001
-        _POOL[:] = [ThreadPoolExecutor(max_workers=nthreads,
+    if not _POOL or _POOL[0]._max_workers < nthreads:  # noqa: SLF001
+        _POOL[:] = [ThreadPoolExecutor(max_workers=numba.get_num_threads(),
                                        thread_name_prefix="lazysparse")]
-    futs = [_POOL[0].submit(fn, *args[0], np.int64(t), np.int64(nch), *args[1])
-            for t in range(nch)]
+    chunks = itertools.count()  # next() on a count is atomic under the GIL
+
+    def worker() -> None:
+        w = ws()
+        while (t := next(chunks)) < nch:
+            fn(*args[0], np.int64(t), np.int64(nch), *args[1], *w)
+
+    futs = [_POOL[0].submit(worker) for _ in range(nthreads)]
     for f in futs:
         f.result()
 
@@ -133,15 +182,18 @@ def run_chunks(k: Kernel, data: QueryData, args: list[Any]) -> tuple[Any, ...]:
         if lw.partials and nch > 1:
             red_id = args[lw.params.index("red_id")]
             part = np.full(osize * nch, red_id, dtype=od)
-            _parallel_map(mod.chunk, nch, (args, (part, *extra)))
+            _parallel_map(mod.chunk, nch, (args, (part, *extra)), k.workspaces("chunk", args))
             res = np.empty(osize, dtype=od)
             mod.combine(part, res, np.int64(nch), np.int64(osize),
                         args[lw.params.index("init")])
         else:
             start = args[lw.params.index("red_id" if lw.partials else "ofill")]
-            res = np.full(osize, start, dtype=od)
-            _parallel_map(mod.chunk, nch, (args, (res, *extra)))
-            if lw.partials:  # one chunk: combine init with its partial
+            res = (np.empty(osize, dtype=od) if _writes_every_output(lw)
+                   else np.full(osize, start, dtype=od))
+            _parallel_map(mod.chunk, nch, (args, (res, *extra)), k.workspaces("chunk", args))
+            if lw.partials and not _same_bits(start, args[lw.params.index("init")]):
+                # one chunk: combine init with its partial (skipped when init is the
+                # reduction's identity, bit for bit: init (+) partial is the partial)
                 out, res = res, np.empty(osize, dtype=od)
                 mod.combine(out, res, np.int64(1), np.int64(osize),
                             args[lw.params.index("init")])
@@ -149,11 +201,16 @@ def run_chunks(k: Kernel, data: QueryData, args: list[Any]) -> tuple[Any, ...]:
             fold_skipped(k, data, res, cnt.reshape(-1, osize).sum(axis=0) if osize else cnt)
         return (res,)
     ng = len(out_plan.groups)
-    if nch == 1 and lw.bounds is not None:
-        return _single_pass(k, data, args, dsize)
+    if nch == 1:
+        ub = _entry_bounds(k, data)
+        if ub is not None:
+            return _single_pass(k, data, args, dsize, ub)
+    elif chunk_bounds_ok(k) and _entry_bounds(k, data) is not None:
+        nch = min(nch, numba.get_num_threads())  # one region per thread: fewer moves
+        return chunked_single_pass(k, data, args, dsize, nch, _parallel_map)
     cc = [np.zeros(nch, np.int64) for _ in range(ng)]
     cntpd = np.zeros(max(dsize, 1) if out_plan.dense_prefix else 1, np.int64)
-    _parallel_map(mod.count, nch, (args, (*cc, cntpd)))
+    _parallel_map(mod.count, nch, (args, (*cc, cntpd)), k.workspaces("count", args))
     offs = [np.concatenate(([0], np.cumsum(c))).astype(np.int64) for c in cc]
     tots = [int(o[-1]) for o in offs]
     big = max(data.out_shape, default=0) >= 2**31 - 1
@@ -172,19 +229,65 @@ def run_chunks(k: Kernel, data: QueryData, args: list[Any]) -> tuple[Any, ...]:
         arrays += [np.empty(tots[g], idt) for _ in grp]
     vals = np.empty(tots[-1], od)
     fin = [np.zeros(nch, np.int64) for _ in range(ng)]
-    _parallel_map(mod.fill, nch, (args, (*offs, *fin, np.zeros_like(cntpd), *arrays, vals)))
+    _parallel_map(mod.fill, nch, (args, (*offs, *fin, np.zeros_like(cntpd), *arrays, vals)),
+                  k.workspaces("fill", args))
     return (*arrays, vals)
 
 
-def _single_pass(k: Kernel, data: QueryData, args: list[Any], dsize: int) -> tuple[Any, ...]:
-    """Sequential append with no counting pass: allocate each group's bound (the position
-    counts of the operands that drive its loop), fill once, then trim."""
+def _writes_every_output(lw: Lowered) -> bool:
+    """Whether the chunk stores every dense output entry exactly once (a scalar accumulator
+    under full-range loops over the output fields), so the output needs no initial fill."""
+    o = lw.output
+    return (o.mode == "dense" and o.acc_depth is not None and not lw.partials
+            and all(p.kind == "range" for p in lw.plans[:o.acc_depth]))
+
+
+def _same_bits(a: Any, b: Any) -> bool:
+    """Whether two scalars have the same dtype and bytes (so -0.0 differs from 0.0)."""
+    x, y = np.asarray(a), np.asarray(b)
+    return x.dtype == y.dtype and x.tobytes() == y.tobytes()
+
+
+# one fill pass into bounded buffers replaces count + fill while the bound is at most this
+# many times the operands' stored positions (or this many entries); pages of the buffers
+# past the result are never touched, so a loose bound costs address space, not time
+SINGLE_PASS_SLACK = 8
+SINGLE_PASS_MIN = 1 << 22
+
+
+def _entry_bounds(k: Kernel, data: QueryData) -> list[int] | None:
+    """Per output group, a bound on its entries known before running (None: count first).
+    Appends: the driving operands' position counts; a Gustavson row workspace: the
+    number of multiplications, ``sum(len(B row j) for each stored A[i, j])``."""
+    lw = k.lowered
+    if lw.bounds is not None:
+        return [sum(int(data.tensors[s].levels[lv].idx.shape[0]) for s, lv in atoms)
+                for atoms in lw.bounds]
+    if lw.ws_bound is None:
+        return None
+    a, la, b = lw.ws_bound
+    aidx = data.tensors[a].levels[la].idx
+    bptr = data.tensors[b].levels[1].ptr
+    if aidx.shape[0] == 0:
+        return [0]
+    blen = np.diff(bptr) if bptr.dtype == np.int64 else np.diff(bptr.astype(np.int64))
+    flops = int(blen[aidx].sum())
+    dense = math.prod(data.out_shape)
+    ub = min(flops, dense)
+    stored = sum(int(lv.idx.shape[0]) for t in data.tensors for lv in t.levels
+                 if hasattr(lv, "idx"))
+    if ub > max(SINGLE_PASS_SLACK * stored, SINGLE_PASS_MIN):
+        return None
+    return [ub]
+
+
+def _single_pass(k: Kernel, data: QueryData, args: list[Any], dsize: int,
+                 ub: list[int]) -> tuple[Any, ...]:
+    """Sequential append with no counting pass: allocate each group's bound (see
+    ``_entry_bounds``), fill once, then trim."""
     lw, mod = k.lowered, k.module
     groups = lw.output.groups
     ng = len(groups)
-    ub = []
-    for atoms in lw.bounds:  # type: ignore[union-attr]
-        ub.append(sum(int(data.tensors[s].levels[lv].idx.shape[0]) for s, lv in atoms))
     big = max(data.out_shape, default=0) >= 2**31 - 1
     idt = np.int64 if big else np.int32
     arrays: list[Any] = []
@@ -195,7 +298,8 @@ def _single_pass(k: Kernel, data: QueryData, args: list[Any], dsize: int) -> tup
     fin = [np.zeros(1, np.int64) for _ in range(ng)]
     offs = [np.zeros(2, np.int64) for _ in range(ng)]
     cntpd = np.zeros(max(dsize, 1), np.int64)
-    mod.fill(*args, np.int64(0), np.int64(1), *offs, *fin, cntpd, *arrays, vals)
+    mod.fill(*args, np.int64(0), np.int64(1), *offs, *fin, cntpd, *arrays, vals,
+             *k.workspaces("fill", args)())
     tots = [int(f[0]) for f in fin]
     out: list[Any] = []
     it = iter(arrays)
@@ -204,7 +308,10 @@ def _single_pass(k: Kernel, data: QueryData, args: list[Any], dsize: int) -> tup
         if g == 0:
             if lw.output.dense_prefix:
                 ptr = np.zeros(dsize + 1, np.int64)
-                np.cumsum(cntpd[:dsize], out=ptr[1:])
+                if lw.row_ends:  # ends of visited positions; unvisited ones hold 0
+                    np.maximum.accumulate(cntpd[:dsize], out=ptr[1:])
+                else:
+                    np.cumsum(cntpd[:dsize], out=ptr[1:])
             else:
                 ptr = np.array([0, tots[0]], np.int64)
         else:
@@ -255,15 +362,36 @@ def _fold_ok(info: KernelInfo, data: QueryData) -> bool:
     return levels is not None and fold_value(info, levels, fills, data.consts)[0]
 
 
+def reassoc_ok(info: KernelInfo) -> bool:
+    """Whether the kernel may let LLVM reassociate float arithmetic: a real float sum of
+    products of same-dtype operands and constants (a contraction; only the summation order
+    changes, as in any BLAS)."""
+    rop = info.reduce_op
+    if rop is None or rop.name != "add" or info.acc_dtype.kind != "f":
+        return False
+
+    def products(n: PNode) -> bool:
+        if isinstance(n, PAccess | PConst):
+            return n.dtype == info.acc_dtype
+        if isinstance(n, PApply):
+            return (n.op.name == "multiply" and n.dtype == info.acc_dtype
+                    and all(products(a) for a in n.args))
+        return False
+
+    return products(info.expr)
+
+
 def _build(info: KernelInfo, data: QueryData, key: tuple[Any, ...]) -> Kernel:
     fills = tuple(t.fill_value for t in data.tensors)
     lowered = lower(info, fills, data.out_fill, fold=bool(key[2]))
     text = "\n\n".join(format_function(f) for f in lowered.functions)
-    digest = cache.source_hash(module_src(lowered.functions, ""))
-    source = module_src(lowered.functions, digest)
+    fast = reassoc_ok(info)
+    fns, host_ws = hoist_workspaces(lowered.functions)
+    digest = cache.source_hash(module_src(fns, "", fast))
+    source = module_src(fns, digest, fast)
     cache.STATS["generated"] += 1
     return Kernel(digest, info, lowered, source, text,
-                  tuple(o.alias for o in info.operands))
+                  tuple(o.alias for o in info.operands), host_ws)
 
 
 def compile_query(query: Query, env: dict[Alias, Any]) -> Kernel:

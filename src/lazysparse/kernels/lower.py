@@ -68,6 +68,11 @@ class Lowered:
     # loops that skip entries whose value the host folds in afterwards (from per-output
     # visit counts, ``ocnt``); None when the kernel visits everything it must
     fold: tuple[int, ...] | None = None
+    # a row workspace's bound on its entries (see Lowerer.workspace_bound): (a, la, b)
+    ws_bound: tuple[int, int, int] | None = None
+    # the fill phase stores each dense output position's end in the first sparse group
+    # (``cntpd[od] = cnt0``) rather than its entry count (see Lowerer.loop)
+    row_ends: bool = False
 
 
 def _ident(name: str, d: int) -> str:
@@ -257,12 +262,16 @@ class Lowerer(OutputLowering):
                 inner.od = V(f"od{d}")
             body += self.hooks_coord(d, inner)
             row = self.row_count_depth() == d
-            if row:
+            count = self.phase == "count"
+            if row and count:
                 body.append(Assign(self.tag("rowbase"), V(self.tag("cnt0"))))
             body += self.nest(d + 1, inner)
-            if row:  # entries of the first sparse group under this dense output position
+            if row:  # count: entries of the first sparse group under this dense output
+                # position; fill: where they end (measured 10% faster on a sparse add
+                # than storing the difference; the host reads it in a single pass)
                 body.append(Store("cntpd", inner.od,
-                                  Bin("-", V(self.tag("cnt0")), V(self.tag("rowbase")))))
+                                  Bin("-", V(self.tag("cnt0")), V(self.tag("rowbase")))
+                                  if count else V("cnt0")))
             return body
 
         if lp.kind == "range":
@@ -302,7 +311,9 @@ class Lowerer(OutputLowering):
         def unique(s: int) -> bool:
             return self.info.operands[s].levels[st.ops[s].level].props.unique
 
-        if len(drivers) > 2:
+        if len(drivers) > 2 or d < self.K - 1:
+            # one guarded loop: the lattice's loops would each copy the loops below, growing
+            # the code as 3^depth (a 4-d CSF union compiled for 10 s)
             out.append(self.generic_merge(lp, st, ranges, c, body_for))
             return out
         for size in range(len(drivers), 0, -1):
@@ -561,6 +572,31 @@ class Lowerer(OutputLowering):
             bounds.append(tuple(atoms))
         return tuple(bounds)
 
+    def workspace_bound(self) -> tuple[int, int, int] | None:
+        """``(a, la, b)`` when a row workspace's entries are bounded by the multiplications
+        of a Gustavson SpGEMM: loop 1 driven by operand ``a``'s level ``la`` alone (``a``
+        also stores loop 0's field, so each of its positions is visited once), loop 2 by
+        operand ``b``'s level 1 alone, under ``b``'s level 0 located by loop 1's field.
+        The host sums ``b``'s row lengths at ``a``'s coordinates; None otherwise."""
+        o = self.out
+        if (o.mode != "rowws" or o.ws_depth != 1 or self.K != 3 or len(o.groups) != 1
+                or o.dense_prefix != 1 or self.storage[0] != self.info.loop_order[0]):
+            return None
+        f0, f1, f2 = self.info.loop_order
+        p1, p2 = self.plans[1], self.plans[2]
+        if p1.kind != "driver" or p2.kind != "driver" or len(p1.drivers) != 1 \
+                or len(p2.drivers) != 1:
+            return None
+        (a,), (b,) = p1.drivers, p2.drivers
+        oa, ob = self.info.operands[a], self.info.operands[b]
+        la = oa.level_of(f1)
+        if la is None or oa.level_of(f0) is None or oa.levels[la].chained:
+            return None
+        if (len(ob.levels) != 2 or ob.levels[0].field != f1 or not ob.levels[0].located
+                or ob.levels[1].field != f2 or ob.levels[1].chained):
+            return None
+        return a, la, b
+
     def phase_params(self, phase: str) -> tuple[str, ...]:
         """Parameters of a phase function after the common ones."""
         o = self.out
@@ -641,7 +677,8 @@ def lower(info: KernelInfo, fills: tuple[Any, ...], out_fill: Any,
     else:
         ext = ("positions", lw.plans[0].drivers[0])
     return Lowered(fns, lw.plans, lw.out, lw.parallel, lw.partials, tuple(lw.params()), ext,
-                   lw.append_bounds(), lw.fold)
+                   lw.append_bounds(), lw.fold, lw.workspace_bound(),
+                   lw.row_count_depth() is not None)
 
 
 __all__ = ["Lowered", "Lowerer", "lower", "replace"]

@@ -22,6 +22,7 @@ from lazysparse.kernels.loop_ir import (
     Store,
     While,
 )
+from lazysparse.kernels.numba_support import SCRATCH_EXTRA
 
 
 class OutputLowering:
@@ -212,8 +213,10 @@ class OutputLowering:
         o = self.out
         if o.mode == "rowws":
             n = V(f"n_{self.cvar[o.ws_fields[0]]}")
+            # the fill phase's list has room for sort_touched's scratch (no per-row alloc)
+            nl = add(Bin("*", n, C(2)), C(SCRATCH_EXTRA)) if self.phase == "fill" else n
             out: list[Stmt] = [Alloc(self.tag("ws_mark"), n, "bool", C(False)),
-                               Alloc(self.tag("ws_list"), n, I64, None)]
+                               Alloc(self.tag("ws_list"), nl, I64, None)]
             if self.phase == "fill":
                 out.append(Alloc("ws_val", n, str(self.info.acc_dtype), None))
             return out
