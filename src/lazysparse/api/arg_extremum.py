@@ -56,38 +56,30 @@ def arg_extremum(t: Tensor, axis: int | None, largest: bool) -> np.ndarray:
     v = values.astype(np.float64) if values.dtype.kind in "biu" and values.dtype.itemsize < 8 \
         else values
     fill = np.asarray(t.fill_value, dtype=v.dtype)
-    # per group: best stored entry (NaN first, then largest/smallest value, then position)
-    nan_last = np.where(np.isnan(v), 0, 1) if v.dtype.kind in "fc" else np.ones(v.size, np.int8)
-    rank_v = np.unique(v, return_inverse=True)[1].reshape(-1)
-    order = np.lexsort((pos, -rank_v if largest else rank_v, nan_last, group))
-    g_sorted = group[order]
-    first = np.ones(order.size, bool)
-    first[1:] = g_sorted[1:] != g_sorted[:-1]
-    best_idx = order[first]
-    best_group = g_sorted[first]
-    # per group: count of stored entries and first unstored position
+    key = group * max(extent, 1) + pos  # one sort by (group, position); often sorted already
+    if key.size > 1 and not np.all(key[1:] > key[:-1]):
+        order = np.argsort(key, kind="stable")
+        group, pos, v = group[order], pos[order], v[order]
     counts = np.bincount(group, minlength=ngroups)
-    by_pos = np.lexsort((pos, group))
-    gp, pp = group[by_pos], pos[by_pos]
-    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-    rank = np.arange(gp.size) - starts[gp]
-    gap = pp != rank  # the first entry whose position skips past its rank
-    first_gap = np.full(ngroups, -1, np.int64)
-    gap_at = np.nonzero(gap)[0]
-    if gap_at.size:
-        g_gap = gp[gap_at]
-        keep = np.ones(gap_at.size, bool)
-        keep[1:] = g_gap[1:] != g_gap[:-1]
-        first_gap[g_gap[keep]] = rank[gap_at[keep]]
-    free = np.where(first_gap >= 0, first_gap, np.where(counts < extent, counts, -1))
-    # combine: the fill at its first unstored position against the best stored entry
+    present = np.nonzero(counts)[0]
+    starts = (np.cumsum(counts[present]) - counts[present]).astype(np.int64)
+    # best stored value per group: maximum/minimum propagate NaN, NumPy's "NaN is best"
+    best = (np.maximum if largest else np.minimum).reduceat(v, starts) if v.size else v
+    bg = np.repeat(best, counts[present])
+    hit = (v == bg) | (np.isnan(v) & np.isnan(bg)) if v.dtype.kind == "f" else v == bg
+    big = np.iinfo(np.int64).max
+    best_pos = np.minimum.reduceat(np.where(hit, pos, big), starts) if v.size else pos
+    # first unstored position: the first entry whose position skips past its rank
+    rank = np.arange(v.size) - np.repeat(starts, counts[present])
+    gap_pos = np.minimum.reduceat(np.where(pos != rank, rank, big), starts) if v.size \
+        else pos
+    free = np.where(counts < extent, counts, -1)  # no gap: right after the last entry
+    free[present] = np.where(gap_pos < big, gap_pos, free[present])
     result = np.where(free >= 0, free, 0).astype(_INDEX)
-    if best_idx.size:
-        bv = v[best_idx]
-        bp = pos[best_idx]
-        fg = free[best_group]
-        fill_wins = (fg >= 0) & (_beats(np.broadcast_to(fill, bv.shape), bv, largest)
-                                 | (~_beats(bv, np.broadcast_to(fill, bv.shape), largest)
-                                    & (fg < bp)))
-        result[best_group] = np.where(fill_wins, fg, bp)
+    if present.size:
+        fg = free[present]
+        fillv = np.broadcast_to(fill, best.shape)
+        fill_wins = (fg >= 0) & (_beats(fillv, best, largest)
+                                 | (~_beats(best, fillv, largest) & (fg < best_pos)))
+        result[present] = np.where(fill_wins, fg, best_pos)
     return result.reshape(out_shape)

@@ -103,6 +103,10 @@ def _is_full(k: Any, n: int) -> bool:
 
 def getitem(x: LazyArray, key: Any) -> LazyArray:
     """``x[key]`` following the Array API (and NumPy) indexing rules."""
+    if isinstance(key, LazyArray) and key.dtype == _dt.BOOL and key.ndim == x.ndim > 0:
+        out = _sparse_mask(x, key)
+        if out is not None:
+            return out
     items = normalize_key(key, x.shape)
     # lazy: full slices and new axes only
     axis = 0
@@ -119,6 +123,32 @@ def getitem(x: LazyArray, key: Any) -> LazyArray:
     if any(isinstance(k, np.ndarray) for k in items):
         return _advanced(x, items)
     return _basic_eager(x, items)
+
+
+def _sparse_mask(x: LazyArray, key: LazyArray) -> LazyArray | None:
+    """``x[mask]`` for a full-rank boolean mask stored sparse with fill False, from the
+    stored entries of both (the mask is never densified): the selected row-major positions
+    are the mask's stored True entries; ``x``'s values there come from its stored entries
+    (its fill elsewhere). None when the mask's fill is True (its selection is dense-sized)."""
+    if key.shape != x.shape:
+        raise IndexError(f"boolean index of shape {key.shape} does not match the indexed "
+                         f"array of shape {x.shape}")
+    mt = key.tensor()
+    if T.is_dense(mt) or bool(mt.fill_value):
+        return None
+    mc, mv = T.coo_parts(mt)
+    sel = np.sort(np.ravel_multi_index(tuple(mc[:, mv.astype(bool)]), x.shape))
+    t = x.tensor()
+    if T.is_dense(t):
+        vals = np.asarray(t.to_numpy()).reshape(-1)[sel]
+        return T.leaf(T.dense(vals), x)
+    c, v = T.coo_parts(t)
+    flat = np.ravel_multi_index(tuple(c), x.shape) if c.shape[1] else np.zeros(0, np.int64)
+    pos = np.searchsorted(sel, flat)
+    hit = np.zeros(flat.size, bool)
+    if sel.size:
+        hit = sel[np.minimum(pos, sel.size - 1)] == flat
+    return T.leaf(T.from_coords((int(sel.size),), pos[hit][None, :], v[hit], t.fill_value), x)
 
 
 def _lazy_view(x: LazyArray, items: list[Any]) -> LazyArray:
