@@ -121,8 +121,10 @@ def test_one_chunk_partials_combine(init):
     A, y = sprand((50, 30)), RNG.random(50)
     body = agg("add", init, Reorder(mj("multiply", acc("A", "i", "j"), acc("y", "i")),
                                     F("i", "j")), "i")
-    out = execute_plan(plan({"A": tensor(A, "csr"), "y": tensor(y)},
-                            compute("out", "dense", 1, body)))[0]
+    env = {Alias("A"): tensor(A, "csr"), Alias("y"): tensor(y)}
+    q = compute("out", "dense", 1, body)
+    out = execute_plan(plan({"A": env[Alias("A")], "y": env[Alias("y")]}, q))[0]
+    assert "fastmath" not in ex.compile_query(q, env).source  # a scatter, no scalar sum
     ref = init + A.T @ y
     np.testing.assert_allclose(dense(out), ref)
     empty = dense(out)[~A.any(axis=0)]

@@ -385,7 +385,9 @@ def _build(info: KernelInfo, data: QueryData, key: tuple[Any, ...]) -> Kernel:
     fills = tuple(t.fill_value for t in data.tensors)
     lowered = lower(info, fills, data.out_fill, fold=bool(key[2]))
     text = "\n\n".join(format_function(f) for f in lowered.functions)
-    fast = reassoc_ok(info)
+    # only a scalar accumulator's loop can become a vector reduction; in-place scatters
+    # (A^T x) measured no faster, so they keep strict order
+    fast = reassoc_ok(info) and lowered.output.acc_depth is not None
     fns, host_ws = hoist_workspaces(lowered.functions)
     digest = cache.source_hash(module_src(fns, "", fast))
     source = module_src(fns, digest, fast)
