@@ -112,16 +112,10 @@ def _values(draw: st.DrawFn, shape: tuple[int, ...], dtype: str, fill: Any) -> n
     if dtype.startswith("uint"):
         arr = np.abs(arr)
     out = arr.astype(dtype)
-    if fill is not None and not (isinstance(fill, float) and np.isnan(fill)):
-        # about half the entries take the fill value, so the sparse layouts are sparse
-        mask = np.array(draw(st.lists(st.booleans(), min_size=size, max_size=size)),
-                        dtype=bool).reshape(shape)
-        out = np.where(mask, out.dtype.type(fill), out)
-    elif fill is not None:
-        mask = np.array(draw(st.lists(st.booleans(), min_size=size, max_size=size)),
-                        dtype=bool).reshape(shape)
-        out = np.where(mask, np.nan, out).astype(dtype)
-    return out
+    # about half the entries take the fill value, so the sparse layouts are sparse
+    mask = np.array(draw(st.lists(st.booleans(), min_size=size, max_size=size)),
+                    dtype=bool).reshape(shape)
+    return np.where(mask, out.dtype.type(fill), out)
 
 
 # leaves of an expression mix dtypes of one kind (Array API promotion within a kind)

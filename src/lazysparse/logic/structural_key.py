@@ -93,6 +93,13 @@ def structural_key(node: LogicNode) -> tuple[Any, ...]:
     return _Keyer().key(node)
 
 
+def key_and_parameters(node: LogicNode) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """:func:`structural_key` and :func:`plan_parameters` from one walk."""
+    k = _Keyer()
+    key = k.key(node)
+    return key, tuple(k.params)
+
+
 def plan_parameters(node: LogicNode) -> tuple[Any, ...]:
     """The scalar constants abstracted by :func:`structural_key`, in parameter order."""
     k = _Keyer()

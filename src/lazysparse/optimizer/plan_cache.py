@@ -17,7 +17,7 @@ from typing import Any
 
 from lazysparse.formats.config import get_densify_limit
 from lazysparse.logic.nodes import Immediate, LogicNode, Plan, Query, Table, _scalar_key
-from lazysparse.logic.structural_key import plan_parameters, structural_key
+from lazysparse.logic.structural_key import key_and_parameters
 from lazysparse.optimizer.pipeline import optimize
 from lazysparse.optimizer.rewrite import walk
 
@@ -57,8 +57,9 @@ def plan_key(plan: Plan, inputs: list[Any]) -> Any:
     first: dict[int, int] = {}
     same = tuple(first.setdefault(id(t), i) for i, t in enumerate(inputs))
     shapes = tuple((tuple(t.shape), _density_bucket(t)) for t in inputs)
-    consts = tuple(_scalar_key(c) for c in plan_parameters(plan))
-    return (structural_key(plan), consts, shapes, same, get_densify_limit())
+    key, params = key_and_parameters(plan)
+    consts = tuple(_scalar_key(c) for c in params)
+    return (key, consts, shapes, same, get_densify_limit())
 
 
 def _template(opt: Plan, inputs: list[Any]) -> tuple[Plan, frozenset[int]] | None:
