@@ -173,7 +173,7 @@ class Case:
 
 def xp_compute(expr: Callable[[], Any]) -> Callable[[], Any]:
     def thunk() -> Any:
-        (r,) = xp.compute(expr())
+        r = xp.compute(expr())
         return r
     return thunk
 

@@ -168,11 +168,13 @@ def executor_for(device_name: str) -> Executor:
     return cuda_executor if device_name == "cuda" else get_executor()
 
 
-def compute(*arrays: LazyArray) -> tuple[LazyArray, ...]:
+def compute(*arrays: LazyArray) -> LazyArray | tuple[LazyArray, ...]:
     """Compute ``arrays`` together in one plan (run by the cpu's executor, or by the CUDA
-    backend for arrays on device cuda); each keeps its result (memoized). The arrays must
-    share one device (ValueError otherwise): eager functions of several arrays (``concat``
-    …) compute their operands here, so this is also their mixing check."""
+    backend for arrays on device cuda); each keeps its result and becomes a leaf. Returns
+    the array itself for one argument (``x = xp.compute(x)``) and a tuple of the arrays for
+    several (``x, r = xp.compute(x, r)``). The arrays must share one device (ValueError
+    otherwise): eager functions of several arrays (``concat`` …) compute their operands
+    here, so this is also their mixing check."""
     from lazysparse.api.lazy_array import LazyArray, device_mix_error
 
     for a in arrays:
@@ -186,7 +188,7 @@ def compute(*arrays: LazyArray) -> tuple[LazyArray, ...]:
         results = executor_for(todo[0].device.name)(build_plan(todo))
         for a, tensor in zip(todo, results, strict=True):
             a.set_result(tensor)
-    return arrays
+    return arrays[0] if len(arrays) == 1 else arrays
 
 
 def memoize(alias: Alias, array: LazyArray) -> None:

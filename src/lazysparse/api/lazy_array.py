@@ -230,9 +230,17 @@ class LazyArray:
         return self._result
 
     def set_result(self, tensor: Tensor | Any) -> None:
-        """Store the computed tensor; later plans read it instead of recomputing."""
+        """Store the computed tensor and make this array a leaf: its expression becomes a
+        ``Table`` of the tensor under the same alias, so expressions built from it later
+        hold the data, not the history; expressions built before read the memoized result
+        while this array lives."""
+        from lazysparse.api.building import fresh_fields
+
         self._result = tensor
-        execution.memoize(self._expr.lhs, self)
+        alias = self._expr.lhs
+        if not isinstance(self._expr.arg, Table):
+            self._expr = Subquery(alias, Table(Immediate(tensor), fresh_fields(tensor.ndim)))
+        execution.memoize(alias, self)
 
     def tensor(self) -> Tensor:
         """Compute (once) and return the stored ``formats.Tensor``; for an array on device
