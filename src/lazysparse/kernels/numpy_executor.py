@@ -1,13 +1,17 @@
 """NumPy execution of small all-dense kernels, where compiling would cost more than it saves.
 
-The pointwise tree is evaluated on arrays broadcast over the loop order, then reduced with
-the registry operator's NumPy form. Only dense inputs and dense outputs qualify, with an
-iteration space of at most :data:`NUMPY_MAX_ITERATIONS` points.
+The pointwise tree is evaluated on arrays broadcast over the loop order (one NumPy call per
+tree node), then the reduced fields are folded in one vectorized call: the reduction
+operator's ufunc ``.reduce`` with ``initial=init``, or a slice for the keep-one operators
+(``first``/``overwrite``). Only dense inputs and dense outputs qualify, with an iteration
+space of at most :data:`NUMPY_MAX_ITERATIONS` points and a reduction NumPy can vectorize;
+everything else goes to the compiled kernels. No path loops in Python per element.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -23,20 +27,79 @@ from lazysparse.kernels.analysis import (
     PNode,
     QueryData,
 )
+from lazysparse.logic.operators import OPERATORS, Operator, astype_op
 
 NUMPY_MAX_ITERATIONS = 1 << 14
 
 
+class Reducer:
+    """Folds the last axis of an array with a reduction operator, starting from ``init``
+    (``acc = op(acc, x)`` in index order, as the compiled kernels define it)."""
+
+    def reduce(self, arr: np.ndarray, init: Any, dtype: np.dtype) -> np.ndarray:
+        """The fold of ``arr`` (already at the operand dtype) along its last axis."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class UfuncReducer(Reducer):
+    """A binary ufunc's ``.reduce`` (sequential for non-reorderable ufuncs, pairwise sums
+    for ``add`` on floats, as NumPy's own ``sum``)."""
+
+    ufunc: np.ufunc
+
+    def reduce(self, arr: np.ndarray, init: Any, dtype: np.dtype) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            return self.ufunc.reduce(arr, axis=-1, dtype=dtype, initial=init)
+
+
+@dataclass(frozen=True)
+class KeepReducer(Reducer):
+    """``overwrite`` keeps the last value (``init`` on an empty axis); ``first`` keeps the
+    accumulator, so its fold is ``init``."""
+
+    keep_last: bool
+
+    def reduce(self, arr: np.ndarray, init: Any, dtype: np.dtype) -> np.ndarray:
+        out = np.full(arr.shape[:-1], init, dtype=dtype)
+        if self.keep_last and arr.shape[-1] > 0:
+            out[...] = arr[..., -1]
+        return out
+
+
+_KEEP = {OPERATORS["overwrite"]: KeepReducer(True), OPERATORS["first"]: KeepReducer(False)}
+
+
+def reducer_for(op: Operator, acc_dtype: np.dtype, arg_dtype: np.dtype) -> Reducer | None:
+    """The vectorized fold of ``op`` accumulating ``arg_dtype`` values at ``acc_dtype``, or
+    None when NumPy has none (the operator is no binary ufunc, or its operand dtypes differ
+    from the accumulator's, so each step would cast)."""
+    if op in _KEEP:
+        return _KEEP[op]
+    fn = op.numpy
+    if not (isinstance(fn, np.ufunc) and fn.nin == 2 and fn.nout == 1):
+        return None
+    ods = op.operand_dtypes(acc_dtype, arg_dtype)
+    if ods[0] != acc_dtype or ods[1] != acc_dtype or op.result_dtype(*ods) != acc_dtype:
+        return None
+    return UfuncReducer(fn)
+
+
 def numpy_eligible(info: KernelInfo, data: QueryData) -> bool:
-    """Whether a kernel is small and all-dense enough to run on NumPy."""
+    """Whether a kernel is small and all-dense enough to run on NumPy, with a reduction
+    (if any) NumPy folds in one call."""
     if not all(lv.located for op in info.operands for lv in op.levels):
         return False
     if not all(p.full for p in info.out_spec.level_properties()):
         return False
-    return math.prod(data.extents[f] for f in info.loop_order) <= NUMPY_MAX_ITERATIONS
+    if math.prod(data.extents[f] for f in info.loop_order) > NUMPY_MAX_ITERATIONS:
+        return False
+    return info.reduce_op is None or reducer_for(
+        info.reduce_op, info.acc_dtype, info.expr.dtype) is not None  # type: ignore[attr-defined]
 
 
 def _broadcast(info: KernelInfo, data: QueryData, node: PNode) -> Any:
+    """The pointwise tree's value, shaped over the loop order (size-1 axes broadcast)."""
     order = info.loop_order
     match node:
         case PAccess(slot=s):
@@ -55,39 +118,36 @@ def _broadcast(info: KernelInfo, data: QueryData, node: PNode) -> Any:
     raise TypeError(f"unknown pointwise node {node!r}")
 
 
+def _reduce(info: KernelInfo, data: QueryData, full: np.ndarray) -> np.ndarray:
+    """Fold the reduced fields (flattened in loop order, so a non-commutative operator sees
+    the kernels' visiting order) into an array over ``info.out_fields``."""
+    op = info.reduce_op
+    assert op is not None
+    acc = np.dtype(info.acc_dtype)
+    reducer = reducer_for(op, acc, info.expr.dtype)  # type: ignore[attr-defined]
+    if reducer is None:
+        raise ValueError(f"internal: reduction {op.name} at {acc} has no NumPy form; "
+                         "numpy_eligible should have sent it to the compiled kernels")
+    order = info.loop_order
+    perm = [order.index(f) for f in info.out_fields] + [order.index(f) for f in info.reduced]
+    moved = np.transpose(full, perm).reshape(
+        [data.extents[f] for f in info.out_fields]
+        + [math.prod(data.extents[f] for f in info.reduced)])
+    if moved.dtype != acc:
+        moved = np.asarray(astype_op(acc).apply(moved))
+    init = np.asarray(data.init).astype(acc)[()]
+    return np.asarray(reducer.reduce(moved, init, acc))
+
+
 def run_numpy(info: KernelInfo, data: QueryData) -> Tensor:
     """Evaluate a dense kernel with NumPy and return the dense result tensor."""
-    order = info.loop_order
     full = np.broadcast_to(_broadcast(info, data, info.expr),
-                           [data.extents[f] for f in order])
-    if info.reduce_op is not None:
-        op = info.reduce_op
-        axes = tuple(order.index(f) for f in info.reduced)
-        acc = np.full([data.extents[f] for f in info.out_fields], data.init,
-                      dtype=info.acc_dtype)
-        red = full
-        for ax in sorted(axes, reverse=True):
-            red = _reduce_axis(op, red, ax, info.acc_dtype)
-        if red is not None:
-            acc = np.asarray(op.apply(acc, red)).astype(info.acc_dtype)
-        res = acc
-    else:
-        res = np.asarray(full).astype(info.out_dtype)
-    res = np.asarray(res, dtype=info.out_dtype)
+                           [data.extents[f] for f in info.loop_order])
+    res = _reduce(info, data, full) if info.reduce_op is not None else full
+    res = np.asarray(res).astype(info.out_dtype)  # a copy: never alias an input's values
     spec = info.out_spec
     stored = np.ascontiguousarray(np.transpose(res, spec.mode_order)).reshape(-1)
     shape = data.out_shape
     levels = [Dense(shape[m]) for m in spec.mode_order]
     fill = np.asarray(data.out_fill).astype(info.out_dtype)[()]
     return Tensor(shape, levels, spec.mode_order, stored, fill, format=spec, check=False)
-
-
-def _reduce_axis(op: Any, arr: Any, ax: int, dtype: np.dtype) -> Any:
-    """Reduce one axis with the operator (``None`` if the axis is empty)."""
-    if arr is None or arr.shape[ax] == 0:
-        return None
-    moved = np.moveaxis(np.asarray(arr), ax, 0)
-    acc = moved[0]
-    for k in range(1, moved.shape[0]):
-        acc = op.apply(acc, moved[k])
-    return np.asarray(acc).astype(dtype)
