@@ -64,7 +64,7 @@ def test_matmul_mixed_dtypes_and_errors() -> None:
     with pytest.raises(TypeError, match="numeric"):
         L.matmul(lazy(np.ones((2, 2), bool)), lazy(np.ones((2, 2), bool)))
     with pytest.raises(TypeError, match="lazysparse array"):
-        L.matmul(np.ones((2, 2)), lazy(np.ones((2, 2))))
+        L.matmul([[1.0, 1.0], [1.0, 1.0]], lazy(np.ones((2, 2))))
 
 
 def test_tensordot() -> None:

@@ -16,6 +16,7 @@ import numpy as np
 
 from lazysparse.api.building import broadcast_shapes, build_mapjoin
 from lazysparse.api.lazy_array import LazyArray
+from lazysparse.api.operands import as_array, as_operand, is_operand, operand_names
 from lazysparse.logic import dtypes as _dt
 from lazysparse.logic.nodes import Immediate
 from lazysparse.logic.operators import (
@@ -26,20 +27,6 @@ from lazysparse.logic.operators import (
     mapjoin_fill,
 )
 
-Operand = LazyArray | bool | int | float | complex
-
-
-def as_operand(x: Any, fname: str) -> Operand:
-    """``x`` as a lazy array or a weak Python scalar; TypeError for anything else."""
-    if isinstance(x, LazyArray) or _dt.is_python_scalar(x):
-        return x
-    if isinstance(x, np.ndarray | np.generic):
-        from lazysparse.api.creation import asarray
-
-        return asarray(x)
-    raise TypeError(f"{fname}: unsupported operand type {type(x).__name__!r}; expected a "
-                    "lazysparse array or a Python scalar")
-
 
 def _same_device(arrays: list[LazyArray], fname: str) -> Any:
     dev = arrays[0].device
@@ -49,10 +36,13 @@ def _same_device(arrays: list[LazyArray], fname: str) -> Any:
     return dev
 
 
-def apply_operator(op: Operator, *args: Any, fname: str | None = None) -> LazyArray:
-    """``op`` applied elementwise to broadcast ``args`` (lazy arrays and Python scalars)."""
+def apply_operator(op: Operator, *args: Any, fname: str | None = None,
+                   names: tuple[str, ...] | None = None) -> LazyArray:
+    """``op`` applied elementwise to broadcast ``args``: lazy arrays, Python scalars and
+    foreign arrays (``operands.as_operand``; ``names`` are the arguments' names in errors)."""
     name = fname or op.name
-    operands = [as_operand(a, name) for a in args]
+    names = names or operand_names(len(args))
+    operands = [as_operand(a, name, n) for a, n in zip(args, names, strict=True)]
     arrays = [a for a in operands if isinstance(a, LazyArray)]
     if not arrays:
         raise TypeError(f"{name}: at least one argument must be an array")
@@ -77,8 +67,7 @@ def apply_operator(op: Operator, *args: Any, fname: str | None = None) -> LazyAr
 
 def astype(x: LazyArray, dtype: Any, /, *, copy: bool = True, device: Any = None) -> LazyArray:
     """``x`` converted to ``dtype`` (lazy: a MapJoin of the cast operator)."""
-    if not isinstance(x, LazyArray):
-        raise TypeError(f"astype: expected a lazysparse array, got {type(x).__name__}")
+    x = as_array(x, "astype")
     d = _dt.as_dtype(dtype)
     if device is not None and device != x.device:
         raise ValueError(f"astype: unsupported device {device!r}")
@@ -88,25 +77,28 @@ def astype(x: LazyArray, dtype: Any, /, *, copy: bool = True, device: Any = None
 
 
 def where(condition: Any, x1: Any, x2: Any, /) -> LazyArray:
-    """Elements of ``x1`` where ``condition`` is True, else of ``x2`` (lazy MapJoin)."""
-    cond = as_operand(condition, "where")
-    if isinstance(cond, LazyArray) and cond.dtype != _dt.BOOL:
-        raise TypeError(f"where: condition must have a boolean dtype, got {cond.dtype}")
-    return apply_operator(get_operator("where"), cond, x1, x2, fname="where")
+    """Elements of ``x1`` where ``condition`` is True, else of ``x2``: one broadcast
+    ``MapJoin(where, condition, x1, x2)``. Any position may be a NumPy or scipy.sparse
+    array or a Python scalar (weakly promoted), as long as one is an array."""
+    cond = as_operand(condition, "where", "condition")
+    if isinstance(cond, LazyArray) and cond.dtype != _dt.BOOL or isinstance(
+            cond, int | float | complex) and not isinstance(cond, bool):
+        dt = cond.dtype if isinstance(cond, LazyArray) else type(cond).__name__
+        raise TypeError(f"where: condition must have a boolean dtype, got {dt}")
+    return apply_operator(get_operator("where"), cond, x1, x2, fname="where",
+                          names=("condition", "x1", "x2"))
 
 
 def clip(x: LazyArray, /, min: Any = None, max: Any = None) -> LazyArray:  # noqa: A002
     """``x`` limited to ``[min, max]`` (either bound optional); keeps ``x``'s dtype."""
-    x = as_operand(x, "clip")
-    if not isinstance(x, LazyArray):
-        raise TypeError("clip: x must be an array")
+    x = as_array(x, "clip", "x")
     if x.dtype.kind not in "biuf" or x.dtype == _dt.BOOL:
         raise TypeError(f"clip: x must have a real numeric dtype, got {x.dtype}")
     out = x
-    for bound, name in ((min, "maximum"), (max, "minimum")):
+    for bound, name, arg in ((min, "maximum", "min"), (max, "minimum", "max")):
         if bound is None:
             continue
-        b = as_operand(bound, "clip")
+        b = as_operand(bound, "clip", arg)
         if isinstance(b, LazyArray):
             if b.dtype.kind not in "iuf" or b.dtype.kind != x.dtype.kind and not (
                     b.dtype.kind in "iu" and x.dtype.kind in "iu"):
@@ -117,7 +109,7 @@ def clip(x: LazyArray, /, min: Any = None, max: Any = None) -> LazyArray:  # noq
                 raise TypeError(f"clip: bound {b!r} is not an integer for {x.dtype} input")
             info = np.iinfo(x.dtype)
             b = int(min_(max_(b, int(info.min)), int(info.max)))
-        out = apply_operator(get_operator(name), out, b, fname="clip")
+        out = apply_operator(get_operator(name), out, b, fname="clip", names=("x", arg))
     if out.shape != x.shape:
         raise ValueError(f"clip: bounds of shape {out.shape} do not broadcast to x's "
                          f"{x.shape}")
@@ -168,21 +160,18 @@ def _make_dunder(dunder: str, name: str, op: Operator, nargs: int) -> Callable[.
             return apply_operator(op, self, fname=dunder)
     elif stem.startswith("i") and stem[1:] in _STEMS:
         def d(self: LazyArray, other: Any, /) -> LazyArray:  # type: ignore[misc]
-            if not _dt.is_python_scalar(other) and not isinstance(other, LazyArray | np.ndarray
-                                                                   | np.generic):
+            if not is_operand(other):
                 return NotImplemented
             return _inplace_update(self, apply_operator(op, self, other, fname=dunder),
                                    dunder)
     elif stem.startswith("r") and stem[1:] in _STEMS:
         def d(self: LazyArray, other: Any, /) -> LazyArray:  # type: ignore[misc]
-            if not _dt.is_python_scalar(other) and not isinstance(other, LazyArray | np.ndarray
-                                                                   | np.generic):
+            if not is_operand(other):
                 return NotImplemented
             return apply_operator(op, other, self, fname=dunder)
     else:
         def d(self: LazyArray, other: Any, /) -> LazyArray:  # type: ignore[misc]
-            if not _dt.is_python_scalar(other) and not isinstance(other, LazyArray | np.ndarray
-                                                                   | np.generic):
+            if not is_operand(other):
                 return NotImplemented
             return apply_operator(op, self, other, fname=dunder)
     d.__name__ = dunder

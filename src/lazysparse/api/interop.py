@@ -8,14 +8,14 @@ from typing import Any
 from lazysparse import formats
 from lazysparse.api.building import fresh_fields, identify
 from lazysparse.api.lazy_array import LazyArray
+from lazysparse.api.operands import as_array
 from lazysparse.logic.nodes import Relabel
 
 
-def asformat(x: LazyArray, format: Any, /) -> LazyArray:  # noqa: A002 - public name
+def asformat(x: Any, format: Any, /) -> LazyArray:  # noqa: A002 - public name
     """``x`` stored in ``format`` (a name such as ``"csr"`` or a ``FormatSpec``). Lazy: the
     result's query gets a ``Reformat`` that the optimizer keeps."""
-    if not isinstance(x, LazyArray):
-        raise TypeError(f"asformat: expected a lazysparse array, got {type(x).__name__}")
+    x = as_array(x, "asformat")
     spec = formats.format_spec(format, x.ndim)
     if x.format == spec.name and x.requested_format in (None, spec):
         t = x.result
@@ -30,27 +30,24 @@ def asformat(x: LazyArray, format: Any, /) -> LazyArray:  # noqa: A002 - public 
                      spec)
 
 
-def to_scipy(x: LazyArray, /) -> Any:
+def to_scipy(x: Any, /) -> Any:
     """``x`` (computed) as a ``scipy.sparse`` array (2-D)."""
-    if not isinstance(x, LazyArray):
-        raise TypeError(f"to_scipy: expected a lazysparse array, got {type(x).__name__}")
+    x = as_array(x, "to_scipy")
     if x.ndim != 2:
         raise ValueError(f"to_scipy: scipy.sparse holds 2-D arrays, got shape {x.shape}")
     return x.tensor().to_scipy()
 
 
-def to_numpy(x: LazyArray, /) -> Any:
+def to_numpy(x: Any, /) -> Any:
     """``x`` (computed) as a NumPy array."""
-    if not isinstance(x, LazyArray):
-        raise TypeError(f"to_numpy: expected a lazysparse array, got {type(x).__name__}")
+    x = as_array(x, "to_numpy")
     return x.__array__()
 
 
-def to_cupyx(x: LazyArray, /) -> Any:
+def to_cupyx(x: Any, /) -> Any:
     """``x`` (computed, 2-D, fill value 0) as a ``cupyx.scipy.sparse`` CSR/CSC matrix on the
     GPU (sharing the device arrays of a cuda array; a cpu array is copied up)."""
-    if not isinstance(x, LazyArray):
-        raise TypeError(f"to_cupyx: expected a lazysparse array, got {type(x).__name__}")
+    x = as_array(x, "to_cupyx")
     if x.ndim != 2:
         raise ValueError(f"to_cupyx: cupyx.scipy.sparse holds 2-D arrays, got shape {x.shape}")
     from lazysparse.kernels.cuda.device import to_cupyx as _to_cupyx

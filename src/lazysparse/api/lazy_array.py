@@ -439,16 +439,25 @@ class LazyArray:
         return matmul
 
     def __matmul__(self, other: Any, /) -> LazyArray:
-        if not isinstance(other, LazyArray | np.ndarray):
+        """``self @ other``: ``matmul``, with NumPy and scipy.sparse operands converted
+        without copying; a Python scalar is a TypeError naming the operand (as ``matmul``)."""
+        from lazysparse.api.operands import is_operand
+
+        if not is_operand(other):
             return NotImplemented
         return self._matmul_fn()(self, other)
 
     def __rmatmul__(self, other: Any, /) -> LazyArray:
-        if not isinstance(other, LazyArray | np.ndarray):
+        """``other @ self`` where ``other`` is not a lazysparse array (NumPy defers here:
+        ``__array_ufunc__`` is None)."""
+        from lazysparse.api.operands import is_operand
+
+        if not is_operand(other):
             return NotImplemented
         return self._matmul_fn()(other, self)
 
     def __imatmul__(self, other: Any, /) -> LazyArray:
+        """``self @= other``: ``self`` becomes the product (same shape only)."""
         res = self._matmul_fn()(self, other)
         if res.shape != self.shape:
             raise ValueError(f"@=: result shape {res.shape} differs from {self.shape}")

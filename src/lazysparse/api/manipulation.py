@@ -20,15 +20,16 @@ import numpy as np
 from lazysparse.api import tensors as T
 from lazysparse.api.building import broadcast_shapes, fresh_field, fresh_fields, identify
 from lazysparse.api.lazy_array import LazyArray
+from lazysparse.api.operands import as_array, is_array_like
 from lazysparse.logic import dtypes as _dt
 from lazysparse.logic.nodes import Immediate, MapJoin, Relabel, Reorder
 from lazysparse.logic.operators import get_operator
 
 
-def _arr(x: Any, fname: str) -> LazyArray:
-    if not isinstance(x, LazyArray):
-        raise TypeError(f"{fname}: expected a lazysparse array, got {type(x).__name__}")
-    return x
+def _arr(x: Any, fname: str, arg: str = "x") -> LazyArray:
+    """``x`` as a lazysparse array (``operands.as_array``: NumPy and scipy.sparse inputs
+    convert without copying)."""
+    return as_array(x, fname, arg)
 
 
 def normalize_axis(axis: Any, ndim: int, fname: str) -> int:
@@ -167,8 +168,7 @@ def broadcast_to(x: LazyArray, /, shape: tuple[int, ...]) -> LazyArray:
 
 def broadcast_arrays(*arrays: LazyArray) -> list[LazyArray]:
     """Every array broadcast to their common shape (lazy)."""
-    for a in arrays:
-        _arr(a, "broadcast_arrays")
+    arrays = tuple(_arr(a, "broadcast_arrays", f"arrays[{k}]") for k, a in enumerate(arrays))
     shape = broadcast_shapes(*(a.shape for a in arrays))
     return [broadcast_to(a, shape) for a in arrays]
 
@@ -210,7 +210,7 @@ def reshape(x: LazyArray, /, shape: tuple[int, ...], *, copy: bool | None = None
 def _same_dtype_list(arrays: Any, fname: str) -> list[LazyArray]:
     if isinstance(arrays, LazyArray) or not isinstance(arrays, Sequence):
         raise TypeError(f"{fname}: expected a tuple or list of arrays")
-    out = [_arr(a, fname) for a in arrays]
+    out = [_arr(a, fname, f"arrays[{k}]") for k, a in enumerate(arrays)]
     if not out:
         raise ValueError(f"{fname}: needs at least one array")
     return out
@@ -366,7 +366,8 @@ def repeat(x: LazyArray, repeats: Any, /, *, axis: int | None = None) -> LazyArr
         x = reshape(x, (-1,))
         axis = 0
     ax = normalize_axis(axis, x.ndim, "repeat")
-    if isinstance(repeats, LazyArray):
+    if is_array_like(repeats):
+        repeats = _arr(repeats, "repeat", "repeats")
         if repeats.dtype.kind not in "iu":
             raise TypeError(f"repeat: repeats must be integers, got {repeats.dtype}")
         reps = np.asarray(repeats)

@@ -16,6 +16,7 @@ import numpy as np
 from lazysparse.api.building import build_aggregate
 from lazysparse.api.elementwise import apply_operator
 from lazysparse.api.lazy_array import LazyArray
+from lazysparse.api.operands import as_array
 from lazysparse.logic import dtypes as _dt
 from lazysparse.logic.operators import (
     Operator,
@@ -34,10 +35,9 @@ def op(name: str) -> Operator:
 
 
 def check_array(x: Any, fname: str, arg: str = "x") -> LazyArray:
-    """``x`` itself when it is a lazysparse array; TypeError naming ``fname`` otherwise."""
-    if not isinstance(x, LazyArray):
-        raise TypeError(f"{fname}: {arg} must be a lazysparse array, got {type(x).__name__}")
-    return x
+    """``x`` as a lazysparse array: NumPy and scipy.sparse inputs become leaves sharing
+    their memory (``operands.as_array``); TypeError naming ``fname`` and ``arg`` otherwise."""
+    return as_array(x, fname, arg)
 
 
 def check_kind(x: LazyArray, kind: str, fname: str, arg: str = "x") -> None:

@@ -1,5 +1,5 @@
-"""Array API searching functions: where, count_nonzero (lazy); argmax, argmin, nonzero,
-searchsorted (materialized).
+"""Array API searching functions: where (``elementwise.where``), count_nonzero (lazy);
+argmax, argmin, nonzero, searchsorted (materialized).
 
 argmax/argmin on the CPU compute ``x`` and work on its stored entries
 (``api.arg_extremum``: O(nnz log nnz); NaN first and ties to the first index, as NumPy).
@@ -21,7 +21,9 @@ import numpy as np
 from lazysparse.api import eager
 from lazysparse.api.arg_extremum import arg_extremum
 from lazysparse.api.building import access, fresh_field, fresh_fields, identify
+from lazysparse.api.elementwise import where
 from lazysparse.api.lazy_array import LazyArray
+from lazysparse.api.operands import as_operand
 from lazysparse.api.plans import (
     astype,
     check_array,
@@ -110,19 +112,6 @@ def argmin(x: Any, /, *, axis: int | None = None, keepdims: bool = False) -> Laz
     return _arg_extremum("minimum", "argmin", x, axis, keepdims)
 
 
-def where(condition: Any, x1: Any, x2: Any, /) -> LazyArray:
-    """``x1`` where ``condition`` else ``x2``: one broadcast ``MapJoin(where, c, x1, x2)``
-    (Python scalars allowed for ``x1``/``x2``, promoted weakly)."""
-    c = check_array(condition, "where", "condition")
-    if c.dtype != _dt.BOOL:
-        raise TypeError(f"where: condition must have a boolean dtype, got {c.dtype}")
-    for name, a in (("x1", x1), ("x2", x2)):
-        if not isinstance(a, LazyArray) and not _dt.is_python_scalar(a):
-            raise TypeError(f"where: {name} must be a lazysparse array or a Python scalar, "
-                            f"got {type(a).__name__}")
-    return lazy_map(op("where"), c, x1, x2)
-
-
 def count_nonzero(x: Any, /, *, axis: Any = None, keepdims: bool = False) -> LazyArray:
     """Number of nonzero entries over ``axis``: ``sum(astype(x != 0, int64))`` (lazy)."""
     x = check_array(x, "count_nonzero")
@@ -162,6 +151,7 @@ def searchsorted(x1: Any, x2: Any, /, *, side: str = "left", sorter: Any = None)
     if side not in ("left", "right"):
         raise ValueError(f"searchsorted: side must be 'left' or 'right', got {side!r}")
     check_kind(x1, "real numeric", "searchsorted", "x1")
+    x2 = as_operand(x2, "searchsorted", "x2")
     if isinstance(x2, LazyArray):
         check_kind(x2, "real numeric", "searchsorted", "x2")
         dt = _dt.result_type(x1.dtype, x2.dtype)

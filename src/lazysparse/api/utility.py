@@ -16,6 +16,7 @@ import numpy as np
 
 from lazysparse.api import eager
 from lazysparse.api.lazy_array import LazyArray
+from lazysparse.api.operands import as_operand
 from lazysparse.api.plans import check_array, lazy_reduce, normalize_axes, normalize_axis, op
 from lazysparse.logic import dtypes as _dt
 
@@ -35,17 +36,16 @@ def any(x: Any, /, *, axis: Any = None, keepdims: bool = False) -> LazyArray:  #
 
 
 def _edge(v: Any, x: LazyArray, axis: int, what: str) -> np.ndarray:
-    """``prepend``/``append`` as a NumPy array of ``x``'s shape along the other axes."""
+    """``prepend``/``append`` (an array or a Python scalar) as a NumPy array of ``x``'s
+    shape along the other axes."""
+    v = as_operand(v, "diff", what)
     if isinstance(v, LazyArray):
         if v.ndim != x.ndim:
             raise ValueError(f"diff: {what} must have {x.ndim} dimensions, got {v.ndim}")
         return eager.to_numpy(v, "diff")
-    if _dt.is_python_scalar(v):
-        shape = list(x.shape)
-        shape[axis] = 1
-        return np.full(shape, _dt.scalar_as(v, _dt.result_type(x.dtype, v)))
-    raise TypeError(f"diff: {what} must be a lazysparse array or a Python scalar, "
-                    f"got {type(v).__name__}")
+    shape = list(x.shape)
+    shape[axis] = 1
+    return np.full(shape, _dt.scalar_as(v, _dt.result_type(x.dtype, v)))
 
 
 def _diff_sparse(coords: tuple[np.ndarray, ...], values: np.ndarray, shape: tuple[int, ...],
