@@ -10,6 +10,7 @@ key by value (they decide result fill values and formats).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -20,6 +21,11 @@ from lazysparse.logic.nodes import (
     Field,
     Immediate,
     LogicNode,
+    MapJoin,
+    Relabel,
+    Reorder,
+    Subquery,
+    Table,
     _scalar_key,
 )
 from lazysparse.logic.operators import Operator
@@ -47,15 +53,18 @@ def _data_key(val: Any) -> Any:
 
 
 class _Keyer:
-    def __init__(self) -> None:
+    def __init__(self, data_key: Callable[[Any], Any] | None = None) -> None:
         self.fields: dict[Field, int] = {}
         self.aliases: dict[Alias, int] = {}
         self.params: list[Any] = []
+        self.param_nodes: list[Immediate] = []
+        self.seen: set[int] = set()
+        self.data_key = data_key or _data_key
 
     def immediate(self, val: Any, *, as_param: bool) -> Any:
         if isinstance(val, Operator):
             return ("op", val.name, val.params)
-        data = _data_key(val)
+        data = self.data_key(val)
         if data is not None:
             return data
         if _is_scalar(val):
@@ -67,18 +76,41 @@ class _Keyer:
             return ("format", val)
         return ("value", _scalar_key(val))
 
+    def fields_key(self, idxs: tuple[Field, ...]) -> tuple[Any, ...]:
+        fields = self.fields
+        return tuple(fields.setdefault(f, len(fields)) for f in idxs)
+
     def key(self, node: LogicNode) -> Any:
-        match node:
-            case Immediate(val=val):
-                return self.immediate(val, as_param=True)
-            case Field():
-                return ("field", self.fields.setdefault(node, len(self.fields)))
-            case Alias():
-                return ("alias", self.aliases.setdefault(node, len(self.aliases)))
-            case Aggregate(op=op, init=init, arg=arg, idxs=idxs):
-                return ("Aggregate", self.key(op), self.immediate(init.val, as_param=False),
-                        self.key(arg), tuple(self.key(f) for f in idxs))
-        parts: list[Any] = [type(node).__name__]
+        """The key of ``node`` (explicit cases for the common nodes: this runs per call)."""
+        t = type(node)
+        if t is Relabel or t is Reorder:
+            return (t.__name__, self.key(node.arg), self.fields_key(node.idxs))  # type: ignore[attr-defined]
+        if t is MapJoin:
+            return ("MapJoin", self.key(node.op),  # type: ignore[attr-defined]
+                    tuple(self.key(a) for a in node.args))  # type: ignore[attr-defined]
+        if t is Immediate:
+            n = len(self.params)
+            out = self.immediate(node.val, as_param=True)  # type: ignore[attr-defined]
+            if len(self.params) > n:
+                self.param_nodes.append(node)  # type: ignore[arg-type]
+            return out
+        if t is Subquery:
+            if id(node) in self.seen:
+                # a shared subexpression is keyed once (a DAG never unfolds into a tree)
+                return ("Subquery-again", self.key(node.lhs))  # type: ignore[attr-defined]
+            self.seen.add(id(node))
+            return ("Subquery", self.key(node.lhs), self.key(node.arg))  # type: ignore[attr-defined]
+        if t is Table:
+            return ("Table", self.key(node.tns), self.fields_key(node.idxs))  # type: ignore[attr-defined]
+        if t is Field:
+            return ("field", self.fields.setdefault(node, len(self.fields)))  # type: ignore[arg-type]
+        if t is Alias:
+            return ("alias", self.aliases.setdefault(node, len(self.aliases)))  # type: ignore[arg-type]
+        if t is Aggregate:
+            return ("Aggregate", self.key(node.op),  # type: ignore[attr-defined]
+                    self.immediate(node.init.val, as_param=False),  # type: ignore[attr-defined]
+                    self.key(node.arg), self.fields_key(node.idxs))  # type: ignore[attr-defined]
+        parts: list[Any] = [t.__name__]
         for name in node.__dataclass_fields__:  # type: ignore[attr-defined]
             v = getattr(node, name)
             if isinstance(v, tuple):
@@ -98,6 +130,15 @@ def key_and_parameters(node: LogicNode) -> tuple[tuple[Any, ...], tuple[Any, ...
     k = _Keyer()
     key = k.key(node)
     return key, tuple(k.params)
+
+
+def key_and_parameter_nodes(node: LogicNode, data_key: Callable[[Any], Any] | None = None
+                            ) -> tuple[tuple[Any, ...], tuple[Immediate, ...]]:
+    """:func:`structural_key` (data keyed by ``data_key`` when given) and the ``Immediate``
+    nodes of its parameters, in parameter order (a plan cache maps them to slots)."""
+    k = _Keyer(data_key)
+    key = k.key(node)
+    return key, tuple(k.param_nodes)
 
 
 def plan_parameters(node: LogicNode) -> tuple[Any, ...]:

@@ -9,17 +9,19 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from lazysparse.logic.nodes import Plan
-from lazysparse.optimizer.plan_cache import optimize_cached
+from lazysparse.optimizer.plan_cache import lookup
 
 if TYPE_CHECKING:
     from lazysparse.formats import Tensor
 
 
 def compiled_executor(plan: Plan) -> tuple[Tensor, ...]:
-    """Run ``plan`` through the optimizer (cached by structure) and the generated kernels."""
-    from lazysparse.kernels import execute_plan
+    """Run ``plan`` through the optimizer (cached by structure) and the generated kernels;
+    a plan of a shape seen before runs its cached program (``kernels.program``)."""
+    from lazysparse.kernels.program import run_cached
 
-    return execute_plan(optimize_cached(plan))
+    entry, inputs, params = lookup(plan)
+    return run_cached(entry, inputs, params)
 
 
 def install() -> None:

@@ -1,10 +1,19 @@
 """Optimized plans cached by structure, so a repeated expression skips the optimizer.
 
-The key is everything the passes decide on: the plan's structural key, its scalar constants
-by value, each input's shape and density bucket (the optimizer's nnz estimates), which
-inputs are the same object, and the densify limit. The cached plan keeps no data: its input
-tables hold slot numbers, filled with the new call's tensors in input order. A plan whose
-optimized form holds data anywhere else is not cached.
+The key is everything the passes decide on: the plan's structural key, the *class* of each
+scalar constant (its kind and whether it is 0, 1, -1, NaN, ±inf, an integer extreme, or
+else its sign: the values operator algebra treats specially), each input's shape and
+density bucket (the optimizer's nnz estimates), which inputs are the same object, and the
+densify limit. A fully dense input's fill value is left out: no decision reads it, and
+dense iterates whose fill drifts with constants (``r + beta * p``) must share one plan.
+
+The cached plan keeps no data and no constant values: its input tables hold ``_Slot``
+numbers and its pointwise constants ``_Param`` numbers, filled from the new call's inputs
+and parameters. A plan whose optimized form holds other data, or a constant the optimizer
+made itself, is cached under its constants' values instead. Constants of one class that
+would lead the optimizer elsewhere (``c1 + c2 == 0`` by coincidence) reuse a plan that is
+still correct: result fill values are computed at run time and the kernels check the fill
+decisions they were built for (``kernels.program``).
 """
 
 from __future__ import annotations
@@ -12,14 +21,25 @@ from __future__ import annotations
 import math
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from lazysparse.formats.config import get_densify_limit
-from lazysparse.logic.nodes import Immediate, LogicNode, Plan, Query, Table, _scalar_key
-from lazysparse.logic.structural_key import key_and_parameters
+from lazysparse.logic.nodes import (
+    Aggregate,
+    Immediate,
+    LogicNode,
+    MapJoin,
+    Plan,
+    Query,
+    Table,
+    _scalar_key,
+)
+from lazysparse.logic.structural_key import key_and_parameter_nodes, scalar_kind
 from lazysparse.optimizer.pipeline import optimize
-from lazysparse.optimizer.rewrite import walk
+from lazysparse.optimizer.rewrite import map_children, walk
 
 CAPACITY = 512
 
@@ -31,7 +51,30 @@ class _Slot:
     index: int
 
 
-_CACHE: OrderedDict[Any, tuple[Plan, frozenset[int]]] = OrderedDict()
+@dataclass(frozen=True)
+class _Param:
+    """Stands for scalar parameter ``index`` of the plan in a cached optimized plan."""
+
+    index: int
+
+
+@dataclass(eq=False)
+class CachedPlan:
+    """An optimized plan with ``_Slot`` inputs and ``_Param`` constants, and what an
+    executor derived from it once (``program``: e.g. ``kernels.program.Program``)."""
+
+    template: Plan
+    slots: frozenset[int]
+    cached: bool = True
+    program: Any = field(default=None, repr=False)
+
+    def fill(self, inputs: list[Any], params: tuple[Any, ...]) -> Plan:
+        """The optimized plan of a call with ``inputs`` and ``params``."""
+        return _fill(self.template, self.slots, inputs, params)
+
+
+_BY_VALUE = object()  # marks a class key whose plans are cached under constant values
+_CACHE: OrderedDict[Any, Any] = OrderedDict()
 _LOCK = threading.Lock()
 STATS = {"hits": 0, "misses": 0, "uncacheable": 0}
 
@@ -41,9 +84,20 @@ def _is_data(val: Any) -> bool:
         val, int | float | complex | bool) and getattr(val, "ndim", 0) > 0
 
 
-def _inputs(plan: Plan) -> list[Any]:
-    """The data the plan reads, in walk order (a tensor read twice appears twice)."""
-    return [n.val for n in walk(plan) if isinstance(n, Immediate) and _is_data(n.val)]
+def _is_dense(t: Any) -> bool:
+    return all(type(lv).__name__ == "Dense" for lv in getattr(t, "levels", ()))
+
+
+def _data_key(val: Any) -> Any:
+    """The key of an input: its signature, without the fill value when it is dense."""
+    sig = getattr(val, "signature", None)
+    if sig is not None and hasattr(val, "levels"):
+        if _is_dense(val):
+            return ("dense-data", val.spec, val.dtype, val.ndim)
+        return ("data", sig)
+    if isinstance(val, np.ndarray):
+        return ("data", ("dense", val.dtype.str, val.ndim))
+    return None
 
 
 def _density_bucket(t: Any) -> int:
@@ -52,19 +106,83 @@ def _density_bucket(t: Any) -> int:
     return -1 if size == 0 else round(4 * math.log2((nnz + 1) / (size + 1)))
 
 
-def plan_key(plan: Plan, inputs: list[Any]) -> Any:
-    """What the optimizer's decisions depend on (see the module docstring)."""
+def const_class(val: Any) -> Any:
+    """What the optimizer may tell apart in a constant: its kind, and its value when it is
+    one operator algebra treats specially (0, 1, -1, NaN, ±inf, integer extremes, bools),
+    else only its sign."""
+    kind = scalar_kind(val)
+    if isinstance(val, bool | np.bool_):
+        return (kind, bool(val))
+    try:
+        c = complex(val)
+    except (TypeError, ValueError):
+        return (kind, _scalar_key(val))
+    parts = []
+    for x in (c.real, c.imag):
+        if math.isnan(x) or math.isinf(x) or x in (0.0, 1.0, -1.0):
+            parts.append(_scalar_key(x))
+        elif isinstance(val, int | np.integer) and abs(x) >= 2**7 - 1:
+            parts.append(("big", x > 0, _scalar_key(val)))  # may be an integer extreme
+        else:
+            parts.append(("pos" if x > 0 else "neg"))
+    return (kind, tuple(parts))
+
+
+def plan_key(plan: Plan) -> tuple[Any, list[Any], tuple[Immediate, ...]]:
+    """What the optimizer's decisions depend on (see the module docstring), the data the
+    plan reads (in key order; a tensor read twice appears twice) and the plan's parameter
+    nodes in parameter order, from one walk."""
+    inputs: list[Any] = []
+
+    def data_key(val: Any) -> Any:
+        k = _data_key(val)
+        if k is not None:
+            inputs.append(val)
+        return k
+
+    key, nodes = key_and_parameter_nodes(plan, data_key)
     first: dict[int, int] = {}
     same = tuple(first.setdefault(id(t), i) for i, t in enumerate(inputs))
     shapes = tuple((tuple(t.shape), _density_bucket(t)) for t in inputs)
-    key, params = key_and_parameters(plan)
-    consts = tuple(_scalar_key(c) for c in params)
-    return (key, consts, shapes, same, get_densify_limit())
+    consts = tuple(const_class(n.val) for n in nodes)
+    return (key, consts, shapes, same, get_densify_limit()), inputs, nodes
 
 
-def _template(opt: Plan, inputs: list[Any]) -> tuple[Plan, frozenset[int]] | None:
-    """``opt`` with its input tensors replaced by slots, or None when it holds other data."""
+def _parametrize(node: LogicNode, pindex: dict[int, int]) -> LogicNode | None:
+    """``node`` with its pointwise constants replaced by ``_Param`` s (None when one of
+    them is not a parameter of the plan)."""
+    failed = False
+
+    def visit(n: LogicNode) -> LogicNode:
+        nonlocal failed
+        if isinstance(n, Immediate):
+            return n
+        if isinstance(n, MapJoin):
+            args = []
+            for a in n.args:
+                if isinstance(a, Immediate):
+                    if id(a) not in pindex:
+                        failed = True
+                        return n
+                    args.append(Immediate(_Param(pindex[id(a)])))
+                else:
+                    args.append(visit(a))
+            return MapJoin(n.op, tuple(args))
+        if isinstance(n, Aggregate):  # the init stays: it is in the key by value
+            return Aggregate(n.op, n.init, visit(n.arg), n.idxs)
+        return map_children(n, visit)
+
+    out = visit(node)
+    return None if failed else out
+
+
+def _template(opt: Plan, inputs: list[Any], nodes: tuple[Immediate, ...],
+              by_value: bool) -> CachedPlan | None:
+    """``opt`` with its input tensors replaced by slots and its constants by parameters
+    (kept by value with ``by_value``); None when it holds other data or, unless
+    ``by_value``, a constant that is not one of the plan's parameters."""
     index = {id(t): i for i, t in reversed(list(enumerate(inputs)))}
+    pindex = {id(n): i for i, n in enumerate(nodes)}
     bodies: list[LogicNode] = []
     slots: set[int] = set()
     for body in opt.bodies:
@@ -75,48 +193,83 @@ def _template(opt: Plan, inputs: list[Any]) -> tuple[Plan, frozenset[int]] | Non
             body = Query(body.lhs, Table(Immediate(_Slot(i)), body.rhs.idxs))
         elif any(isinstance(n, Immediate) and _is_data(n.val) for n in walk(body)):
             return None
+        elif not by_value:
+            new = _parametrize(body, pindex)
+            if new is None:
+                return None
+            body = new
         bodies.append(body)
-    return Plan(tuple(bodies)), frozenset(slots)
+    return CachedPlan(Plan(tuple(bodies)), frozenset(slots))
 
 
-def _fill(template: Plan, slots: frozenset[int], inputs: list[Any]) -> Plan:
+def _fill(template: Plan, slots: frozenset[int], inputs: list[Any],
+          params: tuple[Any, ...]) -> Plan:
+    def param(n: LogicNode) -> LogicNode:
+        if isinstance(n, Immediate) and isinstance(n.val, _Param):
+            return Immediate(params[n.val.index])
+        if isinstance(n, Immediate | Table):
+            return n
+        return map_children(n, param)
+
     bodies = []
     for j, body in enumerate(template.bodies):
         if j in slots:
             assert isinstance(body, Query) and isinstance(body.rhs, Table)
             slot = body.rhs.tns.val
             body = Query(body.lhs, Table(Immediate(inputs[slot.index]), body.rhs.idxs))
+        elif isinstance(body, Query):
+            body = param(body)
         bodies.append(body)
     return Plan(tuple(bodies))
 
 
-def optimize_cached(plan: Plan) -> Plan:
-    """``optimize(plan)``, from the cache when a plan of the same structure was optimized."""
-    inputs = _inputs(plan)
+def lookup(plan: Plan) -> tuple[CachedPlan, list[Any], tuple[Any, ...]]:
+    """The optimized form of ``plan`` from the cache (optimizing it on a miss), the plan's
+    inputs and its parameter values. An entry that could not be cached (``cached`` False)
+    holds the optimized plan itself, with no slots or parameters."""
     try:
-        key = plan_key(plan, inputs)
+        key, inputs, nodes = plan_key(plan)
         hash(key)
     except TypeError:  # an unhashable constant: optimize without caching
         STATS["uncacheable"] += 1
-        return optimize(plan)
+        return CachedPlan(optimize(plan), frozenset(), cached=False), [], ()
+    params = tuple(n.val for n in nodes)
+    by_value = False
     with _LOCK:
         hit = _CACHE.get(key)
+        if hit is _BY_VALUE:
+            by_value = True
+            key = (key, tuple(_scalar_key(p) for p in params))
+            hit = _CACHE.get(key)
         if hit is not None:
             _CACHE.move_to_end(key)
     if hit is not None:
         STATS["hits"] += 1
-        return _fill(hit[0], hit[1], inputs)
+        return hit, inputs, params
     STATS["misses"] += 1
     opt = optimize(plan)
-    tpl = _template(opt, inputs)
-    if tpl is None:
+    entry = _template(opt, inputs, nodes, by_value)
+    if entry is None and not by_value:
+        # a constant the optimizer made itself: cache this shape under constant values
+        entry = _template(opt, inputs, nodes, True)
+        if entry is not None:
+            with _LOCK:
+                _CACHE[key] = _BY_VALUE
+            key = (key, tuple(_scalar_key(p) for p in params))
+    if entry is None:
         STATS["uncacheable"] += 1
-        return opt
+        return CachedPlan(opt, frozenset(), cached=False), inputs, params
     with _LOCK:
-        _CACHE[key] = tpl
+        _CACHE[key] = entry
         while len(_CACHE) > CAPACITY:
             _CACHE.popitem(last=False)
-    return opt
+    return entry, inputs, params
+
+
+def optimize_cached(plan: Plan) -> Plan:
+    """``optimize(plan)``, from the cache when a plan of the same structure was optimized."""
+    entry, inputs, params = lookup(plan)
+    return entry.fill(inputs, params) if entry.cached else entry.template
 
 
 def clear_plan_cache() -> None:

@@ -1,0 +1,230 @@
+"""Re-running plans of a known shape: a :class:`Program` per cached optimized plan.
+
+The first run of a plan shape analyses each compute query (``analyze_query``), picks its
+kernel (or the NumPy executor) and derives a :class:`Recipe`: which environment entries
+are its operands, which plan parameters are its constants, where each loop extent comes
+from. Later runs bind tensors and constants by those recipes and call the kernel: no walk
+of the query, no dtype inference, no structural key. A recipe is used only while the
+facts its kernel was chosen for still hold (result fill key, fold decision, sparse
+operands' fill values); otherwise that query takes the full path again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+import numpy as np
+
+from lazysparse.kernels import cache
+from lazysparse.kernels.analysis import (
+    DENSE_FILL,
+    KernelInfo,
+    QueryData,
+    _eval_fill,
+    analyze_query,
+    fill_key,
+)
+from lazysparse.kernels.execute import (
+    Kernel,
+    _build,
+    _fold_ok,
+    execute_plan,
+    structure_key,
+)
+from lazysparse.kernels.numpy_executor import numpy_eligible, run_numpy
+from lazysparse.logic.nodes import (
+    Aggregate,
+    Alias,
+    Immediate,
+    LogicNode,
+    MapJoin,
+    Plan,
+    Produces,
+    Query,
+    Reformat,
+    Reorder,
+    Table,
+)
+
+_KNOWN_DATA_FIELDS = ("tensors", "consts", "init", "extents", "out_shape", "out_fill")
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How to bind one compute query's runtime data without analysing it again."""
+
+    info: KernelInfo
+    kernel: Kernel | None  # None: the NumPy executor runs it
+    operands: tuple[Alias, ...]
+    params: tuple[int, ...]  # plan parameter of each kernel constant, in kernel order
+    extents: tuple[tuple[str, int, int], ...]  # (field, operand slot, axis)
+    unit_fields: tuple[str, ...]  # loop fields no operand indexes (extent 1)
+    init: Any
+    out_fill: Any  # fixed result fill (reductions), else None: evaluated per run
+    out_fill_key: Any
+    sparse_fills: tuple[tuple[int, Any], ...]  # (slot, fill key) of non-dense operands
+    fold_ok: bool | None  # the fold decision, when it depends on the constants
+
+    def data(self, env: dict[Alias, Any], params: tuple[Any, ...]) -> QueryData | None:
+        """The query's runtime data, or None when the kernel's facts no longer hold."""
+        tensors = tuple(env[a] for a in self.operands)
+        for slot, key in self.sparse_fills:
+            if fill_key(tensors[slot].fill_value) != key:
+                return None
+        consts = tuple(params[i] for i in self.params)
+        extents = {f: tensors[s].shape[ax] for f, s, ax in self.extents}
+        for f in self.unit_fields:
+            extents[f] = 1
+        info = self.info
+        out_fill = self.out_fill
+        if out_fill is None:
+            out_fill = _eval_fill(info.expr, list(tensors), list(consts))
+            if self.out_fill_key is not DENSE_FILL and fill_key(out_fill) != self.out_fill_key:
+                return None
+        data = QueryData(tensors, consts, self.init, extents,
+                         tuple(extents[f] for f in info.out_fields), out_fill)
+        if self.fold_ok is not None and _fold_ok(info, data) != self.fold_ok:
+            return None
+        return data
+
+    def run(self, data: QueryData) -> Any:
+        """Run the kernel (or NumPy) on ``data``."""
+        if self.kernel is None:
+            cache.STATS["numpy"] += 1
+            return run_numpy(self.info, data)
+        return self.kernel(data)
+
+
+def _pointwise_params(node: LogicNode) -> list[Any] | None:
+    """The ``Immediate`` values of a query's pointwise tree in the order ``analyze_query``
+    reads them (left to right, depth first)."""
+    out: list[Any] = []
+
+    def visit(n: LogicNode) -> None:
+        if isinstance(n, Immediate):
+            out.append(n.val)
+        elif isinstance(n, MapJoin):
+            for a in n.args:
+                visit(a)
+        elif isinstance(n, Aggregate | Reorder | Reformat):
+            visit(n.arg)
+
+    if not isinstance(node, Query):
+        return None
+    visit(node.rhs)
+    return out
+
+
+def _param_index(val: Any) -> int | None:
+    idx = getattr(val, "index", None)
+    return idx if type(val).__name__ == "_Param" else None
+
+
+def _recipe(template: Query, info: KernelInfo, data: QueryData, kernel: Kernel | None,
+            params: tuple[Any, ...]) -> Recipe | None:
+    """The recipe of ``template`` (its constants as ``_Param`` s), checked against what
+    ``analyze_query`` derived on this run; None when it cannot reproduce it."""
+    if tuple(f.name for f in fields(QueryData)) != _KNOWN_DATA_FIELDS:
+        return None  # the query data grew a field this recipe does not know how to bind
+    raw = _pointwise_params(template)
+    if raw is None:
+        return None
+    pidx = [_param_index(v) for v in raw]
+    if any(i is None for i in pidx):
+        return None
+    operands = tuple(Alias(op.alias) for op in info.operands)
+    extents: list[tuple[str, int, int]] = []
+    for op in info.operands:
+        for ax, f in enumerate(op.axis_fields):
+            if all(f != e[0] for e in extents):
+                extents.append((f, op.slot, ax))
+    unit = tuple(f for f in info.loop_order if all(f != e[0] for e in extents))
+    out_fill = data.out_fill if info.reduce_op is not None else None
+    fold = None
+    if info.reduce_op is not None and kernel is not None:
+        fold = _fold_ok(info, data)
+    sparse = tuple((op.slot, op.fill_key) for op in info.operands
+                   if op.fill_key != DENSE_FILL)
+    recipe = Recipe(info, kernel, operands, tuple(pidx), tuple(extents),  # type: ignore[arg-type]
+                    unit, data.init, out_fill,
+                    DENSE_FILL if kernel is None or structure_key(info, data)[1] == DENSE_FILL
+                    else fill_key(data.out_fill), sparse, fold)
+    env = {a: t for a, t in zip(operands, data.tensors, strict=True)}
+    again = recipe.data(env, params)
+    if again is None or not _same_data(again, data):
+        return None
+    return recipe
+
+
+def _same_data(a: QueryData, b: QueryData) -> bool:
+    return (all(x is y for x, y in zip(a.tensors, b.tensors, strict=True))
+            and len(a.consts) == len(b.consts)
+            and all(x is y or np.array_equal(x, y, equal_nan=True)
+                    for x, y in zip(a.consts, b.consts, strict=True))
+            and a.extents == b.extents and a.out_shape == b.out_shape
+            and fill_key(a.out_fill) == fill_key(b.out_fill)
+            and (a.init is b.init or np.array_equal(a.init, b.init, equal_nan=True)))
+
+
+class Program:
+    """Runs one cached optimized plan (``optimizer.plan_cache.CachedPlan``) on new inputs
+    and parameters, deriving each query's recipe on first use."""
+
+    def __init__(self, entry: Any) -> None:
+        self.entry = entry
+        self.recipes: dict[int, Recipe | None] = {}
+
+    def run(self, inputs: list[Any], params: tuple[Any, ...]) -> tuple[Any, ...]:
+        """The tensors the plan produces for ``inputs`` and ``params``."""
+        template: Plan = self.entry.template
+        slots = self.entry.slots
+        env: dict[Alias, Any] = {}
+        filled: Plan | None = None
+        for j, body in enumerate(template.bodies):
+            if j in slots:
+                assert isinstance(body, Query) and isinstance(body.rhs, Table)
+                env[body.lhs] = inputs[body.rhs.tns.val.index]
+            elif isinstance(body, Query):
+                recipe = self.recipes.get(j)
+                data = recipe.data(env, params) if recipe is not None else None
+                if recipe is not None and data is not None:
+                    env[body.lhs] = recipe.run(data)
+                    continue
+                if filled is None:
+                    filled = self.entry.fill(inputs, params)
+                query = filled.bodies[j]
+                assert isinstance(query, Query)
+                env[body.lhs] = self._first_run(j, body, query, env, params)
+            elif isinstance(body, Produces):
+                return tuple(env[a] for a in body.args)  # type: ignore[index]
+        raise ValueError("plan has no Produces statement")
+
+    def _first_run(self, j: int, template: Query, query: Query, env: dict[Alias, Any],
+                   params: tuple[Any, ...]) -> Any:
+        """Run ``query`` through the full path and remember its recipe (once per query:
+        a query whose recipe failed its checks keeps the full path)."""
+        info, data = analyze_query(query, env)
+        kernel: Kernel | None = None
+        if not numpy_eligible(info, data):
+            key = structure_key(info, data)
+            kernel = cache.memory_get(key)
+            if kernel is None:
+                kernel = _build(info, data, key)
+                cache.memory_put(key, kernel)
+        if j not in self.recipes:
+            self.recipes[j] = _recipe(template, info, data, kernel, params)
+        if kernel is None:
+            cache.STATS["numpy"] += 1
+            return run_numpy(info, data)
+        return kernel(data)
+
+
+def run_cached(entry: Any, inputs: list[Any], params: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Run a plan-cache entry: through its :class:`Program` when it is cached, else the
+    optimized plan it holds through :func:`execute_plan`."""
+    if not entry.cached:
+        return execute_plan(entry.template)
+    if entry.program is None:
+        entry.program = Program(entry)
+    return entry.program.run(inputs, params)
