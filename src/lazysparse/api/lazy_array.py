@@ -125,6 +125,42 @@ def shape_of(expr: Any) -> tuple[int, ...] | None:
         return None
     return arr._shape
 
+# Bounded plans: an array whose uncomputed history is deeper than this many array levels,
+# or larger than this many plan nodes (shared subexpressions counted once per use), is
+# computed as it is built. Normal expressions stay far below both, so fusion is kept;
+# loops that never compute (``for _ in range(10_000): x = x * 0.5 + y``) run in chunks.
+MAX_PLAN_DEPTH = 32
+MAX_PLAN_NODES = 2048
+
+
+def history_extent(expr: Subquery) -> tuple[int, int]:
+    """(depth, size) of the uncomputed history of ``expr``: array levels above the
+    computed leaves, and plan nodes. Walks only the nodes the new array adds: each live
+    array it reads contributes its own recorded extent (computed arrays: zero)."""
+    if isinstance(expr.arg, Table):
+        return 0, 0
+    depth, size = 0, 0
+    seen: set[int] = set()
+    stack: list[Any] = [expr.arg]
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if isinstance(n, Subquery):
+            arr = _BY_ALIAS.get(n.lhs)
+            if arr is not None and arr._expr is n:
+                depth = max(depth, arr._depth)
+                size += arr._size
+                continue
+        elif isinstance(n, Immediate | Table):
+            size += 1
+            continue
+        size += 1
+        stack.extend(n.children)
+    return depth + 1, size
+
+
 _CUDA_SEEN = False
 
 # sparse arrays with more elements than this are summarized by repr/str, not densified
@@ -135,7 +171,8 @@ class LazyArray:
     """A lazily evaluated (possibly sparse) array of the lazysparse namespace."""
 
     __slots__ = ("_expr", "_shape", "_dtype", "_fill_value", "_device", "_format",
-                 "_requested_format", "_result", "__weakref__")
+                 "_requested_format", "_result", "_update", "_depth", "_size",
+                 "__weakref__")
 
     def __init__(self, expr: Subquery, shape: tuple[int, ...], dtype: np.dtype,
                  fill_value: Any, device: Device = CPU, format: str | None = None,
@@ -153,7 +190,13 @@ class LazyArray:
         self._format = format
         self._requested_format = requested_format
         self._result: Tensor | None = None
+        self._update: Any = None  # api.setitem's state: ownership, pending sparse entries
+        self._depth, self._size = history_extent(expr)
         _BY_ALIAS[expr.lhs] = self
+        if self._depth > MAX_PLAN_DEPTH or self._size > MAX_PLAN_NODES:
+            # bounded plans: a loop that never computes materializes here, so no plan,
+            # pass, key or kernel grows with the length of the user's history
+            execution.compute(self)
 
     @classmethod
     def from_tensor(cls, tensor: Tensor | Any, device: Device | None = None) -> LazyArray:
@@ -183,6 +226,7 @@ class LazyArray:
     @property
     def expr(self) -> Subquery:
         """The Finch-Logic expression of this array (its fields are its axes)."""
+        self._sync()
         return self._expr
 
     @property
@@ -227,7 +271,12 @@ class LazyArray:
     def result(self) -> Tensor | None:
         """The computed tensor (a ``DeviceTensor`` on device cuda), or None when not
         computed yet."""
+        self._sync()
         return self._result
+
+    def _leaf(self) -> None:
+        """This array's expression is data now: it adds nothing to later plans."""
+        self._depth = self._size = 0
 
     def set_result(self, tensor: Tensor | Any) -> None:
         """Store the computed tensor and make this array a leaf: its expression becomes a
@@ -240,7 +289,14 @@ class LazyArray:
         alias = self._expr.lhs
         if not isinstance(self._expr.arg, Table):
             self._expr = Subquery(alias, Table(Immediate(tensor), fresh_fields(tensor.ndim)))
+        self._leaf()
         execution.memoize(alias, self)
+
+    def _sync(self) -> None:
+        """Merge the sparse entries ``__setitem__`` queued into the storage (``api.setitem``:
+        new coordinates are batched until the array is next read)."""
+        if self._update is not None and self._update.dirty:
+            self._update.flush(self)
 
     def tensor(self) -> Tensor:
         """Compute (once) and return the stored ``formats.Tensor``; for an array on device
@@ -255,6 +311,7 @@ class LazyArray:
     def stored(self) -> Tensor | Any:
         """Compute (once) and return the stored tensor where it lives (a ``Tensor``, or a
         ``kernels.cuda.DeviceTensor`` on device cuda)."""
+        self._sync()
         if self._result is None:
             execution.compute(self)
         assert self._result is not None
@@ -281,6 +338,8 @@ class LazyArray:
     def replace_with(self, other: LazyArray) -> None:
         """Make this array the value of ``other`` (same shape): its plan is replaced, the
         data it was built from is left untouched (``__setitem__``, in-place operators)."""
+        other._sync()
+        self._update = None
         self._expr = other._expr
         _BY_ALIAS[self._expr.lhs] = self
         self._dtype = other._dtype
@@ -288,9 +347,11 @@ class LazyArray:
         self._format = other._format
         self._requested_format = other._requested_format
         self._result = other._result
+        self._depth, self._size = other._depth, other._size
 
     def copy(self) -> LazyArray:
         """A new array object with the same value (plans are immutable: nothing is copied)."""
+        self._sync()
         out = LazyArray(self._expr, self._shape, self._dtype, self._fill_value, self._device,
                         self._format, self._requested_format)
         out._result = self._result
