@@ -116,12 +116,21 @@ class PField(PNode):
 
 @dataclass(frozen=True)
 class PApply(PNode):
-    """``op(args)`` with arguments cast to ``operand_dtypes``; result of ``dtype``."""
+    """``op(args)`` with arguments cast to ``operand_dtypes``; result of ``dtype``.
+
+    What each argument's *fill-time value* (where every sparse operand holds its fill,
+    with this call's constants) does to the op: ``annihilates`` lists the arguments that
+    are then the op's annihilator (``x * (A != 0)``), ``selects`` holds ``(i, j)`` when
+    argument ``i`` makes the op return argument ``j`` (``where``'s condition; the registry's
+    ``Operator.selections``). Both are structure: a constant decides them
+    (``where(A != 0, ...)`` and ``where(A != 5, ...)`` iterate differently)."""
 
     op: Operator
     args: tuple[PNode, ...]
     operand_dtypes: tuple[np.dtype, ...]
     dtype: np.dtype
+    annihilates: tuple[int, ...] = ()
+    selects: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -139,6 +148,10 @@ class KernelInfo:
     acc_dtype: np.dtype
     fill_keys: tuple[Any, ...]  # fill value keys of the operands (also in operands)
     const_dtypes: tuple[np.dtype, ...]
+    # the expression's fill-time value (``fill_time_value``, this call's constants) is the
+    # reduction's identity: coordinates whose outside value needs a constant may be skipped
+    # (``sum(where(M, x, 0.0))`` with a sparse output)
+    fill_identity: bool = False
 
     @property
     def out_storage_fields(self) -> tuple[str, ...]:
@@ -280,7 +293,8 @@ def analyze_query(query: Query, env: dict[Alias, Any]) -> tuple[KernelInfo, Quer
                 kids = tuple(walk(a) for a in args)
                 dts = tuple(_value_dtype(k, consts) for k in kids)
                 opds = tuple(np.dtype(d) for d in op.operand_dtypes(*dts))
-                return PApply(op, kids, opds, np.dtype(op.result_dtype(*dts)))
+                ann, sel = _fill_algebra(op, kids, opds, tensors, consts)
+                return PApply(op, kids, opds, np.dtype(op.result_dtype(*dts)), ann, sel)
         raise ValueError(f"not a normal-form pointwise expression: {node!r}")
 
     expr = walk(body.arg)
@@ -300,7 +314,8 @@ def analyze_query(query: Query, env: dict[Alias, Any]) -> tuple[KernelInfo, Quer
         loop_order=loop_order, operands=tuple(operands), expr=expr, reduce_op=reduce_op,
         reduced=reduced, out_fields=out_fields, out_spec=spec, out_dtype=out_dtype,
         acc_dtype=out_dtype, fill_keys=tuple(o.fill_key for o in operands),
-        const_dtypes=tuple(const_dtypes))
+        const_dtypes=tuple(const_dtypes),
+        fill_identity=_fill_identity(expr, reduce_op, out_dtype, tensors, consts))
     data = QueryData(tuple(tensors), tuple(consts), init, extents,
                      tuple(extents[f] for f in out_fields), out_fill)
     return info, data
@@ -312,6 +327,62 @@ def _value_dtype(node: PNode, consts: list[Any]) -> Any:
         v = consts[node.slot]
         return v if isinstance(v, bool | int | float | complex) else node.dtype
     return node.dtype  # type: ignore[attr-defined]
+
+
+def _fill_algebra(op: Operator, kids: tuple[PNode, ...], opds: tuple[np.dtype, ...],
+                  tensors: list[Any], consts: list[Any]
+                  ) -> tuple[tuple[int, ...], tuple[tuple[int, int], ...]]:
+    """The arguments whose fill-time value annihilates the op, and ``(i, j)`` for each
+    argument ``i`` whose fill-time value selects argument ``j`` (see :class:`PApply`)."""
+    if op.nargs < 2 or (not op.selections and op.annihilator is None):
+        return (), ()
+    ann: list[int] = []
+    sel: list[tuple[int, int]] = []
+    for i, (kid, od) in enumerate(zip(kids, opds, strict=True)):
+        if not isinstance(kid, PAccess | PApply):
+            continue
+        v = fill_time_value(kid, tensors, consts)
+        if v is None:  # needs a value that is neither a fill nor a constant
+            continue
+        v = np.asarray(v).astype(od)[()]
+        z = op.annihilator_for(od)
+        if z is not None and same_value(v, z):
+            ann.append(i)
+        j = op.selected_by(i, v)
+        if j is not None:
+            sel.append((i, j))
+    return tuple(ann), tuple(sel)
+
+
+def _fill_identity(expr: PNode, rop: Operator | None, acc_dtype: np.dtype,
+                   tensors: list[Any], consts: list[Any]) -> bool:
+    """Whether the reduced expression's fill-time value is the reduction's identity."""
+    if rop is None:
+        return False
+    ident = rop.identity_for(acc_dtype)
+    v = fill_time_value(expr, tensors, consts)
+    return (ident is not None and v is not None
+            and same_value(np.asarray(v).astype(acc_dtype)[()], ident))
+
+
+def fill_time_value(node: PNode, tensors: Any, consts: Any) -> Any:
+    """The value of ``node`` where every sparse operand holds its fill, as co-iteration
+    sees it (``coiterate.region_of``): an annihilated op is ``op(z, .., z)`` (implicit fills
+    annihilate, as in scipy) and a decided selection is the selected argument. None where
+    it needs a value that is not a fill or a constant."""
+    if not isinstance(node, PApply):
+        return _eval_fill(node, list(tensors), list(consts))
+    op, opds = node.op, node.operand_dtypes
+    with np.errstate(all="ignore"):
+        if node.annihilates:
+            z = op.annihilator_for(opds[node.annihilates[0]])
+            v = op.apply(*([z] * op.nargs))
+        elif node.selects:
+            v = fill_time_value(node.args[node.selects[0][1]], tensors, consts)
+        else:
+            vals = [fill_time_value(a, tensors, consts) for a in node.args]
+            v = None if any(x is None for x in vals) else op.apply(*vals)
+        return None if v is None else np.asarray(v).astype(node.dtype)[()]
 
 
 def _eval_fill(expr: PNode, tensors: list[Any], consts: list[Any]) -> Any:

@@ -99,8 +99,12 @@ def region_of(node: PNode, fld: str, info: KernelInfo, fills: tuple[Any, ...],
         case PApply(op=op, args=args, operand_dtypes=opds, dtype=rd):
             subs = [region_of(a, fld, info, fills, sparse, full, consts) for a in args]
             ann_regions = []
-            for (reg, miss), od in zip(subs, opds, strict=True):
-                if reg in (ALL, NONE) or miss[0] != "known":
+            for i, ((reg, miss), od) in enumerate(zip(subs, opds, strict=True)):
+                if reg in (ALL, NONE) or miss[0] == "data":
+                    continue
+                if miss[0] == "fillexpr":  # needs the constants: decided by analysis
+                    if i in node.annihilates:
+                        ann_regions.append(reg)
                     continue
                 z = _annihilator(op, od)
                 if z is not None and same_value(np.asarray(miss[1]).astype(od)[()], z):
@@ -111,6 +115,9 @@ def region_of(node: PNode, fld: str, info: KernelInfo, fills: tuple[Any, ...],
                 if zval is None:
                     return _and(ann_regions), ("data",)
                 return _and(ann_regions), ("known", np.asarray(zval).astype(rd)[()])
+            selected = _selected_region(node, subs)
+            if selected is not None:
+                return selected
             region = _or([r for r, _ in subs])
             kinds = [m[0] for _, m in subs]
             if "data" in kinds:
@@ -122,6 +129,35 @@ def region_of(node: PNode, fld: str, info: KernelInfo, fills: tuple[Any, ...],
                 return region, ("known", np.asarray(v)[()])
             return region, ("fillexpr",)
     raise TypeError(f"unknown pointwise node {node!r}")
+
+
+def _selected_region(node: PApply, subs: list[tuple[Region, Missing]]
+                     ) -> tuple[Region, Missing] | None:
+    """The region when an argument is a *mask driver*: outside its region it holds a value
+    that selects another argument (``where(c, x, k)`` with ``c`` absent is ``k``), so the
+    expression differs from that argument's outside value only on the union of the two
+    regions; every other argument (``x``, even dense) is irrelevant there. An outside value
+    that needs the constants (``c = A != 0``) was decided by ``analysis`` (``selects``)."""
+    opds, rd = node.operand_dtypes, node.dtype
+    decided = dict(node.selects)
+    for i, ((reg, miss), od) in enumerate(zip(subs, opds, strict=True)):
+        if reg in (ALL, NONE) or miss[0] == "data":
+            continue
+        if miss[0] == "known":
+            j = node.op.selected_by(i, np.asarray(miss[1]).astype(od)[()])
+        else:
+            j = decided.get(i)
+        if j is None:
+            continue
+        reg_j, miss_j = subs[j]
+        region = _or([reg, reg_j])
+        if region == ALL:
+            return None
+        if miss_j[0] == "known":
+            v = np.asarray(miss_j[1]).astype(opds[j]).astype(rd)[()]
+            return region, ("known", v)
+        return region, miss_j
+    return None
 
 
 def _annihilator(op: Any, dtype: np.dtype) -> Any:
@@ -268,6 +304,8 @@ def plan_level(info: KernelInfo, depth: int, fills: tuple[Any, ...],
 def _may_skip(info: KernelInfo, miss: Missing, out_fill: Any) -> bool:
     """Whether coordinates outside the region contribute nothing observable."""
     if info.reduce_op is not None:
+        if miss[0] == "fillexpr":  # the constants decide: analysis evaluated it
+            return info.fill_identity
         if miss[0] != "known":
             return False
         ident = info.reduce_op.identity_for(info.acc_dtype)

@@ -23,7 +23,7 @@ import numpy as np
 
 from lazysparse.logic.dtypes import as_dtype
 from lazysparse.logic.elementwise_ops import by_kind
-from lazysparse.logic.operators import OPERATORS, Operator, register
+from lazysparse.logic.operators import OPERATORS, Operator, Selection, register
 
 
 def _isequal_np(a: Any, b: Any) -> Any:
@@ -46,7 +46,8 @@ def _overwrite_np(a: Any, b: Any) -> Any:
 
 WHERE = register(Operator(
     "where", 3, np.where, "({1} if {0} else {2})", "({0} ? {1} : {2})", "where",
-    ("any",), doc="ifelse(c, a, b)"))
+    ("any",), selections=(Selection(0, False, 2), Selection(0, True, 1)),
+    doc="ifelse(c, a, b)"))
 ISEQUAL = register(Operator(
     "isequal", 2, _isequal_np,
     by_kind("({0} == {1})", f="lsops.isequal_float({0}, {1})",

@@ -43,6 +43,19 @@ NUMBA_GLOBALS: dict[str, Any] = {"np": np, "math": math, "cmath": cmath, "lsops"
 DtypeValue = Callable[[np.dtype], Any]
 CodeForm = str | Callable[[tuple[np.dtype, ...]], str]
 
+@dataclass(frozen=True)
+class Selection:
+    """``op(args) == args[result]`` whenever ``args[arg] == value`` (at its operand dtype).
+
+    ``where(c, a, b)``: a False condition selects ``b``, a True one ``a``. A sparse operand
+    whose fill selects an argument decides the value wherever it is absent, as a mask does.
+    """
+
+    arg: int
+    value: bool | int | float
+    result: int
+
+
 DTYPE_RULES = ("promote", "float", "compare", "logical", "to_real", "where", "first_arg",
                "cast", "coalesce")
 
@@ -77,6 +90,8 @@ class Operator:
     # NumPy form of ``x (+) x (+) ... (+) x`` (``m`` copies, ``m >= 1`` an int64 array) at
     # ``x``'s dtype, for non-idempotent associative ops (add: ``x * m``, multiply: ``x ** m``)
     repeat: Callable[[Any, Any], Any] | None = None
+    # arguments whose value picks which argument is the result (``where``'s condition)
+    selections: tuple[Selection, ...] = ()
     doc: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
@@ -208,6 +223,21 @@ class Operator:
             return None
         return _value(self.annihilator, d)
 
+    def selected_by(self, arg: int, value: Any) -> int | None:
+        """The argument ``op(args)`` equals whenever argument ``arg`` holds ``value`` (at
+        its operand dtype), or None: ``where``'s condition at False selects argument 2."""
+        for s in self.selections:
+            if s.arg == arg and _same(value, s.value):
+                return s.result
+        return None
+
+    @property
+    def selects_only_arguments(self) -> bool:
+        """True when every result is one of the arguments, picked by a boolean argument
+        (``where``): both of its values select."""
+        picked = {(s.arg, bool(s.value)) for s in self.selections}
+        return any((a, True) in picked and (a, False) in picked for a, _ in picked)
+
     def init_for(self, dtype: Any) -> np.generic | None:
         """Default reduction start value at ``dtype`` (sum 0, prod 1, max -inf ...), or None."""
         return _value(self.init, dtype)
@@ -256,6 +286,14 @@ def _form(form: CodeForm, dtypes: tuple[Any, ...]) -> str:
     if isinstance(form, str):
         return form
     return form(tuple(np.dtype(d) for d in dtypes))
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Scalar equality for selection values (NaN never selects)."""
+    try:
+        return bool(np.asarray(a)[()] == b)
+    except (TypeError, ValueError):
+        return False
 
 
 def _value(rule: DtypeValue | None, dtype: Any) -> np.generic | None:
@@ -327,6 +365,6 @@ astype_op = _internal_ops.astype_op
 
 __all__ = [
     "ELEMENTWISE_FUNCTIONS", "NUMBA_GLOBALS", "OPERATORS", "REDUCTIONS", "ElementwiseFunction",
-    "Operator", "aggregate_dtype", "aggregate_fill", "astype_op", "get_operator",
+    "Operator", "Selection", "aggregate_dtype", "aggregate_fill", "astype_op", "get_operator",
     "mapjoin_fill", "register",
 ]

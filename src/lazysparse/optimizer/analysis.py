@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from lazysparse.formats.config import check_densify, get_densify_limit
+from lazysparse.logic.dtypes import scalar_as
 from lazysparse.logic.nodes import (
     Aggregate,
     Alias,
@@ -159,9 +160,12 @@ def expr_fill(expr: LogicNode, infos: dict[Alias, AliasInfo]) -> Any:
             return None
         case MapJoin(op=op, args=args):
             fills = [expr_fill(a, infos) for a in args]
-            if any(f is None for f in fills):
-                return None
-            return mapjoin_fill(op_of(op), fills)
+            if all(f is not None for f in fills):
+                return mapjoin_fill(op_of(op), fills)
+            for _, j in selected_arguments(expr, infos):
+                if fills[j] is not None:  # where(c, x, k) with c absent: k, whatever x is
+                    return scalar_as(fills[j], expr_dtype(expr, infos))
+            return None
         case Aggregate(op=op, init=init, arg=arg):
             return aggregate_fill(op_of(op), init.val, expr_dtype(arg, infos))
         case Reorder(arg=arg) | Relabel(arg=arg) | Reformat(arg=arg):
@@ -183,6 +187,48 @@ def masks(op: Operator, arg: LogicNode, args: tuple[LogicNode, ...],
     except (TypeError, ValueError):
         return False
     return same_value(fill, z)
+
+
+def selected_arguments(node: MapJoin, infos: dict[Alias, AliasInfo]
+                       ) -> tuple[tuple[int, int], ...]:
+    """``(i, j)`` for each argument ``i`` of ``node`` whose fill value makes the op return
+    argument ``j`` (the registry's ``Operator.selections``: ``where(c, x, k)`` with ``c``'s
+    fill False is ``k`` wherever ``c`` is absent, so a sparse ``c`` is a mask driver)."""
+    op = op_of(node.op)
+    if not op.selections:
+        return ()
+    try:
+        dts = op.operand_dtypes(*[_dtype_or_scalar(a, infos) for a in node.args])
+    except (TypeError, ValueError):
+        return ()
+    out: list[tuple[int, int]] = []
+    for i in sorted({s.arg for s in op.selections}):
+        fill = expr_fill(node.args[i], infos)
+        if fill is None:
+            continue
+        j = op.selected_by(i, scalar_as(fill, dts[i]))
+        if j is not None:
+            out.append((i, j))
+    return tuple(out)
+
+
+def selection_distributes(node: MapJoin, site: int, agg: Aggregate, dtype: Any) -> bool:
+    """Does ``node`` (a selection, e.g. ``where``) at argument ``site`` commute with the
+    reduction ``agg``? Yes when every other argument it may return is a scalar equal to
+    ``agg``'s init and that init is the reduction's identity ``e``:
+    ``where(c, ⊕_k x_k, e) == ⊕_k where(c, x_k, e)`` (SDDMM written with a mask)."""
+    op = op_of(node.op)
+    if not op.selects_only_arguments or site in {s.arg for s in op.selections}:
+        return False
+    results = {s.result for s in op.selections}
+    init = agg.init.val
+    try:
+        if site not in results or not same_value(op_of(agg.op).identity_for(dtype), init):
+            return False
+    except (TypeError, ValueError):
+        return False
+    return all(isinstance(node.args[r], Immediate) and same_value(node.args[r].val, init)
+               for r in results - {site})
 
 
 def nonzero_probability(expr: LogicNode, bound: set[Field], sizes: dict[Field, int],
@@ -222,6 +268,14 @@ def _mask_flags(node: MapJoin, infos: dict[Alias, AliasInfo],
     return memo[key]
 
 
+def _selection_flags(node: MapJoin, infos: dict[Alias, AliasInfo],
+                     memo: dict[Any, Any]) -> tuple[tuple[int, int], ...]:
+    key = ("selects", id(node))
+    if key not in memo:
+        memo[key] = selected_arguments(node, infos)
+    return memo[key]
+
+
 def _keeps_sparse(node: Aggregate, infos: dict[Alias, AliasInfo],
                   memo: dict[int, Any]) -> bool:
     key = id(node)
@@ -251,6 +305,13 @@ def _prob(expr: LogicNode, bound: set[Field], sizes: dict[Field, int],
             flags = _mask_flags(expr, infos, memo)
             masked = [p for p, m in zip(probs, flags, strict=True) if m]
             union = 1.0 - math.prod(1.0 - p for p in probs)
+            for i, j in _selection_flags(expr, infos, memo):
+                # outside the deciding argument's pattern the value is argument j's, so the
+                # result differs from its fill only on the union of their structural
+                # patterns (scalars there are the fill itself: ``where(A != 0, x, k)``)
+                structural = memo.setdefault("structural", {"scalars_sparse": True})
+                pi, pj = (_prob(args[k], bound, sizes, infos, structural) for k in (i, j))
+                union = min(union, 1.0 - (1.0 - pi) * (1.0 - pj))
             return min(union, math.prod(masked)) if masked else union
         case Aggregate(arg=arg):
             if not _keeps_sparse(expr, infos, memo):
@@ -280,7 +341,9 @@ def sparse_representable(expr: LogicNode, infos: dict[Alias, AliasInfo]) -> bool
             case MapJoin(args=args):
                 flags = _mask_flags(e, infos, memo)
                 oks = [rep(x) for x in args]
-                return all(oks) or any(m and ok for m, ok in zip(flags, oks, strict=True))
+                return (all(oks) or any(m and ok for m, ok in zip(flags, oks, strict=True))
+                        or any(oks[i] and oks[j]
+                               for i, j in _selection_flags(e, infos, memo)))
             case Aggregate(arg=arg):
                 return rep(arg) and _keeps_sparse(e, infos, memo)
             case Reorder(arg=arg) | Reformat(arg=arg):

@@ -37,6 +37,7 @@ from lazysparse.optimizer.analysis import (
     query_parts,
     result_axes,
     same_value,
+    selection_distributes,
 )
 from lazysparse.optimizer.push_fields import rename_fields
 from lazysparse.optimizer.rewrite import Namer, accesses, alias_uses, expr_fields, produced
@@ -96,7 +97,8 @@ def _try_fuse(rhs: LogicNode, defs: dict[Alias, LogicNode], infos: dict[Alias, A
     if site is not None:
         assert isinstance(body, MapJoin)
         f = op_of(body.op)
-        if (f.name, op_of(r_agg.op).name) not in DISTRIBUTES:
+        selects = selection_distributes(body, site, r_agg, r_dtype)
+        if not selects and (f.name, op_of(r_agg.op).name) not in DISTRIBUTES:
             return None
         kept = set(target.idxs)
         others = [a for t, a in enumerate(body.args) if t != site]
@@ -106,7 +108,7 @@ def _try_fuse(rhs: LogicNode, defs: dict[Alias, LogicNode], infos: dict[Alias, A
             z = f.annihilator_for(r_dtype)
         except (TypeError, ValueError):
             return None
-        if not same_value(z, r_agg.init.val):
+        if not selects and not same_value(z, r_agg.init.val):
             return None
         new_body: LogicNode = MapJoin(body.op, tuple(
             r_body if t == site else a for t, a in enumerate(body.args)))
