@@ -3,9 +3,8 @@
 Lazy: keys made of full slices, ``...`` and ``None`` (a relabel/reorder, no data moved).
 Eager (compute ``x`` first): integers, partial or strided slices, integer and boolean
 arrays; a dense tensor is indexed by NumPy, a sparse one by filtering and renumbering its
-stored coordinates (it stays sparse). ``__setitem__`` is a functional update: the array's plan
-becomes ``where(mask, values, old plan)`` with ``mask``/``values`` small sparse tensors of
-the selected positions; the old data and every other array sharing it are untouched.
+stored coordinates (it stays sparse). ``__setitem__`` writes into a computed array's
+storage (copy-on-write) and is a ``where`` layer on a lazy one (``api/setitem.py``).
 """
 
 from __future__ import annotations
@@ -15,10 +14,12 @@ from typing import Any
 
 import numpy as np
 
+from lazysparse.api import setitem as S
 from lazysparse.api import tensors as T
 from lazysparse.api.building import fresh_field, fresh_fields, identify
 from lazysparse.api.lazy_array import LazyArray
 from lazysparse.api.manipulation import expand_dims, normalize_axis
+from lazysparse.api.selection import selection
 from lazysparse.logic import dtypes as _dt
 from lazysparse.logic.nodes import Relabel, Reorder
 
@@ -120,6 +121,9 @@ def getitem(x: LazyArray, key: Any) -> LazyArray:
         axis += 1
     if lazy:
         return _lazy_view(x, items)
+    out = _zero_d_mask(x, items)
+    if out is not None:
+        return out
     if any(isinstance(k, np.ndarray) for k in items):
         return _advanced(x, items)
     return _basic_eager(x, items)
@@ -149,6 +153,31 @@ def _sparse_mask(x: LazyArray, key: LazyArray) -> LazyArray | None:
     if sel.size:
         hit = sel[np.minimum(pos, sel.size - 1)] == flat
     return T.leaf(T.from_coords((int(sel.size),), pos[hit][None, :], v[hit], t.fill_value), x)
+
+
+def _zero_d_mask(x: LazyArray, items: list[Any]) -> LazyArray | None:
+    """``x[True]``/``x[False]`` (NumPy: a new axis of length 1 or 0 where the 0-d mask
+    stands), other components full slices or None: a lazy view, or an empty array. None
+    for other keys."""
+    at = [j for j, k in enumerate(items)
+          if isinstance(k, np.ndarray) and k.dtype == np.bool_ and k.ndim == 0]
+    if len(at) != 1:
+        return None
+    shape: list[int] = []
+    axis = 0
+    for k in items:
+        if k is None or isinstance(k, np.ndarray):
+            shape.append(1)
+            continue
+        if not _is_full(k, x.shape[axis]):
+            return None
+        shape.append(x.shape[axis])
+        axis += 1
+    j = at[0]
+    if bool(items[j]):
+        return _lazy_view(x, [None if i == j else k for i, k in enumerate(items)])
+    shape[j] = 0
+    return T.leaf(T.dense(np.zeros(shape, x.dtype), x.fill_value), x)
 
 
 def _lazy_view(x: LazyArray, items: list[Any]) -> LazyArray:
@@ -204,7 +233,9 @@ def _basic_eager(x: LazyArray, items: list[Any]) -> LazyArray:
                 out[j] = q[keep]
         return tuple(new_shape), out, v[keep]
 
-    return T.eager(x, lambda a: a[np_key], sparse_fn)
+    # a copy, not a view: the result owns its data, so assigning into x later needs no
+    # copy-on-write of x (api/setitem.py)
+    return T.eager(x, lambda a: np.array(a[np_key]), sparse_fn)
 
 
 def _advanced(x: LazyArray, items: list[Any]) -> LazyArray:
@@ -323,106 +354,63 @@ def take_along_axis(x: LazyArray, indices: Any, /, *, axis: int = -1) -> LazyArr
 
 # --- __setitem__ ------------------------------------------------------------------------
 
-def _value_operand(x: LazyArray, value: Any) -> Any:
-    """``value`` as a scalar of ``x``'s dtype or a lazy array."""
-    if _dt.is_python_scalar(value) or isinstance(value, np.generic):
-        if isinstance(value, complex) and x.dtype.kind != "c":
-            raise TypeError(f"cannot assign complex {value!r} to a {x.dtype} array")
-        if isinstance(value, float) and x.dtype.kind in "biu":
-            raise TypeError(f"cannot assign float {value!r} to a {x.dtype} array")
-        return _dt.scalar_as(value, x.dtype)
-    if isinstance(value, LazyArray):
-        return value
-    if isinstance(value, np.ndarray):
-        from lazysparse.api.creation import asarray
-
-        return asarray(value)
-    raise TypeError(f"cannot assign a {type(value).__name__} to a lazysparse array")
-
-
 def setitem(x: LazyArray, key: Any, value: Any) -> None:
-    """``x[key] = value`` as a functional update of ``x``'s plan."""
-    from lazysparse.api.elementwise import apply_operator, astype
+    """``x[key] = value`` with NumPy's semantics: written into ``x``'s storage when ``x`` is
+    computed (copy-on-write), a ``where`` layer when it is lazy (``api/setitem.py``)."""
+    val = S.value_operand(x, value)
+    scalar = not isinstance(val, LazyArray) or val.ndim == 0
+    if isinstance(key, LazyArray) and key.dtype == _dt.BOOL and key.ndim > 0:
+        if scalar and not S.has_layer(x) and (x._result is None or _fill_true(key)):
+            _mask_layer(x, key, val)
+            return
+        key = _mask_key(x, key)
+    items = normalize_key(key, x.shape)
+    if x._result is None and S.has_layer(x):
+        S.materialize(x)  # a second assignment: continue in the computed storage
+    if not S.in_place_capable(x):
+        coords, sel_shape = selection(items, x.shape)
+        S.functional(x, coords, sel_shape, val)
+        return
+    if x.ndim and all(_is_full(k, n) for k, n in zip(items, x.shape, strict=False)) and \
+            len(items) == x.ndim and not T.is_dense(x._result):
+        S.assign_all(x, val)
+        return
+    S.write(x, items, val)
+
+
+def _mask_layer(x: LazyArray, mask: LazyArray, val: Any) -> None:
+    """Lazy ``x[mask] = scalar``: ``where(mask, value, x)``, the mask broadcast over
+    trailing axes."""
+    from lazysparse.api.elementwise import apply_operator
     from lazysparse.logic.operators import get_operator
 
-    where = get_operator("where")
-    val = _value_operand(x, value)
-    items = normalize_key(key, x.shape)
-    masks = [k for k in items if isinstance(k, np.ndarray) and k.dtype == np.bool_]
-    raw_mask = key if isinstance(key, LazyArray) and key.dtype == _dt.BOOL else None
-    is_scalar = not isinstance(val, LazyArray) or val.ndim == 0
-    if isinstance(val, LazyArray) and val.dtype != x.dtype:
-        val = astype(val, x.dtype)
-    if raw_mask is not None and is_scalar:
-        # lazy: where(mask, value, x), the mask broadcast over trailing axes
-        m = raw_mask
-        if m.ndim < x.ndim:
-            m = expand_dims(m, axis=tuple(range(m.ndim, x.ndim)))
-        new = apply_operator(where, m, val, x, fname="__setitem__")
-        if new.shape != x.shape:
-            raise ValueError(f"__setitem__: mask of shape {raw_mask.shape} does not match "
-                             f"{x.shape}")
-        x.replace_with(new)
-        return
-    coords, sel_shape = _selection(items, x.shape, masks)
-    if isinstance(val, LazyArray):
-        vals = np.asarray(val)
-        try:
-            vals = np.broadcast_to(vals, sel_shape)
-        except ValueError:
-            raise ValueError(f"__setitem__: value of shape {vals.shape} cannot be broadcast "
-                             f"to the selection's shape {sel_shape}") from None
-        vals = vals.reshape(-1)
-    else:
-        vals = np.full(coords.shape[1], val, dtype=x.dtype)
-    # later duplicates win (NumPy's order); from_coords needs unique coordinates
-    if coords.shape[1] > 1 and x.ndim:
-        flat = np.ravel_multi_index(tuple(coords), x.shape)
-        _, last = np.unique(flat[::-1], return_index=True)
-        keep = np.sort(coords.shape[1] - 1 - last)
-        coords, vals = coords[:, keep], vals[keep]
-    fill = x.fill_value if x.fill_value is not None else x.dtype.type(0)
-    if x.ndim == 0:
-        new = LazyArray.from_tensor(T.dense(np.asarray(vals[0] if vals.size else fill,
-                                                       dtype=x.dtype)), x.device)
-        x.replace_with(new)
-        return
-    mask_t = T.from_coords(x.shape, coords, np.ones(coords.shape[1], bool), np.False_)
-    vals_t = T.from_coords(x.shape, coords, vals.astype(x.dtype, copy=False), fill)
-    new = apply_operator(where, LazyArray.from_tensor(mask_t, x.device),
-                         LazyArray.from_tensor(vals_t, x.device), x, fname="__setitem__")
-    x.replace_with(new)
+    if mask.shape != x.shape[:mask.ndim]:
+        raise IndexError(f"boolean index of shape {mask.shape} does not match the indexed "
+                         f"axes of shape {x.shape[:mask.ndim]}")
+    m = mask
+    if m.ndim < x.ndim:
+        m = expand_dims(m, axis=tuple(range(m.ndim, x.ndim)))
+    S.mark_layer(x, apply_operator(get_operator("where"), m, val, x, fname="__setitem__"))
 
 
-def _selection(items: list[Any], shape: tuple[int, ...],
-               masks: list[np.ndarray]) -> tuple[np.ndarray, tuple[int, ...]]:
-    """Coordinates ``(ndim, n)`` of the selected elements in row-major selection order,
-    and the shape a value must broadcast to."""
-    arrays = [k for k in items if isinstance(k, np.ndarray)]
-    if arrays:
-        pos = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)[tuple(items)]
-        coords = np.array(np.unravel_index(pos.reshape(-1), shape), dtype=np.int64)
-        return coords.reshape(len(shape), -1), pos.shape
-    per_axis: list[np.ndarray] = []
-    sel_shape: list[int] = []
-    axis = 0
-    for k in items:
-        if k is None:
-            sel_shape.append(1)
-            continue
-        n = shape[axis]
-        axis += 1
-        if isinstance(k, int):
-            per_axis.append(np.array([k], dtype=np.int64))
-        else:
-            r = np.arange(*k.indices(n), dtype=np.int64)
-            per_axis.append(r)
-            sel_shape.append(r.size)
-    if not per_axis:
-        return np.zeros((0, 1), np.int64), tuple(sel_shape)
-    grids = np.meshgrid(*per_axis, indexing="ij")
-    coords = np.stack([g.reshape(-1) for g in grids]) if grids else np.zeros((0, 1))
-    return coords.astype(np.int64), tuple(sel_shape)
+def _fill_true(mask: LazyArray) -> bool:
+    """Whether ``mask`` is stored sparse with fill True (it selects almost everything)."""
+    t = mask.tensor()
+    return not T.is_dense(t) and bool(t.fill_value)
+
+
+def _mask_key(x: LazyArray, mask: LazyArray) -> Any:
+    """A boolean array key as a NumPy key: the row-major coordinates of its stored True
+    entries when it is stored sparse with fill False (never densified), else its values."""
+    if mask.shape != x.shape[:mask.ndim]:
+        raise IndexError(f"boolean index of shape {mask.shape} does not match the indexed "
+                         f"axes of shape {x.shape[:mask.ndim]}")
+    t = mask.tensor()
+    if T.is_dense(t) or bool(t.fill_value):
+        return np.asarray(t.to_numpy(), dtype=bool)
+    coords, values = T.coo_parts(t)
+    coords = coords[:, values.astype(bool)]
+    return tuple(coords[:, np.lexsort(coords[::-1])])
 
 
 def _check_index(i: Any) -> int:

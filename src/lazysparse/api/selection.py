@@ -1,0 +1,115 @@
+"""Coordinates selected by an index key, and where stored tensors keep them.
+
+``selection`` turns a normalized key into the coordinates it selects without allocating
+anything the size of the indexed array: each axis's coordinate grid is a zero-stride NumPy
+view (``broadcast_to``) indexed by the key, so NumPy's own rules (advanced-index placement,
+0-d boolean masks, ``None``) decide the order and shape, and only the selection is
+materialized. ``locate`` finds the stored positions of coordinates by walking a tensor's
+levels (binary search in compressed segments), O(log nnz) per coordinate.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from lazysparse import formats
+
+# batches up to this size are searched one coordinate at a time (NumPy call overhead beats
+# a vectorized binary search there)
+_SCALAR_SEARCH_MAX = 16
+
+
+def selection(items: list[Any], shape: tuple[int, ...]) -> tuple[np.ndarray, tuple[int, ...]]:
+    """Coordinates ``(ndim, n)`` (int64, axis order) of the elements ``items`` selects, in
+    NumPy's row-major selection order, and the selection's shape (what a value broadcasts
+    to). ``items`` is a normalized key (``indexing.normalize_key``)."""
+    key = tuple(items)
+    if len(items) == len(shape) and all(type(k) is int for k in items):
+        return np.array(items, dtype=np.int64).reshape(len(shape), 1), ()
+    if not shape:
+        picked = np.broadcast_to(np.zeros((), np.int8), ())[key]
+        return np.zeros((0, picked.size), np.int64), picked.shape
+    coords = np.empty((len(shape), 0), np.int64)
+    sel_shape: tuple[int, ...] = ()
+    for axis, n in enumerate(shape):
+        along = np.arange(n, dtype=np.int64).reshape([-1 if j == axis else 1
+                                                      for j in range(len(shape))])
+        picked = np.broadcast_to(along, shape)[key]
+        if axis == 0:
+            sel_shape = picked.shape
+            coords = np.empty((len(shape), picked.size), np.int64)
+        coords[axis] = picked.reshape(-1)
+    return coords, sel_shape
+
+
+def last_wins(coords: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``coords``/``values`` with repeated coordinates removed, the last occurrence kept
+    (NumPy's assignment order), sorted row-major."""
+    n = coords.shape[1]
+    if n <= 1:
+        return coords, values
+    order = np.lexsort(coords[::-1]) if coords.shape[0] else np.arange(n)
+    c = coords[:, order]
+    keep = np.ones(n, dtype=bool)
+    keep[:-1] = np.any(c[:, 1:] != c[:, :-1], axis=0)
+    return c[:, keep], values[order][keep]
+
+
+def equals_fill(values: np.ndarray, fill: Any) -> np.ndarray:
+    """Which ``values`` equal ``fill`` (NaN equals NaN)."""
+    same = values == fill
+    if values.dtype.kind in "fc" and np.isnan(fill):
+        same |= np.isnan(values)
+    return same
+
+
+def locate(t: formats.Tensor, coords: np.ndarray) -> np.ndarray:
+    """The position in ``t.values`` of each coordinate (``coords`` is ``(ndim, n)``, axis
+    order), -1 where ``t`` does not store it. Levels are walked outermost first: a dense
+    level computes the child position, a compressed or singleton level binary-searches the
+    parent's segment (sorted, as every lazysparse level is)."""
+    n = coords.shape[1]
+    lo = np.zeros(n, dtype=np.int64)
+    hi = np.ones(n, dtype=np.int64)
+    for level, axis in zip(t.levels, t.mode_order, strict=True):
+        c = coords[axis]
+        missed = hi <= lo
+        if level.kind == "dense":
+            lo = np.where(missed, 0, lo * level.size + c)
+            hi = np.where(missed, lo, lo + 1)
+            continue
+        if level.kind == "singleton":  # one child per parent: search the parents' run
+            seg_lo, seg_hi = lo, hi
+        else:  # compressed: the segment of parent position lo
+            p = np.where(missed, 0, lo)
+            seg_lo = level.ptr[p].astype(np.int64)
+            seg_hi = np.where(missed, seg_lo, level.ptr[p + 1]).astype(np.int64)
+        lo = _search(level.idx, seg_lo, seg_hi, c, "left")
+        hi = _search(level.idx, lo, seg_hi, c, "right")
+    return np.where(hi > lo, lo, -1)
+
+
+def _search(idx: np.ndarray, lo: np.ndarray, hi: np.ndarray, c: np.ndarray,
+            side: str) -> np.ndarray:
+    """For each query, the first position in ``[lo, hi)`` of sorted ``idx`` whose entry is
+    ``>= c`` (``side="left"``) or ``> c`` (``"right"``); ``hi`` when there is none."""
+    if lo.size <= _SCALAR_SEARCH_MAX:
+        out = lo.copy()
+        for q in range(lo.size):
+            a, b = int(lo[q]), int(hi[q])
+            if b > a:
+                out[q] = a + int(np.searchsorted(idx[a:b], c[q], side=side))
+        return out
+    lo, hi = lo.copy(), np.maximum(hi, lo)
+    last = max(idx.size - 1, 0)
+    while True:
+        active = lo < hi
+        if not active.any():
+            return lo
+        mid = (lo + hi) // 2
+        v = idx[np.minimum(mid, last)] if idx.size else np.zeros_like(mid)
+        right = (v < c) if side == "left" else (v <= c)
+        lo = np.where(active & right, mid + 1, lo)
+        hi = np.where(active & ~right, mid, hi)

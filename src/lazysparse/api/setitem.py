@@ -1,0 +1,298 @@
+"""``x[key] = value``: in-place writes into owned storage, copy-on-write, batched inserts.
+
+An array whose value is computed (its expression is a leaf ``Table`` of its tensor) is
+updated in its storage. It may write in place only when it *owns* the storage:
+- setitem made that tensor itself (a private copy, or the merge of pending entries); the
+  first assignment into a computed array therefore copies its data once (a kernel's or
+  the user's data is never written), later ones write in place;
+- nothing acquired a reference since: the leaf's ``Subquery``/``Table``/``Immediate``
+  nodes, the tensor and its values array have no more references than when setitem
+  installed them (``sys.getrefcount``). Another array sharing the leaf (``x.copy()``), an
+  expression built from ``x``, ``x.tensor()`` kept by the user, a NumPy view of the values
+  (``np.asarray(x)``, a view leaf such as ``x[None]``) each hold one, so the next write
+  copies first (copy-on-write) and everything built earlier keeps the old value.
+Installing a tensor also gives the array a fresh alias, so expressions built before it was
+computed (which read the old alias's memoized result) recompute their own history.
+
+Dense storage is written through a NumPy view with NumPy's indexing. Sparse storage
+overwrites stored entries in place (a stored entry set to the fill value stays stored,
+still correct); new coordinates wait in ``Pending`` and are merged once, sorted and
+vectorized, when the array is next read (``LazyArray._sync``, called by ``expr``,
+``result`` and ``stored``).
+
+A lazy target keeps the functional form: its plan becomes ``where(mask, values, plan)``
+with small sparse mask/value tensors. A second assignment into an array that still
+carries such a layer computes it first and continues in place, so repeated assignments
+never grow a plan.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from lazysparse import formats
+from lazysparse.api import execution
+from lazysparse.api import tensors as T
+from lazysparse.api.lazy_array import LazyArray, is_device_tensor
+from lazysparse.api.selection import equals_fill, last_wins, locate, selection
+from lazysparse.logic import dtypes as _dt
+from lazysparse.logic.nodes import Alias, Table
+
+# how often each path ran (tests check that in-place writes do not copy)
+STATS = {"copies": 0, "merges": 0, "layers": 0, "computes": 0}
+
+# pending chunks past this count are compacted into one (bounded bookkeeping)
+_COMPACT_CHUNKS = 256
+
+
+class Pending:
+    """New coordinates of a sparse array, not stored yet, with their values (in assignment
+    order: later ones win)."""
+
+    def __init__(self) -> None:
+        self.coords: list[np.ndarray] = []
+        self.values: list[np.ndarray] = []
+
+    def __bool__(self) -> bool:
+        return bool(self.coords)
+
+    def add(self, coords: np.ndarray, values: np.ndarray) -> None:
+        """Queue ``values`` at ``coords`` (``(ndim, n)``)."""
+        self.coords.append(coords)
+        self.values.append(values)
+        if len(self.coords) > _COMPACT_CHUNKS:
+            coords, values = self.take()
+            self.coords, self.values = [coords], [values]
+
+    def take(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every queued entry, one per coordinate (the last assignment kept), and empty the
+        queue."""
+        coords = np.concatenate(self.coords, axis=1)
+        values = np.concatenate(self.values)
+        self.coords, self.values = [], []
+        return last_wins(coords, values)
+
+
+@dataclass(eq=False)
+class Owned:
+    """``x`` owns ``tensor``: setitem installed it as ``x``'s leaf; ``refs`` are the
+    reference counts of the leaf's objects right after (see the module docstring)."""
+
+    tensor: formats.Tensor
+    refs: tuple[int, ...] = ()
+    pending: Pending = field(default_factory=Pending)
+
+    @property
+    def dirty(self) -> bool:
+        """Whether new sparse entries wait to be merged into the storage."""
+        return bool(self.pending)
+
+    def flush(self, x: LazyArray) -> None:
+        """Merge the pending entries into ``x``'s storage (one sort, no Python loop per
+        entry); entries that equal the fill value need no storage."""
+        t = self.tensor
+        coords, values = self.pending.take()
+        keep = ~equals_fill(values, t.fill_value)
+        if not keep.any():
+            return
+        old_coords, old_values = T.coo_parts(t)
+        merged = formats.Tensor.from_coords(
+            list(np.concatenate([old_coords, coords[:, keep]], axis=1)),
+            np.concatenate([old_values, values[keep]]), t.shape, format=t.spec,
+            fill_value=t.fill_value)
+        STATS["merges"] += 1
+        _adopt(x, merged)
+
+
+@dataclass(eq=False)
+class Layer:
+    """``x``'s plan is a ``where`` layer setitem built (the subquery named ``alias``)."""
+
+    alias: Alias
+    dirty = False
+
+    def flush(self, x: LazyArray) -> None:  # pragma: no cover - never dirty
+        """Nothing waits in a functional layer."""
+
+
+def _leaf_objects(x: LazyArray) -> tuple[Any, ...] | None:
+    """The objects of ``x``'s leaf whose references decide sharing, or None when ``x``'s
+    expression is not a ``Table`` of its result."""
+    leaf = x._expr
+    table = leaf.arg
+    if not isinstance(table, Table) or table.tns.val is not x._result:
+        return None
+    return leaf, table, table.tns, x._result, x._result.values
+
+
+def _refcounts(x: LazyArray) -> tuple[int, ...]:
+    objs = _leaf_objects(x)
+    if objs is None:
+        return ()
+    return tuple(sys.getrefcount(o) for o in objs)
+
+
+def _adopt(x: LazyArray, tensor: formats.Tensor) -> Owned:
+    """Install ``tensor`` (made by setitem, owning its values) as ``x``'s leaf, owned by
+    ``x``, under a fresh alias."""
+    x.replace_with(LazyArray.from_tensor(tensor, x.device))
+    state = Owned(tensor)
+    x._update = state
+    state.refs = _refcounts(x)
+    return state
+
+
+def owned_state(x: LazyArray) -> Owned:
+    """``x``'s ownership state, copying its storage first unless ``x`` owns it and nothing
+    else references it (copy-on-write)."""
+    state = x._update
+    if isinstance(state, Owned) and state.tensor is x._result:
+        now = _refcounts(x)
+        if now and len(now) == len(state.refs) and all(
+                a <= b for a, b in zip(now, state.refs, strict=True)):
+            return state
+    x._sync()
+    STATS["copies"] += 1
+    return _adopt(x, _own_copy(x.stored()))
+
+
+def _own_copy(t: formats.Tensor) -> formats.Tensor:
+    """A copy of ``t`` whose values array owns its memory (so every view of it counts as a
+    reference to it)."""
+    out = T.copy_tensor(t)
+    if out.values.base is not None:
+        out.values = np.array(out.values, copy=True)
+    return out
+
+
+# --- the paths --------------------------------------------------------------------------
+
+def value_operand(x: LazyArray, value: Any) -> Any:
+    """``value`` as a scalar of ``x``'s dtype or a lazy array of it (TypeError naming the
+    value's type when it cannot be assigned)."""
+    from lazysparse.api.elementwise import astype
+
+    if _dt.is_python_scalar(value) or isinstance(value, np.generic):
+        if isinstance(value, complex) and x.dtype.kind != "c":
+            raise TypeError(f"cannot assign complex {value!r} to a {x.dtype} array")
+        if isinstance(value, float) and x.dtype.kind in "biu":
+            raise TypeError(f"cannot assign float {value!r} to a {x.dtype} array")
+        return _dt.scalar_as(value, x.dtype)
+    if isinstance(value, np.ndarray):
+        from lazysparse.api.creation import asarray
+
+        value = asarray(value)
+    if isinstance(value, LazyArray):
+        return value if value.dtype == x.dtype else astype(value, x.dtype)
+    raise TypeError(f"cannot assign a {type(value).__name__} to a lazysparse array")
+
+
+def _values_for(val: Any, sel_shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """The assigned values broadcast to the selection, flattened in selection order."""
+    vals = np.asarray(val, dtype=dtype)
+    try:
+        vals = np.broadcast_to(vals, sel_shape)
+    except ValueError:
+        raise ValueError(f"__setitem__: value of shape {vals.shape} cannot be broadcast to "
+                         f"the selection's shape {sel_shape}") from None
+    return vals.reshape(-1)
+
+
+def write(x: LazyArray, items: list[Any], val: Any) -> None:
+    """Assign into computed ``x`` in its (owned) storage."""
+    if isinstance(val, LazyArray):
+        val = np.asarray(val)
+    t = owned_state(x).tensor
+    if T.is_dense(t):
+        _write_dense(t, items, val)
+    else:
+        _write_sparse(x, t, items, val)
+
+
+def _write_dense(t: formats.Tensor, items: list[Any], val: Any) -> None:
+    """NumPy assignment through a view of ``t``'s values in axis order."""
+    inverse = tuple(int(i) for i in np.argsort(t.mode_order))
+    view = t.values.reshape([t.shape[m] for m in t.mode_order]).transpose(inverse)
+    try:
+        view[tuple(items)] = val
+    except ValueError as e:
+        raise ValueError(f"__setitem__: value of shape {np.shape(val)} cannot be assigned "
+                         f"to the selection ({e})") from None
+
+
+def _write_sparse(x: LazyArray, t: formats.Tensor, items: list[Any], val: Any) -> None:
+    """Overwrite stored entries in place; queue new coordinates for one merge."""
+    coords, sel_shape = selection(items, x.shape)
+    vals = _values_for(val, sel_shape, x.dtype)
+    pos = locate(t, coords)
+    hit = pos >= 0
+    t.values[pos[hit]] = vals[hit]
+    if not hit.all():
+        state = x._update
+        assert isinstance(state, Owned)
+        state.pending.add(coords[:, ~hit], vals[~hit])
+
+
+def assign_all(x: LazyArray, val: Any) -> None:
+    """``x[...] = val`` for a sparse ``x``: a scalar becomes the fill value of an empty
+    tensor of ``x``'s format (nothing stored, nothing densified); an array becomes ``x``'s
+    plan (its storage kept)."""
+    if isinstance(val, LazyArray):
+        from lazysparse.api.manipulation import broadcast_to
+
+        try:
+            new = broadcast_to(val, x.shape)
+        except ValueError:
+            raise ValueError(f"__setitem__: value of shape {val.shape} cannot be broadcast "
+                             f"to {x.shape}") from None
+        x.replace_with(new if new is not val else val.copy())
+        return
+    _adopt(x, T.empty_sparse(x.shape, x.dtype, val, x.format))
+
+
+def functional(x: LazyArray, coords: np.ndarray, sel_shape: tuple[int, ...],
+               val: Any) -> None:
+    """Lazy ``x``: its plan becomes ``where(mask, values, plan)`` over the selection."""
+    from lazysparse.api.elementwise import apply_operator
+    from lazysparse.logic.operators import get_operator
+
+    vals = _values_for(val, sel_shape, x.dtype)
+    coords, vals = last_wins(coords, vals)
+    if x.ndim == 0:
+        if vals.size:
+            x.replace_with(LazyArray.from_tensor(T.dense(vals[:1].reshape(())), x.device))
+        return
+    fill = x.fill_value if x.fill_value is not None else x.dtype.type(0)
+    mask_t = T.from_coords(x.shape, coords, np.ones(coords.shape[1], bool), np.False_)
+    vals_t = T.from_coords(x.shape, coords, vals, fill)
+    new = apply_operator(get_operator("where"), LazyArray.from_tensor(mask_t, x.device),
+                         LazyArray.from_tensor(vals_t, x.device), x, fname="__setitem__")
+    mark_layer(x, new)
+
+
+def mark_layer(x: LazyArray, new: LazyArray) -> None:
+    """Make ``new`` (a ``where`` over ``x``) ``x``'s plan, remembered as a setitem layer."""
+    x.replace_with(new)
+    x._update = Layer(x._expr.lhs)
+    STATS["layers"] += 1
+
+
+def has_layer(x: LazyArray) -> bool:
+    """Whether lazy ``x``'s plan is a setitem layer (the next assignment computes it)."""
+    state = x._update
+    return isinstance(state, Layer) and state.alias is x._expr.lhs
+
+
+def materialize(x: LazyArray) -> None:
+    """Compute lazy ``x`` so that assignments continue in its storage."""
+    STATS["computes"] += 1
+    execution.compute(x)
+
+
+def in_place_capable(x: LazyArray) -> bool:
+    """Whether ``x`` is computed on the host (its storage can be written)."""
+    return x._result is not None and not is_device_tensor(x._result)
