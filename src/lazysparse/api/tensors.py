@@ -106,9 +106,19 @@ def dense(arr: np.ndarray, fill_value: Any = None) -> formats.Tensor:
     fill = arr.dtype.type(0) if fill_value is None else fill_value
     if arr.dtype not in formats.SUPPORTED_DTYPES:
         return formats.Tensor.from_numpy(arr, "dense", fill)  # its clear dtype error
-    values = np.ascontiguousarray(arr).reshape(-1)
-    return formats.Tensor(arr.shape, [formats.Dense(n) for n in arr.shape],
-                          tuple(range(arr.ndim)), values, fill, format="dense", check=False)
+    order = _storage_order(arr)
+    values = np.ascontiguousarray(arr.transpose(order)).reshape(-1)
+    return formats.Tensor(arr.shape, [formats.Dense(arr.shape[a]) for a in order], order,
+                          values, fill, format="dense", check=False)
+
+
+def _storage_order(arr: np.ndarray) -> tuple[int, ...]:
+    """``arr``'s axes by decreasing stride when that order is C-contiguous (a transposed or
+    Fortran-ordered array is then stored as it lies, no copy); else the axis order."""
+    if arr.ndim < 2 or arr.flags.c_contiguous:
+        return tuple(range(arr.ndim))
+    order = tuple(sorted(range(arr.ndim), key=lambda a: -arr.strides[a]))
+    return order if arr.transpose(order).flags.c_contiguous else tuple(range(arr.ndim))
 
 
 def with_shape(t: formats.Tensor, shape: tuple[int, ...]) -> formats.Tensor:
