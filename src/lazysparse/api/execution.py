@@ -159,7 +159,7 @@ def cuda_executor(plan: Plan) -> tuple[Tensor, ...]:
     from lazysparse.kernels.cuda.runtime import execute_plan_cuda
     from lazysparse.optimizer import optimize
 
-    return execute_plan_cuda(_inputs_to_device(optimize(plan)))
+    return execute_plan_cuda(_inputs_to_device(optimize(plan, device="cuda")))
 
 
 def executor_for(device_name: str) -> Executor:

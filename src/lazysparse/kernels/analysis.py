@@ -27,6 +27,7 @@ from lazysparse.logic.nodes import (
     Relabel,
     Reorder,
 )
+from lazysparse.logic.normal_form import epilogue_aggregate
 from lazysparse.logic.operators import Operator, aggregate_dtype
 
 INDEX_DTYPE = np.dtype(np.int64)
@@ -115,6 +116,13 @@ class PField(PNode):
 
 
 @dataclass(frozen=True)
+class PResult(PNode):
+    """An epilogue's input: the reduction's value at one result entry (``acc_dtype``)."""
+
+    dtype: np.dtype
+
+
+@dataclass(frozen=True)
 class PApply(PNode):
     """``op(args)`` with arguments cast to ``operand_dtypes``; result of ``dtype``.
 
@@ -152,6 +160,9 @@ class KernelInfo:
     # reduction's identity: coordinates whose outside value needs a constant may be skipped
     # (``sum(where(M, x, 0.0))`` with a sparse output)
     fill_identity: bool = False
+    # a map of the reduction's value (``PResult``) applied once per result entry; its
+    # operands are dense accesses by result fields, scalars and fields (out_dtype's source)
+    epilogue: PNode | None = None
 
     @property
     def out_storage_fields(self) -> tuple[str, ...]:
@@ -206,6 +217,9 @@ def _unwrap_query(query: Query) -> tuple[FormatSpec, Any]:
 def analyze_query(query: Query, env: dict[Alias, Any]) -> tuple[KernelInfo, QueryData]:
     """Split a normal-form compute query into its structure and its runtime data."""
     spec, body = _unwrap_query(query)
+    epi_body: Any = None
+    if isinstance(body, MapJoin) and epilogue_aggregate(body) is not None:
+        epi_body, body = body, epilogue_aggregate(body)
     reduce_op: Operator | None = None
     init: Any = None
     reduced: tuple[str, ...] = ()
@@ -285,6 +299,8 @@ def analyze_query(query: Query, env: dict[Alias, Any]) -> tuple[KernelInfo, Quer
                 if name not in loop_order:
                     raise ValueError(f"field {name!r} used as a value is not in the loop order")
                 return PField(name)
+            case Aggregate() if epi_body is not None:
+                return PResult(acc_dtype)
             case MapJoin(op=Immediate(val=Operator() as op), args=args):
                 if op.nargs == 2 and len(args) > 2 and op.associative:
                     # n-ary mapjoin of an associative binary op: fold left
@@ -305,17 +321,26 @@ def analyze_query(query: Query, env: dict[Alias, Any]) -> tuple[KernelInfo, Quer
         extents.setdefault(fld, 1)
     val_dtype = np.dtype(expr.dtype)
     if reduce_op is not None:
-        out_dtype = np.dtype(aggregate_dtype(reduce_op, init, val_dtype))
-        out_fill = np.asarray(init).astype(out_dtype)[()]
+        acc_dtype = np.dtype(aggregate_dtype(reduce_op, init, val_dtype))
+        out_fill = np.asarray(init).astype(acc_dtype)[()]
     else:
-        out_dtype = val_dtype
+        acc_dtype = val_dtype
         out_fill = _eval_fill(expr, tensors, consts)
+    n_body = len(operands)
+    epilogue = None if epi_body is None else walk(epi_body)
+    if any(not lv.located for op in operands[n_body:] for lv in op.levels):
+        raise ValueError("an epilogue's operands must be stored dense (the kernel locates "
+                         "them by result coordinates)")
+    out_dtype = acc_dtype
+    if epilogue is not None:
+        out_dtype = np.dtype(epilogue.dtype)  # type: ignore[attr-defined]
+        out_fill = _eval_fill(epilogue, tensors, consts, out_fill)
     info = KernelInfo(
         loop_order=loop_order, operands=tuple(operands), expr=expr, reduce_op=reduce_op,
         reduced=reduced, out_fields=out_fields, out_spec=spec, out_dtype=out_dtype,
-        acc_dtype=out_dtype, fill_keys=tuple(o.fill_key for o in operands),
-        const_dtypes=tuple(const_dtypes),
-        fill_identity=_fill_identity(expr, reduce_op, out_dtype, tensors, consts))
+        acc_dtype=acc_dtype, fill_keys=tuple(o.fill_key for o in operands),
+        const_dtypes=tuple(const_dtypes), epilogue=epilogue,
+        fill_identity=_fill_identity(expr, reduce_op, acc_dtype, tensors, consts))
     data = QueryData(tuple(tensors), tuple(consts), init, extents,
                      tuple(extents[f] for f in out_fields), out_fill)
     return info, data
@@ -385,9 +410,12 @@ def fill_time_value(node: PNode, tensors: Any, consts: Any) -> Any:
         return None if v is None else np.asarray(v).astype(node.dtype)[()]
 
 
-def _eval_fill(expr: PNode, tensors: list[Any], consts: list[Any]) -> Any:
-    """The pointwise tree evaluated on the operands' fill values (the result fill)."""
+def _eval_fill(expr: PNode, tensors: list[Any], consts: list[Any], result: Any = None) -> Any:
+    """The pointwise tree evaluated on the operands' fill values (the result fill);
+    an epilogue's ``PResult`` is the reduction's fill ``result``."""
     match expr:
+        case PResult():
+            return result
         case PAccess(slot=s, dtype=d):
             return np.asarray(tensors[s].fill_value).astype(d)[()]
         case PConst(slot=s):
@@ -395,5 +423,6 @@ def _eval_fill(expr: PNode, tensors: list[Any], consts: list[Any]) -> Any:
         case PField():
             return np.int64(0)
         case PApply(op=op, args=args):
-            return np.asarray(op.apply(*(_eval_fill(a, tensors, consts) for a in args)))[()]
+            return np.asarray(op.apply(*(_eval_fill(a, tensors, consts, result)
+                                         for a in args)))[()]
     raise TypeError(f"unknown pointwise node {expr!r}")

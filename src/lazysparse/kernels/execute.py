@@ -173,7 +173,8 @@ def run_chunks(k: Kernel, data: QueryData, args: list[Any]) -> tuple[Any, ...]:
     lw, info, mod = k.lowered, k.info, k.module
     out_plan = lw.output
     nch = _chunks(k, data, args)
-    od = info.out_dtype
+    # a finalize epilogue maps the reduced values (acc dtype) to the output afterwards
+    od = info.acc_dtype if lw.epilogue == "finalize" else info.out_dtype
     osize, dsize = int(args[-2]), int(args[-1])
     if out_plan.mode in ("dense", "shared"):
         cnt = np.zeros(osize * (nch if lw.partials else 1) if lw.fold is not None else 0,
@@ -187,7 +188,8 @@ def run_chunks(k: Kernel, data: QueryData, args: list[Any]) -> tuple[Any, ...]:
             mod.combine(part, res, np.int64(nch), np.int64(osize),
                         args[lw.params.index("init")])
         else:
-            start = args[lw.params.index("red_id" if lw.partials else "ofill")]
+            start = args[lw.params.index("red_id" if lw.partials else
+                                         "init" if lw.epilogue else "ofill")]
             res = (np.empty(osize, dtype=od) if _writes_every_output(lw)
                    else np.full(osize, start, dtype=od))
             _parallel_map(mod.chunk, nch, (args, (res, *extra)), k.workspaces("chunk", args))
@@ -199,6 +201,10 @@ def run_chunks(k: Kernel, data: QueryData, args: list[Any]) -> tuple[Any, ...]:
                             args[lw.params.index("init")])
         if lw.fold is not None:
             fold_skipped(k, data, res, cnt.reshape(-1, osize).sum(axis=0) if osize else cnt)
+        if lw.epilogue == "finalize":  # after partials and folding: every value is complete
+            out = res if res.dtype == info.out_dtype else np.empty(osize, info.out_dtype)
+            mod.finalize(*args, res, out)
+            res = out
         return (res,)
     ng = len(out_plan.groups)
     if nch == 1:
@@ -350,8 +356,10 @@ def fold_skipped(k: Kernel, data: QueryData, res: Any, visits: Any) -> None:
 def structure_key(info: KernelInfo, data: QueryData) -> tuple[Any, ...]:
     """In-memory cache key: the kernel structure, the result fill value's identity and
     whether skipped reduction entries may be folded in by the host (needs the runtime
-    constants to agree on the skipped value; see ``coiterate.fold_value``)."""
-    return (info, fill_key(data.out_fill), _fold_ok(info, data))
+    constants to agree on the skipped value; see ``coiterate.fold_value``). An epilogue's
+    result fill follows its constants, which no loop compares: the reduction's is keyed."""
+    fill = data.init if info.epilogue is not None else data.out_fill
+    return (info, fill_key(fill), _fold_ok(info, data))
 
 
 def _fold_ok(info: KernelInfo, data: QueryData) -> bool:

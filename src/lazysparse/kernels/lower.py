@@ -49,6 +49,7 @@ from lazysparse.kernels.loop_ir import (
     Var,
     While,
 )
+from lazysparse.kernels.lower_epilogue import EpilogueLowering
 from lazysparse.kernels.lower_merges import MergeLowering
 from lazysparse.kernels.lower_outputs import OutputLowering
 from lazysparse.kernels.workspace import OutputPlan, plan_output
@@ -74,13 +75,15 @@ class Lowered:
     # the fill phase stores each dense output position's end in the first sparse group
     # (``cntpd[od] = cnt0``) rather than its entry count (see Lowerer.loop)
     row_ends: bool = False
+    # where the epilogue runs (``lower_epilogue.EpilogueLowering.epilogue_mode``)
+    epilogue: str | None = None
 
 
 def _ident(name: str, d: int) -> str:
     return name if re.fullmatch(r"[A-Za-z][A-Za-z0-9]{0,8}", name) else f"f{d}"
 
 
-class Lowerer(OutputLowering, MergeLowering):
+class Lowerer(OutputLowering, MergeLowering, EpilogueLowering):
     """Builds the loop IR of one kernel (one instance per kernel)."""
 
     def __init__(self, info: KernelInfo, fills: tuple[Any, ...], out_fill: Any,
@@ -551,7 +554,7 @@ class Lowerer(OutputLowering, MergeLowering):
             fns = [Function("chunk", common + self.phase_params("chunk"),
                             tuple(self.phase_body("fill")), self.parallel, notes)]
             if self.partials:
-                od = str(self.info.out_dtype)
+                od = str(self.info.acc_dtype)
                 comb: list[Stmt] = [Assign("acc", cast(od, V("init"), self.info.acc_dtype))]
                 comb.append(For("t", C(0), V("nch"), (Assign("acc", self.reduce(
                     V("acc"), Load("out", add(Bin("*", V("t"), V("osize")), V("o"))))),)))
@@ -559,6 +562,8 @@ class Lowerer(OutputLowering, MergeLowering):
                 fns.append(Function("combine", ("out", "res", "nch", "osize", "init"),
                                     (For("o", C(0), V("osize"), tuple(comb)),), False,
                                     ("res[o] = init (+) partials of every chunk",)))
+            if self.epilogue_mode() == "finalize":
+                fns.append(self.epilogue_function(common))
             return tuple(fns)
         return (Function("count", common + self.phase_params("count"),
                          tuple(self.phase_body("count")), self.parallel, notes),
@@ -602,7 +607,7 @@ def lower(info: KernelInfo, fills: tuple[Any, ...], out_fill: Any,
         ext = ("positions", lw.plans[0].drivers[0])
     return Lowered(fns, lw.plans, lw.out, lw.parallel, lw.partials, tuple(lw.params()), ext,
                    lw.append_bounds(), lw.fold, lw.workspace_bound(),
-                   lw.row_count_depth() is not None)
+                   lw.row_count_depth() is not None, lw.epilogue_mode())
 
 
 __all__ = ["Lowered", "Lowerer", "lower", "replace"]

@@ -36,6 +36,8 @@ class OutputLowering:
     phase: str
     partials: bool
     fold: tuple[int, ...] | None
+    epilogue_mode: Any
+    finish: Any
 
     # ------------------------------------------------------------------ outputs
     def out_pos(self, fld: str, c: Expr, od: Expr) -> Expr:
@@ -132,9 +134,11 @@ class OutputLowering:
             if self.fold is not None:
                 return [Store("out", self.dense_index(st), V("acc")),
                         Store("ocnt", self.dense_index(st), V("nvis"))]
+            if self.epilogue_mode() == "entry":
+                return [Store("out", self.dense_index(st), self.finish(V("acc"), st.coords))]
             return [Store("out", self.dense_index(st), V("acc"))]
         if o.mode == "shared":
-            return [Store("out", self.shared_pos(st), V("acc"))]
+            return [Store("out", self.shared_pos(st), self.finish(V("acc"), st.coords))]
         return [If(V("touched"), tuple(self.emit(st, V("acc"))))]
 
     def emit(self, st: State, val: Expr | None, coords: dict[str, Expr] | None = None,
@@ -158,7 +162,7 @@ class OutputLowering:
                 for m in grp:
                     write.append(Store(f"o_idx{m}", cnt, coords[self.storage[m]]))
                 if g == last:
-                    write.append(Store("o_vals", cnt, Cast(str(self.info.out_dtype), val)))  # type: ignore[arg-type]
+                    write.append(Store("o_vals", cnt, self.finish(val, coords)))  # type: ignore[arg-type]
             write.append(Assign(cnt.name, add(cnt, inc)))
             if g < last:
                 write.append(Assign(self.tag(f"open{g}"), C(True)))

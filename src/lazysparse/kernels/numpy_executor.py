@@ -25,6 +25,7 @@ from lazysparse.kernels.analysis import (
     PConst,
     PField,
     PNode,
+    PResult,
     QueryData,
 )
 from lazysparse.logic.operators import OPERATORS, Operator, astype_op
@@ -118,6 +119,24 @@ def _broadcast(info: KernelInfo, data: QueryData, node: PNode) -> Any:
     raise TypeError(f"unknown pointwise node {node!r}")
 
 
+def _epilogue(info: KernelInfo, data: QueryData, node: PNode, res: np.ndarray) -> Any:
+    """The epilogue's value over the result axes (``res``: the reduced values there)."""
+    match node:
+        case PResult():
+            return res
+        case PAccess(slot=s):
+            fields = [lv.field for lv in info.operands[s].levels]
+            arr = np.asarray(data.tensors[s].values).reshape([data.extents[f] for f in fields])
+            arr = np.transpose(arr, [fields.index(f) for f in info.out_fields if f in fields])
+            return arr.reshape([data.extents[f] if f in fields else 1 for f in info.out_fields])
+        case PField(name=name):
+            shape = [data.extents[f] if f == name else 1 for f in info.out_fields]
+            return np.arange(data.extents[name], dtype=np.int64).reshape(shape)
+        case PApply(op=op, args=args):
+            return op.apply(*(_epilogue(info, data, a, res) for a in args))
+    return _broadcast(info, data, node)  # a constant
+
+
 def _reduce(info: KernelInfo, data: QueryData, full: np.ndarray) -> np.ndarray:
     """Fold the reduced fields (flattened in loop order, so a non-commutative operator sees
     the kernels' visiting order) into an array over ``info.out_fields``."""
@@ -144,6 +163,8 @@ def run_numpy(info: KernelInfo, data: QueryData) -> Tensor:
     full = np.broadcast_to(_broadcast(info, data, info.expr),
                            [data.extents[f] for f in info.loop_order])
     res = _reduce(info, data, full) if info.reduce_op is not None else full
+    if info.epilogue is not None:
+        res = _epilogue(info, data, info.epilogue, np.asarray(res))
     res = np.asarray(res).astype(info.out_dtype)  # a copy: never alias an input's values
     spec = info.out_spec
     stored = np.ascontiguousarray(np.transpose(res, spec.mode_order)).reshape(-1)

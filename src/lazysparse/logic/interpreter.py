@@ -34,6 +34,7 @@ from lazysparse.logic.nodes import (
     Subquery,
     Table,
 )
+from lazysparse.logic.normal_form import epilogue_aggregate
 from lazysparse.logic.operators import Operator, aggregate_dtype, mapjoin_fill
 
 
@@ -87,7 +88,7 @@ class _Interpreter:
                 return None
             case Query(lhs=lhs, rhs=rhs):
                 self.sizes = {}
-                self.env[lhs] = self.to_tensor(self.eval(rhs))
+                self.env[lhs] = self.to_tensor(self.epilogue_axes(rhs, self.eval(rhs)))
                 return None
             case Produces(args=args):
                 out = []
@@ -97,6 +98,18 @@ class _Interpreter:
                     out.append(self.env[a])
                 return tuple(out)
         raise TypeError(f"interpret: expected a Plan, Query or Produces, got {node!r}")
+
+    def epilogue_axes(self, rhs: LogicNode, v: Value) -> Value:
+        """A query whose body maps an aggregate (an EPILOGUE of the normal form) has the
+        aggregate's result axes, in its loop order, whatever order the map's operands give."""
+        body = rhs.arg if isinstance(rhs, Reformat) else rhs
+        agg = epilogue_aggregate(body)
+        if agg is None or not isinstance(agg.arg, Reorder):
+            return v
+        axes = tuple(f for f in agg.arg.idxs if f not in agg.idxs)
+        if set(axes) != set(v.fields):
+            return v
+        return Value(self.reorder(v, axes).data, axes, v.fill, v.spec)
 
     def to_tensor(self, v: Value) -> Any:
         Tensor = _tensor_class()

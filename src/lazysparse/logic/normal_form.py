@@ -5,11 +5,20 @@ ACCESS        := Relabel(Alias, idxs)   # concordant: the alias's storage order 
                                         # idxs is a subsequence of the loop order
 POINTWISE     := ACCESS | MapJoin(Immediate(op), POINTWISE...) | Immediate(scalar) | Field
 LOOP          := Reorder(POINTWISE, loop_order)
-MAPREDUCE     := LOOP | Aggregate(Immediate(op), Immediate(init), LOOP, reduced_idxs)
+AGGREGATE     := Aggregate(Immediate(op), Immediate(init), LOOP, reduced_idxs)
+EPILOGUE      := MapJoin(Immediate(op), EPI_ARG...)   # exactly one AGGREGATE among its args
+EPI_ARG       := AGGREGATE | EPILOGUE | POINTWISE over the result axes only, whose
+                 accesses read dense-stored aliases
+MAPREDUCE     := LOOP | AGGREGATE | EPILOGUE
 COMPUTE_QUERY := Query(Alias, Reformat(Immediate(FormatSpec), MAPREDUCE))
 INPUT_QUERY   := Query(Alias, Table(Immediate(Tensor), idxs))
 PLAN          := Plan(INPUT_QUERY... COMPUTE_QUERY... Produces(Alias...))
 ```
+
+An EPILOGUE applies a map to the aggregate's value once per result entry, after its
+reduction completes (``0.85 * (A.T @ x) + c``, ``sum(A, 1) / d``); its other operands are
+indexed by result axes only. The result's fill and dtype are the mapjoin's, from the
+registry, as for the same expression computed in two queries.
 """
 
 from __future__ import annotations
@@ -116,24 +125,91 @@ def _check_loop(node: LogicNode, orders: dict[Alias, tuple]) -> tuple[Field, ...
     return node.idxs
 
 
-def _check_compute(q: Query, orders: dict[Alias, tuple]) -> tuple[int, ...]:
+def epilogue_aggregates(node: LogicNode) -> list[Aggregate]:
+    """The aggregates among the arguments of a mapjoin tree (an EPILOGUE has exactly one)."""
+    if not isinstance(node, MapJoin):
+        return []
+    out: list[Aggregate] = []
+    for a in node.args:
+        if isinstance(a, Aggregate):
+            out.append(a)
+        else:
+            out += epilogue_aggregates(a)
+    return out
+
+
+def epilogue_aggregate(body: LogicNode) -> Aggregate | None:
+    """The aggregate of an EPILOGUE query body, or None when ``body`` is not one."""
+    found = epilogue_aggregates(body)
+    return found[0] if len(found) == 1 else None
+
+
+def replace_epilogue_aggregate(body: LogicNode, new: LogicNode) -> LogicNode:
+    """An EPILOGUE ``body`` with its aggregate replaced by ``new`` (e.g. a flat form)."""
+    if isinstance(body, Aggregate):
+        return new
+    if isinstance(body, MapJoin) and epilogue_aggregates(body):
+        return MapJoin(body.op, tuple(replace_epilogue_aggregate(a, new) for a in body.args))
+    return body
+
+
+def _check_aggregate(body: Aggregate, orders: dict[Alias, tuple]) -> tuple[Field, ...]:
+    """Check an AGGREGATE; its result axes (the loop order minus the reduced fields)."""
+    if not (isinstance(body.op, Immediate) and isinstance(body.op.val, Operator)
+            and body.op.val.nargs == 2):
+        _fail("MAPREDUCE", "aggregate op must be Immediate(binary Operator)", body)
+    if not (isinstance(body.init, Immediate) and _is_scalar(body.init.val)):
+        _fail("MAPREDUCE", "aggregate init must be Immediate(scalar)", body)
+    _check_fields(body.idxs, "MAPREDUCE", body)
+    loop = _check_loop(body.arg, orders)
+    bad = [f.name for f in body.idxs if f not in loop]
+    if bad:
+        _fail("MAPREDUCE", f"reduced field(s) {bad} are not in the loop order", body)
+    return tuple(f for f in loop if f not in body.idxs)
+
+
+def _check_epilogue(node: MapJoin, axes: tuple[Field, ...], orders: dict[Alias, tuple],
+                    dense: set[Alias]) -> None:
+    """Check an EPILOGUE's maps and its pointwise operands (result axes only, dense)."""
+    if not (isinstance(node.op, Immediate) and isinstance(node.op.val, Operator)):
+        _fail("EPILOGUE", "mapjoin op must be Immediate(Operator)", node)
+    if len(node.args) != node.op.val.nargs:
+        _fail("EPILOGUE", f"{node.op.val.name} takes {node.op.val.nargs} args, got "
+              f"{len(node.args)}", node)
+    for a in node.args:
+        if isinstance(a, Aggregate):
+            continue
+        if epilogue_aggregates(a):
+            _check_epilogue(a, axes, orders, dense)  # type: ignore[arg-type]
+            continue
+        _check_pointwise(a, axes, orders)
+        sparse = [r.arg.name for r in _accesses(a) if r.arg not in dense]  # type: ignore
+        if sparse:
+            _fail("EPILOGUE", f"operand(s) {sparse} are not stored dense", node)
+
+
+def _accesses(node: LogicNode) -> list[Relabel]:
+    if isinstance(node, Relabel):
+        return [node]
+    return [r for c in node.children for r in _accesses(c)]
+
+
+def _check_compute(q: Query, orders: dict[Alias, tuple], dense: set[Alias]
+                   ) -> tuple[int, ...]:
     rhs = q.rhs
     if not (isinstance(rhs, Reformat) and isinstance(rhs.tns, Immediate)
             and _is_spec(rhs.tns.val)):
         _fail("COMPUTE_QUERY", "rhs must be reformat(Immediate(FormatSpec), ...)", q)
     body = rhs.arg
-    if isinstance(body, Aggregate):
-        if not (isinstance(body.op, Immediate) and isinstance(body.op.val, Operator)
-                and body.op.val.nargs == 2):
-            _fail("MAPREDUCE", "aggregate op must be Immediate(binary Operator)", body)
-        if not (isinstance(body.init, Immediate) and _is_scalar(body.init.val)):
-            _fail("MAPREDUCE", "aggregate init must be Immediate(scalar)", body)
-        _check_fields(body.idxs, "MAPREDUCE", body)
-        loop = _check_loop(body.arg, orders)
-        bad = [f.name for f in body.idxs if f not in loop]
-        if bad:
-            _fail("MAPREDUCE", f"reduced field(s) {bad} are not in the loop order", body)
-        result_axes = tuple(f for f in loop if f not in body.idxs)
+    aggs = epilogue_aggregates(body)
+    if aggs:
+        if len(aggs) != 1:
+            _fail("EPILOGUE", f"an epilogue maps exactly one aggregate, found {len(aggs)}",
+                  body)
+        result_axes = _check_aggregate(aggs[0], orders)
+        _check_epilogue(body, result_axes, orders, dense)  # type: ignore[arg-type]
+    elif isinstance(body, Aggregate):
+        result_axes = _check_aggregate(body, orders)
     else:
         result_axes = _check_loop(body, orders)
     spec = rhs.tns.val
@@ -151,6 +227,7 @@ def check_normal_form(plan: LogicNode) -> None:
     if not bodies or not isinstance(bodies[-1], Produces):
         _fail("PLAN", "the last statement must be produces(...)", plan)
     orders: dict[Alias, tuple] = {}
+    dense: set[Alias] = set()  # aliases stored with dense levels only (epilogue operands)
     seen_compute = False
     for q in bodies[:-1]:
         if not isinstance(q, Query) or not isinstance(q.lhs, Alias):
@@ -168,9 +245,13 @@ def check_normal_form(plan: LogicNode) -> None:
                 _fail("INPUT_QUERY", f"{len(t.idxs)} fields for a {len(t.tns.val.shape)}-d "
                       "tensor", q)
             orders[q.lhs] = tuple(t.tns.val.mode_order)
+            spec = getattr(t.tns.val, "spec", None)
         else:
             seen_compute = True
-            orders[q.lhs] = _check_compute(q, orders)
+            orders[q.lhs] = _check_compute(q, orders, dense)
+            spec = q.rhs.tns.val  # type: ignore[attr-defined]
+        if spec is not None and all(k == "dense" for k in spec.level_kinds):
+            dense.add(q.lhs)
     for a in bodies[-1].args:
         if not isinstance(a, Alias) or a not in orders:
             _fail("PLAN", f"produces {a!r}, which is not a defined alias", bodies[-1])

@@ -18,6 +18,7 @@ import numpy as np
 
 from lazysparse.formats.config import check_densify, get_densify_limit
 from lazysparse.logic.dtypes import scalar_as
+from lazysparse.logic.normal_form import epilogue_aggregate, replace_epilogue_aggregate
 from lazysparse.logic.nodes import (
     Aggregate,
     Alias,
@@ -359,6 +360,8 @@ def query_parts(rhs: LogicNode) -> tuple[Immediate | None, Aggregate | None, Reo
     if isinstance(rhs, Reformat):
         spec, rhs = rhs.tns, rhs.arg
     agg = None
+    if isinstance(rhs, MapJoin):  # an EPILOGUE (logic.normal_form): its aggregate's parts
+        rhs = epilogue_aggregate(rhs) or rhs
     if isinstance(rhs, Aggregate):
         agg, rhs = rhs, rhs.arg
     if not isinstance(rhs, Reorder):
@@ -472,6 +475,7 @@ def _computed_info(rhs: LogicNode, infos: dict[Alias, AliasInfo]) -> AliasInfo:
     sizes = field_sizes(loop.arg, infos)
     shape = tuple(sizes.get(f, 1) for f in axes)
     expr: LogicNode = loop.arg if agg is None else Aggregate(agg.op, agg.init, loop.arg, agg.idxs)
+    expr = replace_epilogue_aggregate(rhs.arg if spec is not None else rhs, expr)  # type: ignore
     dtype = expr_dtype(expr, infos)
     fill = expr_fill(expr, infos)
     if spec is not None:

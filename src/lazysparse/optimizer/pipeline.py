@@ -6,6 +6,7 @@ from collections.abc import Callable
 from functools import reduce
 
 from lazysparse.logic.nodes import Plan
+from lazysparse.optimizer.epilogue import fuse_epilogues
 from lazysparse.optimizer.formats import choose_formats, normal_form
 from lazysparse.optimizer.fuse import fuse_aggregates
 from lazysparse.optimizer.inline import inline_copies, inline_pointwise
@@ -32,8 +33,13 @@ PASSES: list[Pass] = [
     choose_loop_orders,
     concordize,
     choose_formats,
+    fuse_epilogues,
     normal_form,
 ]
+
+# passes whose output only the CPU kernels run: the CUDA backend keeps a map after a
+# reduction as its own kernel (docs/optimizer.md, "fuse_epilogues")
+CPU_ONLY: frozenset[Pass] = frozenset({fuse_epilogues})
 
 
 def run_passes(plan: Plan, passes: list[Pass] | None = None) -> Plan:
@@ -41,11 +47,21 @@ def run_passes(plan: Plan, passes: list[Pass] | None = None) -> Plan:
     return reduce(lambda p, f: f(p), PASSES if passes is None else passes, plan)
 
 
-def optimize(plan: Plan) -> Plan:
-    """The normal-form plan computing the same results as ``plan`` (checked)."""
+def passes_for(device: str) -> list[Pass]:
+    """The passes whose result ``device``'s kernels run (``"cpu"``: all of them)."""
+    if device == "cpu":
+        return PASSES
+    return [p for p in PASSES if p not in CPU_ONLY]
+
+
+def optimize(plan: Plan, device: str = "cpu") -> Plan:
+    """The normal-form plan computing the same results as ``plan`` (checked), for the
+    kernels of ``device`` (``"cpu"`` or ``"cuda"``)."""
     if not isinstance(plan, Plan):
         raise TypeError(f"optimize takes a logic Plan, got {type(plan).__name__}")
-    out = run_passes(plan)
+    if device not in ("cpu", "cuda"):
+        raise ValueError(f"optimize: unknown device {device!r} (expected 'cpu' or 'cuda')")
+    out = run_passes(plan, passes_for(device))
     _check(out)
     return out
 

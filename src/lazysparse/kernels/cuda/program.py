@@ -52,6 +52,8 @@ class GpuKernelPlan:
 def plan_query(query: Query, env: dict[Alias, Any]) -> GpuKernelPlan:
     """Analyze and lower a compute query exactly as the CPU backend does."""
     info, data = analyze_query(query, env)
+    if info.epilogue is not None:  # optimize(plan, device="cuda") keeps maps separate
+        raise CudaUnsupported("a map after a reduction (epilogue) runs on the CPU only")
     # fold=False: the GPU kernel visits every entry a reduction needs instead of counting
     # visits for a host-side fold (docs/kernels.md, "Folding skipped reduction entries");
     # the warp and nonzero-split strategies have no per-lane visit counter to combine

@@ -225,7 +225,7 @@ def cuda_executor(plan: Plan) -> tuple[DeviceTensor, ...]:
     on the GPU (the counterpart of ``optimizer.compiled_executor``)."""
     from lazysparse.optimizer import optimize
 
-    return execute_plan_cuda(optimize(plan))
+    return execute_plan_cuda(optimize(plan, device="cuda"))
 
 
 def clear_cache() -> None:

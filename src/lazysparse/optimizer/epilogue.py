@@ -1,0 +1,111 @@
+"""Pass 9: fuse a map of an aggregate's result into the aggregating query (an EPILOGUE).
+
+After ``choose_formats`` every compute query is ``reformat(spec, ...)``. A pointwise query
+
+    B = reformat(specB, reorder(f(..., relabel(A, idxs), ...), idxs))
+
+that reads an aggregate query ``A`` (used only there, not produced) with its loop order
+equal to A's result axes (same order: no broadcast, no transpose), and whose other operands
+are scalars, fields and aliases stored dense, becomes
+
+    B = reformat(specB, f(..., aggregate(op, init, reorder(body, loop), reduced), ...))
+
+the normal form's EPILOGUE: the kernel applies ``f`` once per result entry after the
+reduction (PageRank's ``0.85 * (A.T @ x) + c``, ``mean``, ``sum(A, 1) / d``). ``B`` keeps
+its format, dtype and fill (the same registry rules give them), so one kernel replaces two
+and the aggregate is never stored. Chains compose: an epilogue query is again a candidate.
+"""
+
+from __future__ import annotations
+
+from lazysparse.logic.nodes import (
+    Aggregate,
+    Alias,
+    Field,
+    LogicNode,
+    Plan,
+    Query,
+    Reformat,
+    Relabel,
+    Reorder,
+    Table,
+)
+from lazysparse.logic.normal_form import epilogue_aggregate
+from lazysparse.optimizer.push_fields import rename_fields
+from lazysparse.optimizer.rewrite import accesses, alias_uses, produced, substitute_access
+
+
+def _all_dense(spec: object) -> bool:
+    kinds = getattr(spec, "level_kinds", None)
+    return kinds is not None and all(k == "dense" for k in kinds)
+
+
+def _aggregate_of(body: LogicNode) -> Aggregate | None:
+    """The aggregate an aggregate or epilogue query body computes, else None."""
+    return body if isinstance(body, Aggregate) else epilogue_aggregate(body)
+
+
+def _result_axes(agg: Aggregate) -> tuple[Field, ...]:
+    assert isinstance(agg.arg, Reorder)
+    return tuple(f for f in agg.arg.idxs if f not in agg.idxs)
+
+
+def merge_epilogue(rhs: Reformat, defs: dict[Alias, LogicNode], dense: set[Alias]
+                   ) -> tuple[Reformat, Alias] | None:
+    """``rhs`` with one aggregate query of ``defs`` it maps merged in (and that alias), or
+    None when no read of ``rhs`` qualifies (see the module doc)."""
+    loop = rhs.arg
+    if not isinstance(loop, Reorder):
+        return None
+    reads = accesses(loop.arg)
+    for k, target in enumerate(reads):
+        if target.arg not in defs or target.idxs != loop.idxs:
+            continue
+        if any(a.arg not in dense for j, a in enumerate(reads) if j != k):
+            continue
+        source = defs[target.arg]  # type: ignore[index]
+        agg = _aggregate_of(source)
+        assert agg is not None
+        axes = _result_axes(agg)
+        body = rename_fields(loop.arg, dict(zip(loop.idxs, axes, strict=True)))
+        alias = target.arg
+        epi = substitute_access(body, lambda acc, a=alias: source if acc.arg == a else None)
+        return Reformat(rhs.tns, epi), alias  # type: ignore[arg-type]
+    return None
+
+
+def fuse_epilogues(plan: Plan) -> Plan:
+    """Merge single-use aggregate queries into the pointwise query that maps their result
+    (see the module doc). Runs on formatted plans (after ``choose_formats``)."""
+    uses = alias_uses(plan)
+    keep = produced(plan)
+    dense: set[Alias] = set()
+    defs: dict[Alias, LogicNode] = {}
+    removed: set[Alias] = set()
+    out: list[LogicNode] = []
+    for body in plan.bodies:
+        if not isinstance(body, Query):
+            out.append(body)
+            continue
+        rhs = body.rhs
+        if isinstance(rhs, Table):
+            if _all_dense(getattr(rhs.tns.val, "spec", None)):
+                dense.add(body.lhs)
+            out.append(body)
+            continue
+        assert isinstance(rhs, Reformat), "fuse_epilogues runs after choose_formats"
+        merged = merge_epilogue(rhs, defs, dense)
+        if merged is not None:
+            rhs, gone = merged
+            removed.add(gone)
+            del defs[gone]
+        if _all_dense(rhs.tns.val):
+            dense.add(body.lhs)
+        if (_aggregate_of(rhs.arg) is not None and uses[body.lhs] == 1
+                and body.lhs not in keep):
+            defs[body.lhs] = rhs.arg
+        out.append(Query(body.lhs, rhs))
+    kept = [q for q in out if not (isinstance(q, Query) and q.lhs in removed)]
+    assert all(not isinstance(a, Relabel) or a.arg not in removed
+               for q in kept if isinstance(q, Query) for a in accesses(q.rhs))
+    return Plan(tuple(kept))
