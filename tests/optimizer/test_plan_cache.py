@@ -76,3 +76,59 @@ def test_clear_cache_forgets_plans() -> None:
     m0 = plan_cache.STATS["misses"]
     np.asarray(xp.asarray(_csr(6)) - 1.0)
     assert plan_cache.STATS["misses"] == m0 + 1
+
+
+def test_constants_of_one_class_share_a_plan_and_keep_their_values() -> None:
+    """CG's ``x + alpha * p`` with a new ``alpha`` every iteration: one optimization, each
+    call computed with its own constant."""
+    p = np.linspace(-1.0, 1.0, 50)
+    x = xp.asarray(np.zeros(50))
+    h0, m0 = _stats()
+    xn = np.zeros(50)
+    for alpha in (0.25, 1.5, 3.75, 1e-3, 42.0):
+        x = xp.compute(x + alpha * xp.asarray(p))
+        xn = xn + alpha * p
+        np.testing.assert_allclose(np.asarray(x), xn)
+    h1, m1 = _stats()
+    assert m1 - m0 == 1 and h1 - h0 == 4
+
+
+@pytest.mark.parametrize("special", [0.0, 1.0, -1.0, np.nan, np.inf, -np.inf])
+def test_special_constants_get_their_own_plan(special: float) -> None:
+    """Values operator algebra treats specially are keyed by value: ``A * 0`` stays sparse,
+    ``A + c`` keeps its fill, whatever was optimized before."""
+    a = _csr(7)
+    x = xp.asarray(a)
+    with np.errstate(all="ignore"):
+        for c in (2.5, special, 3.5):
+            np.testing.assert_allclose(np.asarray(x * c + c), a.toarray() * c + c)
+            np.testing.assert_allclose(np.asarray(xp.maximum(x, c)),
+                                       np.maximum(a.toarray(), c))
+    assert plan_cache.const_class(special) != plan_cache.const_class(2.5)
+    assert plan_cache.const_class(2.5) == plan_cache.const_class(3.5)
+    assert plan_cache.const_class(-2.5) != plan_cache.const_class(2.5)
+
+
+def test_coinciding_constants_stay_correct() -> None:
+    """Two constants of one class whose sum is 0 by coincidence: the plan optimized for
+    another pair is reused and still gives the right values and fill."""
+    a = _csr(8)
+    x = xp.asarray(a)
+    for c1, c2 in ((1.5, 2.5), (1.5, -1.5), (-2.0, 2.0), (0.5, 0.25)):
+        r = (x + c1) + c2
+        np.testing.assert_allclose(np.asarray(r), a.toarray() + c1 + c2)
+        assert float(r.fill_value) == pytest.approx(c1 + c2)
+
+
+def test_dense_fill_drift_shares_one_plan() -> None:
+    """A dense iterate whose fill value drifts with the constants (``p = r + beta * p``
+    with ``r`` from ``ones``) reuses one plan and one kernel."""
+    r = xp.ones(64)
+    p = xp.ones(64)
+    pn = np.ones(64)
+    h0, m0 = _stats()
+    for beta in (0.5, 0.25, 0.125, 2.0, 3.0):
+        p = xp.compute(r + beta * p)
+        pn = 1.0 + beta * pn
+        np.testing.assert_allclose(np.asarray(p), pn)
+    assert _stats()[1] - m0 <= 2  # the first fill differs from the later ones at most once

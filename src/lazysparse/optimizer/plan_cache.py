@@ -106,6 +106,11 @@ def _density_bucket(t: Any) -> int:
     return -1 if size == 0 else round(4 * math.log2((nnz + 1) / (size + 1)))
 
 
+_INT_EXTREMES = frozenset(int(v) for t in (np.int8, np.int16, np.int32, np.int64, np.uint8,
+                                           np.uint16, np.uint32, np.uint64)
+                          for v in (np.iinfo(t).min, np.iinfo(t).max))
+
+
 def const_class(val: Any) -> Any:
     """What the optimizer may tell apart in a constant: its kind, and its value when it is
     one operator algebra treats specially (0, 1, -1, NaN, ±inf, integer extremes, bools),
@@ -121,10 +126,10 @@ def const_class(val: Any) -> Any:
     for x in (c.real, c.imag):
         if math.isnan(x) or math.isinf(x) or x in (0.0, 1.0, -1.0):
             parts.append(_scalar_key(x))
-        elif isinstance(val, int | np.integer) and abs(x) >= 2**7 - 1:
-            parts.append(("big", x > 0, _scalar_key(val)))  # may be an integer extreme
+        elif isinstance(val, int | np.integer) and int(val) in _INT_EXTREMES:
+            parts.append(("extreme", int(val)))  # an integer max/min's identity
         else:
-            parts.append(("pos" if x > 0 else "neg"))
+            parts.append("pos" if x > 0 else "neg")
     return (kind, tuple(parts))
 
 

@@ -1,0 +1,93 @@
+"""Bounded plans: loops that never compute, and loops that compute each iteration, never
+grow a plan, a key or a kernel with the length of the user's history (issue #10, items 1-2)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import lazysparse as xp
+from lazysparse.api.lazy_array import MAX_PLAN_DEPTH, MAX_PLAN_NODES, history_extent
+
+
+@pytest.fixture(autouse=True)
+def compiled(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LAZYSPARSE_EXECUTOR", raising=False)
+
+
+def test_never_computed_loop_stays_bounded(count_executions: list[object]) -> None:
+    y = xp.asarray(np.linspace(0.0, 1.0, 7))
+    x = xp.zeros(7)
+    xn, yn = np.zeros(7), np.linspace(0.0, 1.0, 7)
+    for _ in range(2_000):
+        x = x * 0.5 + y
+        xn = xn * 0.5 + yn
+        assert x._depth <= MAX_PLAN_DEPTH and x._size <= MAX_PLAN_NODES
+    np.testing.assert_allclose(np.asarray(x), xn)
+    # materialized in chunks: about one plan per MAX_PLAN_DEPTH array levels
+    assert 2 * 2_000 // (MAX_PLAN_DEPTH + 1) - 2 <= len(count_executions) <= 2 * 2_000 // 8
+
+
+def test_short_expressions_keep_fusion(count_executions: list[object]) -> None:
+    """Normal expressions stay far below the bound: nothing runs until observed."""
+    a = sp.random_array((30, 30), density=0.1, format="csr", random_state=0)
+    A = xp.asarray(a)
+    x = xp.ones(30)
+    for _ in range(MAX_PLAN_DEPTH // 4):
+        x = 0.5 * (A @ x) + 1.0
+    assert count_executions == []
+    assert x._depth == 3 * (MAX_PLAN_DEPTH // 4)  # matmul, multiply, add per step
+
+
+def test_shared_history_does_not_unfold() -> None:
+    """``x = (x + x) * 0.5`` doubles the tree but not the DAG: no RecursionError, and
+    the value is right."""
+    x = xp.asarray(np.arange(5.0))
+    for _ in range(300):
+        x = (x + x) * 0.5
+    np.testing.assert_allclose(np.asarray(x), np.arange(5.0))
+    assert history_extent(x.expr) == (0, 0)
+
+
+def test_sparse_never_computed_loop() -> None:
+    a = sp.random_array((3000, 3000), density=0.001, format="csr", random_state=1)
+    A = xp.asarray(a)
+    S = A
+    ref = a.toarray()
+    for _ in range(100):
+        S = S * 0.9 + A * 0.1
+        ref = ref * 0.9 + a.toarray() * 0.1
+    assert S.nnz == a.nnz and S.format != "dense"  # stays sparse through every chunk
+    np.testing.assert_allclose(np.asarray(S), ref)
+
+
+def test_computed_loop_keeps_no_history() -> None:
+    """A computed array is a leaf: the next expression holds its tensor only."""
+    x = xp.asarray(np.ones(4))
+    for _ in range(50):
+        x = xp.compute(x * 2.0 - 1.0)
+        assert history_extent(x.expr) == (0, 0)
+    nxt = x + 1.0
+    depth, size = history_extent(nxt.expr)
+    assert depth == 1 and size < 8  # one mapjoin over the leaf, nothing of the loop
+    np.testing.assert_allclose(np.asarray(nxt), np.full(4, 2.0))
+
+
+def test_expression_built_before_compute_reuses_the_result(
+        count_executions: list[object]) -> None:
+    x = xp.asarray(np.arange(6.0))
+    y = xp.exp(x) * 3.0
+    z = y + 1.0  # built before y is computed
+    y = xp.compute(y)
+    np.asarray(z)
+    assert "exp" not in str(count_executions[-1])
+    np.testing.assert_allclose(np.asarray(z), np.exp(np.arange(6.0)) * 3.0 + 1.0)
+
+
+def test_compute_returns_the_array_or_a_tuple() -> None:
+    x, y = xp.asarray(np.ones(3)), xp.asarray(np.zeros(3))
+    assert xp.compute(x) is x
+    assert xp.compute(x, y) == (x, y)
+    with pytest.raises(TypeError, match="lazysparse arrays"):
+        xp.compute(np.ones(3))
