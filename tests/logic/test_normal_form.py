@@ -116,3 +116,60 @@ def test_rejects_plan_shape_errors() -> None:
     with pytest.raises(NormalFormError, match="expected a Plan"):
         check_normal_form(good.bodies[0])
     assert issubclass(NormalFormError, ValueError)
+
+
+# --- EPILOGUE: a map of the aggregate's value, its operands indexed by result axes ----------
+
+VEC = Tensor.from_numpy(np.arange(1.0, 5.0), "dense")
+SPVEC = Tensor.from_numpy(np.array([0.0, 2.0, 0.0, 1.0]), "coo")
+
+
+def _row_sums() -> Aggregate:
+    return Aggregate(op("add"), Immediate(0.0), Reorder(Relabel(a, (i, j)), (i, j)), (j,))
+
+
+def _epilogue_plan(body, vec=VEC) -> Plan:  # noqa: ANN001
+    return Plan((Query(a, Table(Immediate(CSR), (i, j))), Query(b, Table(Immediate(vec), (i,))),
+                 Query(c, Reformat(_spec(1), body)), Produces((c,))))
+
+
+def test_epilogue_of_an_aggregate_is_accepted_and_interpreted() -> None:
+    body = mapjoin("add", mapjoin("multiply", Immediate(0.5), _row_sums()), Relabel(b, (i,)))
+    p = _epilogue_plan(body)
+    check_normal_form(p)
+    (r,) = interpret(p)
+    np.testing.assert_allclose(r.to_numpy(), 0.5 * (np.eye(4) * 2).sum(axis=1)
+                               + np.arange(1.0, 5.0))
+
+
+def test_epilogue_result_axes_are_the_aggregates_in_loop_order() -> None:
+    """The map's operands may list the axes in another order; the result keeps the loop's."""
+    t = Tensor.from_numpy(np.arange(12.0).reshape(4, 3), "dense", mode_order=(1, 0))
+    x = Field("x")
+    inner = Aggregate(op("add"), Immediate(0.0),
+                      Reorder(Relabel(a, (i, j, x)), (i, j, x)), (x,))
+    body = mapjoin("add", Relabel(b, (j, i)), inner)  # b's axes are (j, i), stored i first
+    p = Plan((Query(a, Table(Immediate(Tensor.from_numpy(np.ones((3, 4, 2)), "dense")),
+                             (i, j, x))),
+              Query(b, Table(Immediate(t), (j, i))),
+              Query(c, Reformat(_spec(2), body)), Produces((c,))))
+    check_normal_form(p)
+    (r,) = interpret(p)
+    np.testing.assert_allclose(r.to_numpy(), 2.0 + np.arange(12.0).reshape(4, 3).T)
+
+
+@pytest.mark.parametrize("bad, rule", [
+    (lambda: mapjoin("add", _row_sums(), _row_sums()), "exactly one aggregate"),
+    (lambda: mapjoin("add", _row_sums(), Relabel(b, (j,))), "not in the loop order"),
+    (lambda: mapjoin("add", _row_sums(), Relabel(a, (i, j))), "not in the loop order"),
+    (lambda: mapjoin("add", _row_sums()), "takes 2 args"),
+])
+def test_malformed_epilogues_are_rejected(bad, rule) -> None:  # noqa: ANN001
+    with pytest.raises(NormalFormError, match=rule):
+        check_normal_form(_epilogue_plan(bad()))
+
+
+def test_epilogue_operand_stored_sparse_is_rejected() -> None:
+    body = mapjoin("add", _row_sums(), Relabel(b, (i,)))
+    with pytest.raises(NormalFormError, match="not stored dense"):
+        check_normal_form(_epilogue_plan(body, SPVEC))
