@@ -235,6 +235,16 @@ def test_concat_and_stack_of_a_mix(fmt: str) -> None:
     assert_same(xp.concat([lazy(i8, fmt), a]), np.concatenate([i8, a]))
 
 
+def test_pydata_sparse_operands() -> None:
+    sparse = pytest.importorskip("sparse")
+    a = np.arange(9.0).reshape(3, 3)
+    s = sparse.COO.from_numpy(np.eye(3) * 2.0)
+    x = lazy(a, "csr")
+    assert_same(x @ s, a @ (np.eye(3) * 2.0))
+    assert_same(s + x, a + np.eye(3) * 2.0)
+    assert_same(xp.where(s > 0, x, 0.0), np.where(np.eye(3) > 0, a, 0.0))
+
+
 def test_other_functions_take_numpy_arrays() -> None:
     a = np.array([[3.0, 0.0, 1.0], [0.0, 2.0, 0.0]])
     assert_same(xp.sum(a, axis=0), a.sum(axis=0))
