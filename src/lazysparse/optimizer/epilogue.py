@@ -69,7 +69,7 @@ def merge_epilogue(rhs: Reformat, defs: dict[Alias, LogicNode], dense: set[Alias
         axes = _result_axes(agg)
         body = rename_fields(loop.arg, dict(zip(loop.idxs, axes, strict=True)))
         alias = target.arg
-        epi = substitute_access(body, lambda acc, a=alias: source if acc.arg == a else None)
+        epi = substitute_access(body, lambda acc, a=alias, s=source: s if acc.arg == a else None)
         return Reformat(rhs.tns, epi), alias  # type: ignore[arg-type]
     return None
 
