@@ -13,6 +13,7 @@ them explicitly).
 
 from __future__ import annotations
 
+import functools
 import sys
 from typing import Any
 
@@ -79,8 +80,10 @@ def as_operand(x: Any, fname: str, arg: str = "x") -> Operand:
                                  "scipy.sparse array or a Python scalar"))
 
 
+@functools.cache
 def operand_names(n: int) -> tuple[str, ...]:
-    """The standard's argument names of an ``n``-argument function: ``x`` or ``x1, x2...``."""
+    """The standard's argument names of an ``n``-argument function: ``x`` or ``x1, x2...``
+    (cached: it is on every operator's path)."""
     return ("x",) if n == 1 else tuple(f"x{k + 1}" for k in range(n))
 
 
