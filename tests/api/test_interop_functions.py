@@ -255,6 +255,8 @@ def test_other_functions_take_numpy_arrays() -> None:
                 np.diff(a, axis=1, prepend=a[:, :1]))
     assert_same(xp.repeat(lazy(a[0]), np.array([1, 0, 2])), np.repeat(a[0], [1, 0, 2]))
     assert_same(xp.astype(a, xp.int32), a.astype(np.int32))
+    assert_same(xp.isin(lazy(a, "csr"), np.array([2.0, 3.0])), np.isin(a, [2.0, 3.0]))
+    assert_same(xp.isin(a, 1.0), np.isin(a, 1.0))
     assert xp.asformat(a, "csr").format == "csr"
     assert xp.to_scipy(a).nnz == 3
 

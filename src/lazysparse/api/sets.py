@@ -18,6 +18,7 @@ import numpy as np
 
 from lazysparse.api import eager
 from lazysparse.api.lazy_array import LazyArray
+from lazysparse.api.operands import as_operand
 from lazysparse.api.plans import check_array
 from lazysparse.logic import dtypes as _dt
 
@@ -146,13 +147,11 @@ def isin(x1: Any, x2: Any, /, *, invert: bool = False) -> LazyArray:
     boolean result; ``x2`` contributes only its distinct values (stored + fill).
     """
     x1 = check_array(x1, "isin", "x1")
+    x2 = as_operand(x2, "isin", "x2")
     if isinstance(x2, LazyArray):
         vals = unique_values(x2).tensor().to_numpy()
-    elif _dt.is_python_scalar(x2):
-        vals = np.asarray([_dt.scalar_as(x2, _dt.result_type(x1.dtype, x2))])
     else:
-        raise TypeError(f"isin: x2 must be a lazysparse array or a Python scalar, got "
-                        f"{type(x2).__name__}")
+        vals = np.asarray([_dt.scalar_as(x2, _dt.result_type(x1.dtype, x2))])
     t = eager.tensor_of(x1)
     coords, values = eager.stored_entries(t)
     hit = np.isin(values, vals, invert=invert)
