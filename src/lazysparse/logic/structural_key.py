@@ -10,6 +10,7 @@ key by value (they decide result fill values and formats).
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -52,25 +53,55 @@ def _data_key(val: Any) -> Any:
     return None
 
 
+# Keys of subqueries by node identity (and data-key function): a subquery is a closed
+# term (its fields are its own; only its alias is seen outside), so its key, data and
+# parameters do not depend on where it is used. A plan built from computed arrays then
+# keys only the nodes it adds. Entries leave with their node.
+_SUBQUERY_KEYS: dict[tuple[int, int], tuple[Any, ...]] = {}
+
+
+def _forget(wr: weakref.ref[Any], key: tuple[int, int]) -> None:
+    entry = _SUBQUERY_KEYS.get(key)
+    if entry is not None and entry[0] is wr:
+        del _SUBQUERY_KEYS[key]
+
+
 class _Keyer:
     def __init__(self, data_key: Callable[[Any], Any] | None = None) -> None:
         self.fields: dict[Field, int] = {}
         self.aliases: dict[Alias, int] = {}
         self.params: list[Any] = []
         self.param_nodes: list[Immediate] = []
+        self.data: list[Any] = []  # data values, in key order (a value read twice twice)
         self.seen: set[int] = set()
         self.data_key = data_key or _data_key
+
+    def subquery(self, node: Subquery) -> Any:
+        """The key of a subquery's body, from the cache when this node was keyed before."""
+        ck = (id(node), id(self.data_key))
+        entry = _SUBQUERY_KEYS.get(ck)
+        if entry is None or entry[0]() is not node:
+            sub = _Keyer(self.data_key)
+            body = sub.key(node.arg)
+            entry = (weakref.ref(node, lambda wr: _forget(wr, ck)), body, tuple(sub.data),
+                     tuple(sub.params), tuple(sub.param_nodes))
+            _SUBQUERY_KEYS[ck] = entry
+        self.data.extend(entry[2])
+        self.params.extend(entry[3])
+        self.param_nodes.extend(entry[4])
+        return entry[1]
 
     def immediate(self, val: Any, *, as_param: bool) -> Any:
         if isinstance(val, Operator):
             return ("op", val.name, val.params)
         data = self.data_key(val)
         if data is not None:
+            self.data.append(val)
             return data
         if _is_scalar(val):
             if as_param:
                 self.params.append(val)
-                return ("param", len(self.params) - 1, scalar_kind(val))
+                return ("param", scalar_kind(val))
             return ("const", scalar_kind(val), _scalar_key(val))
         if hasattr(val, "level_kinds") and hasattr(val, "mode_order"):  # FormatSpec
             return ("format", val)
@@ -99,7 +130,8 @@ class _Keyer:
                 # a shared subexpression is keyed once (a DAG never unfolds into a tree)
                 return ("Subquery-again", self.key(node.lhs))  # type: ignore[attr-defined]
             self.seen.add(id(node))
-            return ("Subquery", self.key(node.lhs), self.key(node.arg))  # type: ignore[attr-defined]
+            self.key(node.lhs)  # type: ignore[attr-defined]  # numbered for later sharing
+            return ("Subquery", self.subquery(node))  # type: ignore[arg-type]
         if t is Table:
             return ("Table", self.key(node.tns), self.fields_key(node.idxs))  # type: ignore[attr-defined]
         if t is Field:
@@ -132,13 +164,15 @@ def key_and_parameters(node: LogicNode) -> tuple[tuple[Any, ...], tuple[Any, ...
     return key, tuple(k.params)
 
 
-def key_and_parameter_nodes(node: LogicNode, data_key: Callable[[Any], Any] | None = None
-                            ) -> tuple[tuple[Any, ...], tuple[Immediate, ...]]:
-    """:func:`structural_key` (data keyed by ``data_key`` when given) and the ``Immediate``
-    nodes of its parameters, in parameter order (a plan cache maps them to slots)."""
+def key_data_and_parameter_nodes(node: LogicNode, data_key: Callable[[Any], Any]
+                                 ) -> tuple[tuple[Any, ...], list[Any], tuple[Immediate, ...]]:
+    """:func:`structural_key` with data keyed by ``data_key`` (a module-level function:
+    subquery keys are cached per function), the data values in key order, and the
+    ``Immediate`` nodes of its parameters in parameter order (a plan cache maps both to
+    slots)."""
     k = _Keyer(data_key)
     key = k.key(node)
-    return key, tuple(k.param_nodes)
+    return key, k.data, tuple(k.param_nodes)
 
 
 def plan_parameters(node: LogicNode) -> tuple[Any, ...]:

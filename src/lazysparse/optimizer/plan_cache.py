@@ -37,7 +37,7 @@ from lazysparse.logic.nodes import (
     Table,
     _scalar_key,
 )
-from lazysparse.logic.structural_key import key_and_parameter_nodes, scalar_kind
+from lazysparse.logic.structural_key import key_data_and_parameter_nodes, scalar_kind
 from lazysparse.optimizer.pipeline import optimize
 from lazysparse.optimizer.rewrite import map_children, walk
 
@@ -137,15 +137,7 @@ def plan_key(plan: Plan) -> tuple[Any, list[Any], tuple[Immediate, ...]]:
     """What the optimizer's decisions depend on (see the module docstring), the data the
     plan reads (in key order; a tensor read twice appears twice) and the plan's parameter
     nodes in parameter order, from one walk."""
-    inputs: list[Any] = []
-
-    def data_key(val: Any) -> Any:
-        k = _data_key(val)
-        if k is not None:
-            inputs.append(val)
-        return k
-
-    key, nodes = key_and_parameter_nodes(plan, data_key)
+    key, inputs, nodes = key_data_and_parameter_nodes(plan, _data_key)
     first: dict[int, int] = {}
     same = tuple(first.setdefault(id(t), i) for i, t in enumerate(inputs))
     shapes = tuple((tuple(t.shape), _density_bucket(t)) for t in inputs)
