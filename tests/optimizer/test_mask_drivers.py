@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import lazysparse as xp
+from lazysparse.logic.operators import get_operator
 
 FORMATS = ("csr", "csc", "coo")
 LOOP = re.compile(r"# loop (\w+): (\w+)")
@@ -246,3 +247,45 @@ def test_masked_reduction_hypothesis(n: int, m: int, density: float, fmt: str, a
     np.testing.assert_allclose(np.asarray(got), want)
     ew = xp.where(M, xp.asarray(x), k)
     np.testing.assert_allclose(np.asarray(ew), np.where(a.toarray() != 0, x, k))
+
+
+def test_registry_where_selects_by_its_condition() -> None:
+    where = get_operator("where")
+    assert where.selected_by(0, np.False_) == 2 and where.selected_by(0, np.True_) == 1
+    assert where.selected_by(1, np.False_) is None and where.selects_only_arguments
+    assert not get_operator("add").selects_only_arguments
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float32, np.bool_])
+def test_condition_true_where_absent_selects_the_second_argument(fmt: str, dtype: type) -> None:
+    """``A == 0`` is True where A is absent: ``where(A == 0, k, x)`` is ``k`` there."""
+    a = graph(30, 3, seed=18)
+    x = np.random.default_rng(19).integers(0, 9, (30, 30)).astype(dtype)
+    A = xp.asarray(a.asformat(fmt))
+    k = dtype(1).item()  # a Python scalar of the array's kind
+    got = xp.where(A == 0, k, xp.asarray(x))
+    name = "any" if dtype is np.bool_ else "max"  # the standard has no max of booleans
+    red = getattr(xp, name)(xp.where(A == 0, k, xp.asarray(x)), axis=1)
+    assert last_kernel_loops(got)[-1] == "driver"
+    assert last_kernel_loops(red)[-1] == "driver"
+    want = np.where(a.toarray() == 0, k, x)
+    np.testing.assert_array_equal(np.asarray(got), want)
+    np.testing.assert_array_equal(np.asarray(red), getattr(np, name)(want, axis=1))
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_sparse_alternative_gives_the_union_of_patterns(fmt: str) -> None:
+    """``where(M, X, B)`` with a sparse ``B`` (fill 0): outside M it is B, so the result is
+    stored on M's pattern united with B's and the loop merges the two."""
+    a, b = graph(30, 3, seed=20), graph(30, 3, seed=21)
+    x = np.random.default_rng(22).standard_normal((30, 30))
+    M, B = xp.asarray(a.asformat(fmt)) != 0, xp.asarray(b.asformat(fmt))
+    got = xp.where(M, xp.asarray(x), B)
+    red = xp.sum(xp.where(M, xp.asarray(x), B), axis=1)
+    assert last_kernel_loops(got)[-1] == "merge"
+    assert last_kernel_loops(red)[-1] == "merge"
+    want = np.where(a.toarray() != 0, x, b.toarray())
+    np.testing.assert_allclose(np.asarray(got), want)
+    np.testing.assert_allclose(np.asarray(red), want.sum(axis=1))
+    assert got.format != "dense" and got.nnz <= a.nnz + b.nnz
