@@ -27,7 +27,7 @@ from lazysparse.logic.nodes import (
     Relabel,
     Reorder,
 )
-from lazysparse.logic.normal_form import epilogue_aggregate
+from lazysparse.logic.normal_form import epilogue_aggregate, result_reorder
 from lazysparse.logic.operators import Operator, aggregate_dtype
 
 INDEX_DTYPE = np.dtype(np.int64)
@@ -182,6 +182,10 @@ class QueryData:
     out_fill: Any
 
 
+# the fill key of an operand whose every level is located (dense): its fill is unused
+DENSE_FILL = ("dense",)
+
+
 def fill_key(v: Any) -> Any:
     """Hashable, NaN-safe identity of a fill value (dtype and value)."""
     arr = np.asarray(v)
@@ -217,6 +221,7 @@ def _unwrap_query(query: Query) -> tuple[FormatSpec, Any]:
 def analyze_query(query: Query, env: dict[Alias, Any]) -> tuple[KernelInfo, QueryData]:
     """Split a normal-form compute query into its structure and its runtime data."""
     spec, body = _unwrap_query(query)
+    body, axes = result_reorder(body)
     epi_body: Any = None
     if isinstance(body, MapJoin) and epilogue_aggregate(body) is not None:
         epi_body, body = body, epilogue_aggregate(body)
@@ -240,6 +245,11 @@ def analyze_query(query: Query, env: dict[Alias, Any]) -> tuple[KernelInfo, Quer
         if r not in loop_order:
             raise ValueError(f"reduced field {r!r} is not in the loop order {loop_order}")
     out_fields = tuple(f for f in loop_order if f not in reduced)
+    if axes is not None:  # a RESULT reorder: the result's axes in another order
+        if sorted(f.name for f in axes) != sorted(out_fields):
+            raise ValueError(f"result axes {tuple(f.name for f in axes)} are not a "
+                             f"permutation of the loop's {out_fields}")
+        out_fields = tuple(f.name for f in axes)
     if spec.ndim != len(out_fields):
         raise ValueError(f"output format {spec} has {spec.ndim} levels but the query has "
                          f"{len(out_fields)} result axes {out_fields}")
@@ -282,8 +292,13 @@ def analyze_query(query: Query, env: dict[Alias, Any]) -> tuple[KernelInfo, Quer
                         f"{tuple(lv.field for lv in lvls)} is not a subsequence of the loop "
                         f"order {loop_order}")
                 slot = len(operands)
+                # a fully dense operand's fill value is never read by a kernel: leaving it
+                # out of the structure lets dense iterates whose fill drifts with constants
+                # (``r + beta * p``) share one kernel
+                fkey = (DENSE_FILL if all(lv.located for lv in lvls)
+                        else fill_key(t.fill_value))
                 operands.append(OperandInfo(slot, alias.name, names, lvls, np.dtype(t.dtype),
-                                            fill_key(t.fill_value)))
+                                            fkey))
                 tensors.append(t)
                 return PAccess(slot, np.dtype(t.dtype))
             case Immediate(val=val):

@@ -22,6 +22,7 @@ from lazysparse.formats.specs import FormatSpec
 from lazysparse.formats.tensor import Tensor
 from lazysparse.kernels import cache
 from lazysparse.kernels.analysis import (
+    DENSE_FILL,
     KernelInfo,
     PAccess,
     PApply,
@@ -358,8 +359,16 @@ def structure_key(info: KernelInfo, data: QueryData) -> tuple[Any, ...]:
     whether skipped reduction entries may be folded in by the host (needs the runtime
     constants to agree on the skipped value; see ``coiterate.fold_value``). An epilogue's
     result fill follows its constants, which no loop compares: the reduction's is keyed."""
-    fill = data.init if info.epilogue is not None else data.out_fill
-    return (info, fill_key(fill), _fold_ok(info, data))
+    return (info, out_fill_key(info, data), _fold_ok(info, data))
+
+
+def out_fill_key(info: KernelInfo, data: QueryData) -> Any:
+    """The result fill's part of the kernel key: only loops over sparse operands compare
+    it (``coiterate._may_skip``), so an all-dense kernel with a dense output ignores it."""
+    if all(p.full for p in info.out_spec.level_properties()) and \
+            all(k == DENSE_FILL for k in info.fill_keys):
+        return DENSE_FILL
+    return fill_key(data.init if info.epilogue is not None else data.out_fill)
 
 
 def _fold_ok(info: KernelInfo, data: QueryData) -> bool:

@@ -30,6 +30,7 @@ from lazysparse.kernels.execute import (
     _build,
     _fold_ok,
     execute_plan,
+    out_fill_key,
     structure_key,
 )
 from lazysparse.kernels.numpy_executor import numpy_eligible, run_numpy
@@ -61,6 +62,7 @@ class Recipe:
     extents: tuple[tuple[str, int, int], ...]  # (field, operand slot, axis)
     unit_fields: tuple[str, ...]  # loop fields no operand indexes (extent 1)
     init: Any
+    init_fill: Any  # the init at the accumulator's dtype (a reduction's result fill)
     out_fill: Any  # fixed result fill (reductions), else None: evaluated per run
     out_fill_key: Any
     sparse_fills: tuple[tuple[int, Any], ...]  # (slot, fill key) of non-dense operands
@@ -78,12 +80,14 @@ class Recipe:
             extents[f] = 1
         info = self.info
         out_fill = self.out_fill
-        if out_fill is None:
+        if info.epilogue is not None:  # the epilogue of the reduction's fill (the init)
+            out_fill = _eval_fill(info.epilogue, list(tensors), list(consts), self.init_fill)
+        elif out_fill is None:
             out_fill = _eval_fill(info.expr, list(tensors), list(consts))
-            if self.out_fill_key is not DENSE_FILL and fill_key(out_fill) != self.out_fill_key:
-                return None
         data = QueryData(tensors, consts, self.init, extents,
                          tuple(extents[f] for f in info.out_fields), out_fill)
+        if self.out_fill_key is not DENSE_FILL and out_fill_key(info, data) != self.out_fill_key:
+            return None
         if self.fold_ok is not None and _fold_ok(info, data) != self.fold_ok:
             return None
         return data
@@ -140,6 +144,8 @@ def _recipe(template: Query, info: KernelInfo, data: QueryData, kernel: Kernel |
             if all(f != e[0] for e in extents):
                 extents.append((f, op.slot, ax))
     unit = tuple(f for f in info.loop_order if all(f != e[0] for e in extents))
+    init_fill = (np.asarray(data.init).astype(info.acc_dtype)[()]
+                 if info.reduce_op is not None else None)
     out_fill = data.out_fill if info.reduce_op is not None else None
     fold = None
     if info.reduce_op is not None and kernel is not None:
@@ -147,9 +153,8 @@ def _recipe(template: Query, info: KernelInfo, data: QueryData, kernel: Kernel |
     sparse = tuple((op.slot, op.fill_key) for op in info.operands
                    if op.fill_key != DENSE_FILL)
     recipe = Recipe(info, kernel, operands, tuple(pidx), tuple(extents),  # type: ignore[arg-type]
-                    unit, data.init, out_fill,
-                    DENSE_FILL if kernel is None or structure_key(info, data)[1] == DENSE_FILL
-                    else fill_key(data.out_fill), sparse, fold)
+                    unit, data.init, init_fill, out_fill,
+                    DENSE_FILL if kernel is None else out_fill_key(info, data), sparse, fold)
     env = {a: t for a, t in zip(operands, data.tensors, strict=True)}
     again = recipe.data(env, params)
     if again is None or not _same_data(again, data):

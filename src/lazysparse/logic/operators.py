@@ -43,6 +43,29 @@ NUMBA_GLOBALS: dict[str, Any] = {"np": np, "math": math, "cmath": cmath, "lsops"
 DtypeValue = Callable[[np.dtype], Any]
 CodeForm = str | Callable[[tuple[np.dtype, ...]], str]
 
+# operand/result dtypes by (operator, what, argument dtype signature): the dtype rules are
+# pure functions of the arguments' dtypes, and every plan and kernel asks them again
+_DTYPE_MEMO: dict[tuple[Any, ...], Any] = {}
+_PY_SCALARS = (bool, int, float, complex)
+
+
+def _dtype_signature(op: Any, args: tuple[Any, ...], what: str) -> tuple[Any, ...] | None:
+    """A hashable key of ``args``' dtypes (Python scalars by type), or None when an argument
+    is of a kind the memo does not know."""
+    sig: list[Any] = [op.name, op.params, what]
+    for a in args:
+        t = type(a)
+        if t in _PY_SCALARS:
+            sig.append(t)
+        elif t is np.dtype or isinstance(a, np.dtype):
+            sig.append(a)
+        elif isinstance(a, np.ndarray | np.generic):
+            sig.append(a.dtype)
+        else:
+            return None
+    return tuple(sig)
+
+
 @dataclass(frozen=True)
 class Selection:
     """``op(args) == args[result]`` whenever ``args[arg] == value`` (at its operand dtype).
@@ -134,8 +157,18 @@ class Operator:
     def operand_dtypes(self, *args: Any) -> tuple[np.dtype, ...]:
         """The dtypes kernels cast each argument to before applying the op (checks kinds).
 
-        ``args`` are dtypes, arrays, NumPy scalars or weak Python scalars.
+        ``args`` are dtypes, arrays, NumPy scalars or weak Python scalars. Memoized by the
+        arguments' dtypes (Python scalars by their type: only that decides promotion).
         """
+        key = _dtype_signature(self, args, "operands")
+        if key is None:
+            return self._operand_dtypes(*args)
+        out = _DTYPE_MEMO.get(key)
+        if out is None:
+            out = _DTYPE_MEMO[key] = self._operand_dtypes(*args)
+        return out
+
+    def _operand_dtypes(self, *args: Any) -> tuple[np.dtype, ...]:
         self.check_args(*args)
         rule = self.dtype_rule
         if rule == "logical":
@@ -163,6 +196,15 @@ class Operator:
 
     def result_dtype(self, *args: Any) -> np.dtype:
         """The dtype of ``op(args...)`` (args as for :meth:`operand_dtypes`)."""
+        key = _dtype_signature(self, args, "result")
+        if key is None:
+            return self._result_dtype(*args)
+        out = _DTYPE_MEMO.get(key)
+        if out is None:
+            out = _DTYPE_MEMO[key] = self._result_dtype(*args)
+        return out
+
+    def _result_dtype(self, *args: Any) -> np.dtype:
         ops = self.operand_dtypes(*args)
         match self.dtype_rule:
             case "compare" | "logical":
