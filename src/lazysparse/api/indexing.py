@@ -19,6 +19,7 @@ from lazysparse.api import tensors as T
 from lazysparse.api.building import fresh_field, fresh_fields, identify
 from lazysparse.api.lazy_array import LazyArray
 from lazysparse.api.manipulation import expand_dims, normalize_axis
+from lazysparse.api.operands import as_array
 from lazysparse.api.selection import selection
 from lazysparse.logic import dtypes as _dt
 from lazysparse.logic.nodes import Relabel, Reorder
@@ -294,8 +295,7 @@ def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
 def take(x: LazyArray, indices: Any, /, *, axis: int | None = None) -> LazyArray:
     """Elements of ``x`` at integer ``indices`` along ``axis`` (computes ``x``; sparse
     input stays sparse)."""
-    if not isinstance(x, LazyArray):
-        raise TypeError(f"take: expected a lazysparse array, got {type(x).__name__}")
+    x = as_array(x, "take")
     if axis is None:
         if x.ndim != 1:
             raise ValueError(f"take: axis is required for a {x.ndim}-d array")
@@ -330,9 +330,7 @@ def take(x: LazyArray, indices: Any, /, *, axis: int | None = None) -> LazyArray
 
 def take_along_axis(x: LazyArray, indices: Any, /, *, axis: int = -1) -> LazyArray:
     """``x`` gathered at ``indices`` along ``axis`` (same ndim; computes both)."""
-    if not isinstance(x, LazyArray):
-        raise TypeError(f"take_along_axis: expected a lazysparse array, got "
-                        f"{type(x).__name__}")
+    x = as_array(x, "take_along_axis")
     ax = normalize_axis(axis, x.ndim, "take_along_axis")
     idx = np.asarray(indices)
     if idx.dtype.kind not in "iu":

@@ -1,11 +1,13 @@
 """Coordinates selected by an index key, and where stored tensors keep them.
 
 ``selection`` turns a normalized key into the coordinates it selects without allocating
-anything the size of the indexed array: each axis's coordinate grid is a zero-stride NumPy
-view (``broadcast_to``) indexed by the key, so NumPy's own rules (advanced-index placement,
-0-d boolean masks, ``None``) decide the order and shape, and only the selection is
-materialized. ``locate`` finds the stored positions of coordinates by walking a tensor's
-levels (binary search in compressed segments), O(log nnz) per coordinate.
+anything the size of the indexed array: the key is rewritten over a proxy shape holding
+only the coordinates each component names, and each axis's coordinates come from a
+zero-stride NumPy view (``broadcast_to``) of that proxy indexed by the rewritten key, so
+NumPy's own rules (advanced-index placement, 0-d boolean masks, ``None``) decide the order
+and shape, and only the selection is materialized. ``locate`` finds the stored positions
+of coordinates by walking a tensor's levels (binary search in compressed segments),
+O(log nnz) per coordinate.
 """
 
 from __future__ import annotations
@@ -24,24 +26,69 @@ _SCALAR_SEARCH_MAX = 16
 def selection(items: list[Any], shape: tuple[int, ...]) -> tuple[np.ndarray, tuple[int, ...]]:
     """Coordinates ``(ndim, n)`` (int64, axis order) of the elements ``items`` selects, in
     NumPy's row-major selection order, and the selection's shape (what a value broadcasts
-    to). ``items`` is a normalized key (``indexing.normalize_key``)."""
-    key = tuple(items)
+    to). ``items`` is a normalized key (``indexing.normalize_key``). Memory: the selection
+    and each component's own coordinates, never an axis's or the array's extent."""
     if len(items) == len(shape) and all(type(k) is int for k in items):
         return np.array(items, dtype=np.int64).reshape(len(shape), 1), ()
+    lookups, reduced, key = _reduced_key(items, shape)
     if not shape:
         picked = np.broadcast_to(np.zeros((), np.int8), ())[key]
         return np.zeros((0, picked.size), np.int64), picked.shape
     coords = np.empty((len(shape), 0), np.int64)
     sel_shape: tuple[int, ...] = ()
-    for axis, n in enumerate(shape):
-        along = np.arange(n, dtype=np.int64).reshape([-1 if j == axis else 1
-                                                      for j in range(len(shape))])
-        picked = np.broadcast_to(along, shape)[key]
+    for axis, table in enumerate(lookups):
+        along = table.reshape([-1 if j == axis else 1 for j in range(len(shape))])
+        picked = np.broadcast_to(along, reduced)[key]
         if axis == 0:
             sel_shape = picked.shape
             coords = np.empty((len(shape), picked.size), np.int64)
         coords[axis] = picked.reshape(-1)
     return coords, sel_shape
+
+
+def _reduced_key(items: list[Any], shape: tuple[int, ...]
+                 ) -> tuple[list[np.ndarray], tuple[int, ...], tuple[Any, ...]]:
+    """An equivalent key over a small proxy shape: each axis keeps only the coordinates its
+    component names (``lookups[axis]``, in the proxy's order), so indexing zero-stride grids
+    of the proxy with the new key gives NumPy's selection order and shape. Boolean arrays
+    become their ``nonzero()`` arrays (NumPy's definition); 0-d ones stay as they are."""
+    lookups: list[np.ndarray] = []
+    reduced: list[int] = []
+    key: list[Any] = []
+    components: list[Any] = []
+    for k in items:
+        if isinstance(k, np.ndarray) and k.dtype == np.bool_ and k.ndim:
+            components.extend(np.nonzero(k))
+        else:
+            components.append(k)
+    axis = 0
+    for k in components:
+        if k is None or (isinstance(k, np.ndarray) and k.dtype == np.bool_):
+            key.append(k)
+            continue
+        n = shape[axis]
+        if isinstance(k, slice):
+            table = np.arange(*k.indices(n), dtype=np.int64)
+            key.append(slice(None))
+        elif isinstance(k, np.ndarray):
+            table = _in_bounds(k, n, axis).reshape(-1)
+            key.append(np.arange(table.size).reshape(k.shape))
+        else:
+            table = np.array([k], dtype=np.int64)
+            key.append(0)
+        lookups.append(table)
+        reduced.append(table.size)
+        axis += 1
+    return lookups, tuple(reduced), tuple(key)
+
+
+def _in_bounds(k: np.ndarray, n: int, axis: int) -> np.ndarray:
+    """Integer index array ``k`` with negative entries wrapped (IndexError past ``n``)."""
+    k = k.astype(np.int64, copy=False)
+    if k.size and (k.min() < -n or k.max() >= n):
+        bad = int(k[(k < -n) | (k >= n)][0])
+        raise IndexError(f"index {bad} is out of bounds for axis {axis} with size {n}")
+    return np.where(k < 0, k + n, k)
 
 
 def last_wins(coords: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -83,9 +130,11 @@ def locate(t: formats.Tensor, coords: np.ndarray) -> np.ndarray:
         if level.kind == "singleton":  # one child per parent: search the parents' run
             seg_lo, seg_hi = lo, hi
         else:  # compressed: the segment of parent position lo
-            p = np.where(missed, 0, lo)
+            top = level.ptr.size - 1  # a miss may sit past the last parent position
+            p = np.where(missed, 0, np.minimum(lo, top))
             seg_lo = level.ptr[p].astype(np.int64)
-            seg_hi = np.where(missed, seg_lo, level.ptr[p + 1]).astype(np.int64)
+            seg_hi = np.where(missed, seg_lo, level.ptr[np.minimum(p + 1, top)])
+            seg_hi = seg_hi.astype(np.int64)
         lo = _search(level.idx, seg_lo, seg_hi, c, "left")
         hi = _search(level.idx, lo, seg_hi, c, "right")
     return np.where(hi > lo, lo, -1)

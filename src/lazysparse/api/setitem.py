@@ -79,11 +79,10 @@ class Pending:
 
 @dataclass(eq=False)
 class Owned:
-    """``x`` owns ``tensor``: setitem installed it as ``x``'s leaf; ``refs`` are the
-    reference counts of the leaf's objects right after (see the module docstring)."""
+    """``x`` owns ``tensor``: setitem installed it as ``x``'s leaf (see the module
+    docstring); ``pending`` holds the new sparse entries not merged yet."""
 
     tensor: formats.Tensor
-    refs: tuple[int, ...] = ()
     pending: Pending = field(default_factory=Pending)
 
     @property
@@ -136,13 +135,26 @@ def _refcounts(x: LazyArray) -> tuple[int, ...]:
     return tuple(sys.getrefcount(o) for o in objs)
 
 
+_UNSHARED: list[tuple[int, ...]] = []
+
+
+def _unshared() -> tuple[int, ...]:
+    """The reference counts ``_refcounts`` sees on an owned leaf nothing else holds:
+    measured once on a probe array installed the same way (so the counts never depend on
+    which frames happen to hold the tensor when a real one is installed)."""
+    if not _UNSHARED:
+        probe = LazyArray.from_tensor(T.dense(np.zeros(1)))
+        _adopt(probe, _own_copy(T.dense(np.zeros(1))))
+        _UNSHARED.append(_refcounts(probe))
+    return _UNSHARED[0]
+
+
 def _adopt(x: LazyArray, tensor: formats.Tensor) -> Owned:
     """Install ``tensor`` (made by setitem, owning its values) as ``x``'s leaf, owned by
     ``x``, under a fresh alias."""
     x.replace_with(LazyArray.from_tensor(tensor, x.device))
     state = Owned(tensor)
     x._update = state
-    state.refs = _refcounts(x)
     return state
 
 
@@ -152,8 +164,7 @@ def owned_state(x: LazyArray) -> Owned:
     state = x._update
     if isinstance(state, Owned) and state.tensor is x._result:
         now = _refcounts(x)
-        if now and len(now) == len(state.refs) and all(
-                a <= b for a, b in zip(now, state.refs, strict=True)):
+        if now and all(a <= b for a, b in zip(now, _unshared(), strict=True)):
             return state
     x._sync()
     STATS["copies"] += 1
@@ -219,7 +230,7 @@ def _write_dense(t: formats.Tensor, items: list[Any], val: Any) -> None:
     view = t.values.reshape([t.shape[m] for m in t.mode_order]).transpose(inverse)
     try:
         view[tuple(items)] = val
-    except ValueError as e:
+    except (ValueError, TypeError) as e:  # NumPy says TypeError for some shapes
         raise ValueError(f"__setitem__: value of shape {np.shape(val)} cannot be assigned "
                          f"to the selection ({e})") from None
 
@@ -249,7 +260,7 @@ def assign_all(x: LazyArray, val: Any) -> None:
         except ValueError:
             raise ValueError(f"__setitem__: value of shape {val.shape} cannot be broadcast "
                              f"to {x.shape}") from None
-        x.replace_with(new if new is not val else val.copy())
+        x.replace_with(new)  # shares val's leaf: either's next write copies first
         return
     _adopt(x, T.empty_sparse(x.shape, x.dtype, val, x.format))
 
@@ -261,10 +272,11 @@ def functional(x: LazyArray, coords: np.ndarray, sel_shape: tuple[int, ...],
     from lazysparse.logic.operators import get_operator
 
     vals = _values_for(val, sel_shape, x.dtype)
+    if not vals.size:
+        return
     coords, vals = last_wins(coords, vals)
     if x.ndim == 0:
-        if vals.size:
-            x.replace_with(LazyArray.from_tensor(T.dense(vals[:1].reshape(())), x.device))
+        x.replace_with(LazyArray.from_tensor(T.dense(vals[:1].reshape(())), x.device))
         return
     fill = x.fill_value if x.fill_value is not None else x.dtype.type(0)
     mask_t = T.from_coords(x.shape, coords, np.ones(coords.shape[1], bool), np.False_)
