@@ -100,14 +100,14 @@ def test_sum_of_a_product_of_a_long_vector(fill):
                "i")
     p = plan({"v": tensor(v, "dense", fill)}, compute("out", "dense", 0, body))
     calls = []
-    real = Operator.apply
+    real = Operator.apply_as  # what Operator.apply runs too
 
     def counted(self, *args):
         calls.append(self.name)
         return real(self, *args)
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(Operator, "apply", counted)
+        mp.setattr(Operator, "apply_as", counted)
         out = run(p)
     assert len(calls) < 10, f"{len(calls)} operator calls for one pointwise node"
     np.testing.assert_allclose(float(dense(out)), np.sum(v * 2.0), equal_nan=True)

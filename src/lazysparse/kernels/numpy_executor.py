@@ -114,8 +114,8 @@ def _broadcast(info: KernelInfo, data: QueryData, node: PNode) -> Any:
         case PField(name=name):
             shape = [data.extents[f] if f == name else 1 for f in order]
             return np.arange(data.extents[name], dtype=np.int64).reshape(shape)
-        case PApply(op=op, args=args):
-            return op.apply(*(_broadcast(info, data, a) for a in args))
+        case PApply(op=op, args=args, operand_dtypes=ods, dtype=dt):
+            return op.apply_as(ods, dt, *(_broadcast(info, data, a) for a in args))
     raise TypeError(f"unknown pointwise node {node!r}")
 
 
@@ -132,8 +132,8 @@ def _epilogue(info: KernelInfo, data: QueryData, node: PNode, res: np.ndarray) -
         case PField(name=name):
             shape = [data.extents[f] if f == name else 1 for f in info.out_fields]
             return np.arange(data.extents[name], dtype=np.int64).reshape(shape)
-        case PApply(op=op, args=args):
-            return op.apply(*(_epilogue(info, data, a, res) for a in args))
+        case PApply(op=op, args=args, operand_dtypes=ods, dtype=dt):
+            return op.apply_as(ods, dt, *(_epilogue(info, data, a, res) for a in args))
     return _broadcast(info, data, node)  # a constant
 
 

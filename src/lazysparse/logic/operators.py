@@ -225,15 +225,19 @@ class Operator:
     def apply(self, *args: Any) -> Any:
         """Evaluate with NumPy: cast args to the operand dtypes, apply, cast to the result
         dtype. Returns a NumPy array, or a NumPy scalar when every argument is 0-d."""
-        ops = self.operand_dtypes(*args)
-        res_dt = self.result_dtype(*args)
-        cast = [_cast(a, d) for a, d in zip(args, ops, strict=True)]
-        with np.errstate(all="ignore"):
-            out = self.numpy(*cast)
-        out = _cast(out, res_dt)
+        out = self.apply_as(self.operand_dtypes(*args), self.result_dtype(*args), *args)
         if all(np.ndim(a) == 0 for a in args):
             return np.asarray(out)[()]
         return out
+
+    def apply_as(self, operand_dtypes: tuple[np.dtype, ...], result_dtype: np.dtype,
+                 *args: Any) -> Any:
+        """:meth:`apply` at dtypes already decided (a kernel's analysis holds them): cast
+        the args to ``operand_dtypes``, apply, cast to ``result_dtype``; no rule runs."""
+        cast = [_cast(a, d) for a, d in zip(args, operand_dtypes, strict=True)]
+        with np.errstate(all="ignore"):
+            out = self.numpy(*cast)
+        return _cast(out, result_dtype)
 
     # -- code forms -------------------------------------------------------------------
     def numba_template(self, *dtypes: Any) -> str:
