@@ -216,3 +216,23 @@ def test_shared_pattern_output_maps_each_stored_entry():
              compute("out", "csr", 2, body))
     assert _kernel(p).lowered.output.mode == "shared"
     _run(p, s * (u @ v.T) * 0.5)
+
+
+@pytest.mark.parametrize("fmt, mode_order, out_mode", [("dense", None, "dense"),
+                                                       ("csr", (1, 0), "shared"),
+                                                       ("csr", None, "ism")])
+def test_result_reorder_writes_axes_in_another_order_than_the_loop(fmt, mode_order, out_mode):
+    """``-A.T`` looping over CSR A's rows: the result's axes are (j, i); stored (i, j) it
+    shares A's pattern, stored (j, i) the writes go through a sort buffer."""
+    a = _matrix()
+    body = Reorder(Reorder(mj("negative", acc("A", "i", "j")), F("i", "j")), F("j", "i"))
+    p = plan({"A": tensor(a, "csr")}, compute("out", fmt, 2, body, mode_order))
+    assert _kernel(p).lowered.output.mode == out_mode
+    _run(p, -a.T)
+
+
+def test_result_reorder_must_permute_the_result_axes():
+    body = Reorder(Reorder(mj("negative", acc("A", "i", "j")), F("i", "j")), F("j", "k"))
+    p = plan({"A": tensor(_matrix(), "csr")}, compute("out", "dense", 2, body))
+    with pytest.raises(ValueError, match="not a permutation"):
+        check_normal_form(p)

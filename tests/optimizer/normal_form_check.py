@@ -19,6 +19,7 @@ from lazysparse.logic.nodes import (
     Reorder,
     Table,
 )
+from lazysparse.logic.normal_form import epilogue_aggregate, result_reorder
 from lazysparse.logic.operators import Operator
 
 
@@ -62,7 +63,8 @@ def assert_normal_form(plan: Plan) -> None:
         seen_compute = True
         assert isinstance(q.rhs, Reformat) and isinstance(q.rhs.tns.val, FormatSpec)
         spec = q.rhs.tns.val
-        body = q.rhs.arg
+        body, given = result_reorder(q.rhs.arg)  # RESULT: the axes in their own order
+        body = epilogue_aggregate(body) or body  # EPILOGUE: check_normal_form checks the map
         red: tuple[Field, ...] = ()
         if isinstance(body, Aggregate):
             red = body.idxs
@@ -72,7 +74,7 @@ def assert_normal_form(plan: Plan) -> None:
         assert len(set(order)) == len(order)
         assert set(red) <= set(order)
         _pointwise(body.arg, order, storage, ndims)
-        axes = [f for f in order if f not in red]
+        axes = list(given) if given is not None else [f for f in order if f not in red]
         assert spec.ndim == len(axes), f"{spec} for axes {axes}"
         storage[q.lhs], ndims[q.lhs] = spec.mode_order, len(axes)
     for a in last.args:

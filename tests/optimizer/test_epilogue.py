@@ -1,7 +1,9 @@
-"""Epilogue fusion: a map of a reduction's result runs in the reducing kernel.
+"""Epilogue fusion: a map of a reduction's result runs in the reducing kernel, and a map of
+a transposed read in one kernel without a copy.
 
-Golden tests of ``fuse_epilogues`` (plan in, plan out), structure through ``xp.explain``
-(one compute query, one kernel) and values against NumPy across formats, dtypes and fills.
+Golden tests of ``fuse_epilogues`` and ``absorb_transposes`` (plan in, plan out), structure
+through ``xp.explain`` (one compute query, one kernel) and values against NumPy across
+formats, dtypes and fills.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from lazysparse.logic.nodes import (
 )
 from lazysparse.logic.operators import get_operator
 from lazysparse.optimizer.epilogue import fuse_epilogues
+from lazysparse.optimizer.transpose import absorb_transposes
 
 i, j, a, b = (Field(n) for n in "ijab")
 A, B, C, M, X = (Alias(n) for n in "ABCMX")
@@ -191,3 +194,66 @@ def test_random_maps_of_reductions_match_numpy(fmt: str, op: str, c: float, axis
     want = getattr(np, op)(want, c)
     _one_kernel(r)
     np.testing.assert_allclose(np.asarray(r), want, rtol=1e-10)
+
+
+# --- a map of a transposed read: one kernel, no copy ------------------------------------------
+
+NEG = Immediate(get_operator("negative"))
+T = Alias("T")
+
+
+def _copy_plan(b_rhs_of) -> Plan:  # noqa: ANN001
+    copy = Reformat(Immediate(format_spec("csc", 2)), Reorder(Relabel(M, (i, j)), (i, j)))
+    return Plan((*_inputs(), Query(T, copy), Query(B, b_rhs_of(Reorder(
+        MapJoin(NEG, (Relabel(T, (b, a)),)), (a, b)))), Produces((B,))))
+
+
+def test_a_transposed_copy_read_once_is_absorbed_into_its_map() -> None:
+    plan = _copy_plan(lambda r: r)
+    out = absorb_transposes(plan)
+    (q,) = [x for x in out.bodies if isinstance(x, Query) and not isinstance(x.rhs, Table)]
+    rhs = q.rhs
+    assert rhs.arg == Reorder(Reorder(MapJoin(NEG, (Relabel(M, (b, a)),)), (b, a)), (a, b))
+    # stored in the loop's order: the result's axis 1 (M's rows) outermost, like CSC
+    assert rhs.tns.val.mode_order == (1, 0)
+    check_normal_form(fuse_epilogues(out))
+    np.testing.assert_allclose(interpret(out)[0].to_numpy(), -MATRIX.to_numpy().T)
+
+
+def test_a_requested_format_is_kept_when_the_copy_is_absorbed() -> None:
+    spec = Immediate(format_spec("csr", 2))
+    out = absorb_transposes(_copy_plan(lambda r: Reformat(spec, r)))
+    assert out.bodies[-2] == Query(B, Reformat(spec, Reorder(Reorder(
+        MapJoin(NEG, (Relabel(M, (b, a)),)), (b, a)), (a, b))))
+
+
+def test_a_copy_read_twice_stays() -> None:
+    plan = _copy_plan(lambda r: r)
+    twice = Plan((*plan.bodies[:-1], Query(C, Relabel(T, (a, b))), Produces((B, C))))
+    assert absorb_transposes(twice) == twice
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("dtype, fill", [(np.float64, 0.0), (np.float64, np.nan),
+                                         (np.float32, 1.0), (np.int64, 0), (np.int32, 1)])
+def test_negated_transpose_is_one_kernel(fmt: str, dtype: type, fill: object) -> None:
+    a_np = _sparse((19, 8), dtype, fill, density=0.1)
+    A_ = xp.asarray(a_np, format=fmt, fill_value=fill)
+    for expr, want in [(-A_.T, -a_np.T), (xp.abs(A_.T) * 2, np.abs(a_np.T) * 2),
+                       (xp.permute_dims(A_, (1, 0)) - 1, a_np.T - 1)]:
+        _one_kernel(expr)
+        got = xp.compute(expr)
+        np.testing.assert_allclose(np.asarray(got), want, equal_nan=True)
+        assert np.asarray(got).dtype == want.dtype
+
+
+def test_negated_transpose_of_csr_shares_its_pattern() -> None:
+    """``-A.T`` of a large sparse CSR matrix is stored like CSC: its values follow A's
+    stored entries and its index arrays are A's own."""
+    a = sp.random(2000, 1500, density=0.001, format="csr", random_state=4)
+    A_ = xp.asarray(a)
+    (k,) = xp.explain(-A_.T).kernels
+    assert "shared" in k.source
+    got = xp.compute(-A_.T)
+    assert got.format == "csc"
+    np.testing.assert_allclose(np.asarray(got), -a.toarray().T)

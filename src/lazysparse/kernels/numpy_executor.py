@@ -162,7 +162,10 @@ def run_numpy(info: KernelInfo, data: QueryData) -> Tensor:
     """Evaluate a dense kernel with NumPy and return the dense result tensor."""
     full = np.broadcast_to(_broadcast(info, data, info.expr),
                            [data.extents[f] for f in info.loop_order])
-    res = _reduce(info, data, full) if info.reduce_op is not None else full
+    if info.reduce_op is not None:
+        res = _reduce(info, data, full)
+    else:  # the result's axes (a RESULT reorder may permute the loop's)
+        res = np.transpose(full, [info.loop_order.index(f) for f in info.out_fields])
     if info.epilogue is not None:
         res = _epilogue(info, data, info.epilogue, np.asarray(res))
     res = np.asarray(res).astype(info.out_dtype)  # a copy: never alias an input's values

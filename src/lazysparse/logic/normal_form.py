@@ -10,7 +10,9 @@ EPILOGUE      := MapJoin(Immediate(op), EPI_ARG...)   # exactly one AGGREGATE am
 EPI_ARG       := AGGREGATE | EPILOGUE | POINTWISE over the result axes only, whose
                  accesses read dense-stored aliases
 MAPREDUCE     := LOOP | AGGREGATE | EPILOGUE
-COMPUTE_QUERY := Query(Alias, Reformat(Immediate(FormatSpec), MAPREDUCE))
+RESULT        := MAPREDUCE | Reorder(MAPREDUCE, result_axes)  # a permutation of the
+                                                              # loop order minus the reduced
+COMPUTE_QUERY := Query(Alias, Reformat(Immediate(FormatSpec), RESULT))
 INPUT_QUERY   := Query(Alias, Table(Immediate(Tensor), idxs))
 PLAN          := Plan(INPUT_QUERY... COMPUTE_QUERY... Produces(Alias...))
 ```
@@ -19,6 +21,11 @@ An EPILOGUE applies a map to the aggregate's value once per result entry, after 
 reduction completes (``0.85 * (A.T @ x) + c``, ``sum(A, 1) / d``); its other operands are
 indexed by result axes only. The result's fill and dtype are the mapjoin's, from the
 registry, as for the same expression computed in two queries.
+
+A query's result axes are its loop order minus the reduced fields, unless a RESULT reorder
+lists them in another order (a map of a transposed read loops in the read's storage order
+and writes the result in its own axis order: ``-A.T``). The FormatSpec's mode order is
+relative to the result axes.
 """
 
 from __future__ import annotations
@@ -153,6 +160,15 @@ def replace_epilogue_aggregate(body: LogicNode, new: LogicNode) -> LogicNode:
     return body
 
 
+def result_reorder(body: LogicNode) -> tuple[LogicNode, tuple[Field, ...] | None]:
+    """``(MAPREDUCE, result axes)`` of a RESULT reorder; ``(body, None)`` for a plain
+    MAPREDUCE (its result axes are the loop order minus the reduced fields)."""
+    if isinstance(body, Reorder) and (isinstance(body.arg, Reorder | Aggregate)
+                                      or epilogue_aggregate(body.arg) is not None):
+        return body.arg, body.idxs
+    return body, None
+
+
 def _check_aggregate(body: Aggregate, orders: dict[Alias, tuple]) -> tuple[Field, ...]:
     """Check an AGGREGATE; its result axes (the loop order minus the reduced fields)."""
     if not (isinstance(body.op, Immediate) and isinstance(body.op.val, Operator)
@@ -200,7 +216,7 @@ def _check_compute(q: Query, orders: dict[Alias, tuple], dense: set[Alias]
     if not (isinstance(rhs, Reformat) and isinstance(rhs.tns, Immediate)
             and _is_spec(rhs.tns.val)):
         _fail("COMPUTE_QUERY", "rhs must be reformat(Immediate(FormatSpec), ...)", q)
-    body = rhs.arg
+    body, axes = result_reorder(rhs.arg)
     aggs = epilogue_aggregates(body)
     if aggs:
         if len(aggs) != 1:
@@ -212,6 +228,12 @@ def _check_compute(q: Query, orders: dict[Alias, tuple], dense: set[Alias]
         result_axes = _check_aggregate(body, orders)
     else:
         result_axes = _check_loop(body, orders)
+    if axes is not None:
+        _check_fields(axes, "RESULT", rhs.arg)
+        if set(axes) != set(result_axes):
+            _fail("RESULT", f"result axes {tuple(f.name for f in axes)} are not a permutation "
+                  f"of {tuple(f.name for f in result_axes)}", rhs.arg)
+        result_axes = axes
     spec = rhs.tns.val
     if len(spec.mode_order) != len(result_axes):
         _fail("COMPUTE_QUERY", f"format has {len(spec.mode_order)} levels but the result has "

@@ -55,8 +55,8 @@ def merge_epilogue(rhs: Reformat, defs: dict[Alias, LogicNode], dense: set[Alias
     """``rhs`` with one aggregate query of ``defs`` it maps merged in (and that alias), or
     None when no read of ``rhs`` qualifies (see the module doc)."""
     loop = rhs.arg
-    if not isinstance(loop, Reorder):
-        return None
+    if not isinstance(loop, Reorder) or isinstance(loop.arg, Reorder):
+        return None  # not a map, or a map with a RESULT reorder
     reads = accesses(loop.arg)
     for k, target in enumerate(reads):
         if target.arg not in defs or target.idxs != loop.idxs:

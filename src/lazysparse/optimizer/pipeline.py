@@ -18,6 +18,7 @@ from lazysparse.optimizer.lift import (
 )
 from lazysparse.optimizer.loop_order import choose_loop_orders, concordize
 from lazysparse.optimizer.push_fields import push_fields
+from lazysparse.optimizer.transpose import absorb_transposes
 
 Pass = Callable[[Plan], Plan]
 
@@ -32,14 +33,15 @@ PASSES: list[Pass] = [
     fuse_aggregates,
     choose_loop_orders,
     concordize,
+    absorb_transposes,
     choose_formats,
     fuse_epilogues,
     normal_form,
 ]
 
-# passes whose output only the CPU kernels run: the CUDA backend keeps a map after a
-# reduction as its own kernel (docs/optimizer.md, "fuse_epilogues")
-CPU_ONLY: frozenset[Pass] = frozenset({fuse_epilogues})
+# passes whose output only the CPU kernels run: the CUDA backend keeps a transposed copy
+# and a map after a reduction as kernels of their own (docs/optimizer.md)
+CPU_ONLY: frozenset[Pass] = frozenset({absorb_transposes, fuse_epilogues})
 
 
 def run_passes(plan: Plan, passes: list[Pass] | None = None) -> Plan:
