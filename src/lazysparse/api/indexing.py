@@ -382,13 +382,17 @@ def _mask_layer(x: LazyArray, mask: LazyArray, val: Any) -> None:
     from lazysparse.api.elementwise import apply_operator
     from lazysparse.logic.operators import get_operator
 
-    if mask.shape != x.shape[:mask.ndim]:
-        raise IndexError(f"boolean index of shape {mask.shape} does not match the indexed "
-                         f"axes of shape {x.shape[:mask.ndim]}")
+    _check_mask_shape(x, mask)
     m = mask
     if m.ndim < x.ndim:
         m = expand_dims(m, axis=tuple(range(m.ndim, x.ndim)))
     S.mark_layer(x, apply_operator(get_operator("where"), m, val, x, fname="__setitem__"))
+
+
+def _check_mask_shape(x: LazyArray, mask: LazyArray) -> None:
+    if mask.shape != x.shape[:mask.ndim]:
+        raise IndexError(f"boolean index of shape {mask.shape} does not match the indexed "
+                         f"axes of shape {x.shape[:mask.ndim]}")
 
 
 def _fill_true(mask: LazyArray) -> bool:
@@ -400,9 +404,7 @@ def _fill_true(mask: LazyArray) -> bool:
 def _mask_key(x: LazyArray, mask: LazyArray) -> Any:
     """A boolean array key as a NumPy key: the row-major coordinates of its stored True
     entries when it is stored sparse with fill False (never densified), else its values."""
-    if mask.shape != x.shape[:mask.ndim]:
-        raise IndexError(f"boolean index of shape {mask.shape} does not match the indexed "
-                         f"axes of shape {x.shape[:mask.ndim]}")
+    _check_mask_shape(x, mask)
     t = mask.tensor()
     if T.is_dense(t) or bool(t.fill_value):
         return np.asarray(t.to_numpy(), dtype=bool)
