@@ -257,6 +257,11 @@ def test_other_functions_take_numpy_arrays() -> None:
     assert_same(xp.astype(a, xp.int32), a.astype(np.int32))
     assert_same(xp.isin(lazy(a, "csr"), np.array([2.0, 3.0])), np.isin(a, [2.0, 3.0]))
     assert_same(xp.isin(a, 1.0), np.isin(a, 1.0))
+    assert_same(xp.zeros_like(a), np.zeros_like(a))
+    assert_same(xp.tril(a), np.tril(a))
+    assert_same(xp.take(a, np.array([2, 0]), axis=1), np.take(a, [2, 0], axis=1))
+    assert_same(xp.meshgrid(np.arange(3.0), lazy(np.arange(2.0)))[0],
+                np.meshgrid(np.arange(3.0), np.arange(2.0))[0])
     assert xp.asformat(a, "csr").format == "csr"
     assert xp.to_scipy(a).nnz == 3
 

@@ -18,6 +18,7 @@ import numpy as np
 from lazysparse import formats
 from lazysparse.api import tensors as T
 from lazysparse.api.lazy_array import Device, LazyArray, as_device
+from lazysparse.api.operands import as_array
 from lazysparse.logic import dtypes as _dt
 
 
@@ -236,9 +237,7 @@ def ones(shape: Any, *, dtype: Any = None, device: Any = None,
 
 
 def _like(x: Any, fname: str) -> LazyArray:
-    if not isinstance(x, LazyArray):
-        raise TypeError(f"{fname}: expected a lazysparse array, got {type(x).__name__}")
-    return x
+    return as_array(x, fname)
 
 
 def full_like(x: LazyArray, /, fill_value: Any, *, dtype: Any = None, device: Any = None,
@@ -348,9 +347,8 @@ def meshgrid(*arrays: LazyArray, indexing: str = "xy") -> list[LazyArray]:
 
     if indexing not in ("xy", "ij"):
         raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
+    arrays = tuple(as_array(a, "meshgrid", f"arrays[{k}]") for k, a in enumerate(arrays))
     for a in arrays:
-        if not isinstance(a, LazyArray):
-            raise TypeError(f"meshgrid: expected lazysparse arrays, got {type(a).__name__}")
         if a.ndim != 1:
             raise ValueError(f"meshgrid: arrays must be 1-D, got shape {a.shape}")
     if len({a.dtype for a in arrays}) > 1:
@@ -370,9 +368,8 @@ def meshgrid(*arrays: LazyArray, indexing: str = "xy") -> list[LazyArray]:
     return out
 
 
-def _tri(x: LazyArray, k: int, lower: bool, fname: str) -> LazyArray:
-    if not isinstance(x, LazyArray):
-        raise TypeError(f"{fname}: expected a lazysparse array, got {type(x).__name__}")
+def _tri(x: Any, k: int, lower: bool, fname: str) -> LazyArray:
+    x = as_array(x, fname)
     if x.ndim < 2:
         raise ValueError(f"{fname}: x must have at least 2 dimensions, got shape {x.shape}")
     k = operator_index(k)
