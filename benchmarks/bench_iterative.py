@@ -424,7 +424,7 @@ def first(run: dict[str, Any] | None) -> float | None:
 def table_row(r: Row) -> str:
     ls, sc = r.runs.get("lazysparse"), r.runs.get("scipy")
     t_ls, t_sc = steady(ls), steady(sc)
-    ratio = f"{t_sc / t_ls:.2f}" if t_ls and t_sc else "—"
+    ratio = f"{t_sc / t_ls:.3g}" if t_ls and t_sc else "—"
     iters = "/".join(f"{len(x['times'])}" + ("" if x["stopped"] != "budget" else " (budget)")
                      for x in (ls, sc) if x)
     check = r.status or ("ok" if ls and ls["ok"] else "wrong" if ls else "—")

@@ -260,7 +260,7 @@ PEAK_CHILD = textwrap.dedent("""
 
     computed, n = sys.argv[1] == "computed", 20_000
     y = xp.asarray(np.linspace(0.0, 1.0, n))
-    x, x_np, peaks = y, np.linspace(0.0, 1.0, n), {}
+    x, peaks = y, {}
     for it in range(1, 10_001):
         x = 0.5 * x + y
         if computed:
