@@ -20,7 +20,7 @@ from lazysparse.api.building import fresh_field, fresh_fields, identify
 from lazysparse.api.lazy_array import LazyArray
 from lazysparse.api.manipulation import expand_dims, normalize_axis
 from lazysparse.api.operands import as_array
-from lazysparse.api.selection import selection
+from lazysparse.api.selection import locate, selection
 from lazysparse.logic import dtypes as _dt
 from lazysparse.logic.nodes import Relabel, Reorder
 
@@ -127,7 +127,19 @@ def getitem(x: LazyArray, key: Any) -> LazyArray:
         return out
     if any(isinstance(k, np.ndarray) for k in items):
         return _advanced(x, items)
+    if len(items) == x.ndim and all(type(k) is int for k in items):
+        return _element(x, items)
     return _basic_eager(x, items)
+
+
+def _element(x: LazyArray, items: list[int]) -> LazyArray:
+    """``x[i, j, ...]``: one element, found by walking the levels (O(log nnz) for sparse
+    storage, no scan of the stored entries)."""
+    t = x.tensor()
+    pos = int(locate(t, np.array(items, dtype=np.int64).reshape(-1, 1))[0])
+    value = t.values[pos] if pos >= 0 else t.fill_value
+    fill = None if T.is_dense(t) else t.fill_value  # as every eager result of sparse data
+    return T.leaf(T.dense(np.array(value, dtype=x.dtype), fill), x)
 
 
 def _sparse_mask(x: LazyArray, key: LazyArray) -> LazyArray | None:
