@@ -147,8 +147,10 @@ def _recipe(template: Query, info: KernelInfo, data: QueryData, kernel: Kernel |
     init_fill = (np.asarray(data.init).astype(info.acc_dtype)[()]
                  if info.reduce_op is not None else None)
     out_fill = data.out_fill if info.reduce_op is not None else None
+    # a folding kernel needs the constants to agree on the skipped value on every run; a
+    # kernel built without folding is right whatever they are (it visits every point)
     fold = None
-    if info.reduce_op is not None and kernel is not None:
+    if kernel is not None and kernel.lowered.fold is not None and info.const_dtypes:
         fold = _fold_ok(info, data)
     sparse = tuple((op.slot, op.fill_key) for op in info.operands
                    if op.fill_key != DENSE_FILL)
