@@ -118,10 +118,10 @@ def test_conjugate_gradient_on_a_laplacian(fmt, dtype):
 
 # ------------------------------------------------------------------------------ BFS
 
-def bfs_levels(A: xp.LazyArray, source: int) -> np.ndarray:
+def bfs_levels(A: xp.LazyArray, source: int, frontier_format: str = "dense") -> np.ndarray:
     """Levels by frontier expansion: a 0/1 frontier vector and a visited mask."""
     n = A.shape[0]
-    frontier = xp.asarray((np.arange(n) == source).astype(np.float64))
+    frontier = xp.asarray((np.arange(n) == source).astype(np.float64), format=frontier_format)
     visited = frontier > 0
     levels = xp.where(visited, 0, -1)
     depth = 0
@@ -142,9 +142,10 @@ def scipy_levels(a: sp.csr_array, source: int) -> np.ndarray:
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
-def test_bfs_levels_match_shortest_paths(fmt):
+@pytest.mark.parametrize("frontier_format", ["dense", "coo"])
+def test_bfs_levels_match_shortest_paths(fmt, frontier_format):
     a = graph(200, 1.2, seed=3, symmetric=True, unit=True)  # several components
-    got = bfs_levels(xp.asarray(user_input(a, fmt)), 7)
+    got = bfs_levels(xp.asarray(user_input(a, fmt)), 7, frontier_format)
     want = scipy_levels(a, 7)
     assert (want == -1).any() and want.max() >= 3  # unreachable nodes and depth
     np.testing.assert_array_equal(got, want)
