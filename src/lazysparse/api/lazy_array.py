@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import weakref
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -73,12 +74,11 @@ def is_device_tensor(t: Any) -> bool:
     return type(t).__name__ == "DeviceTensor" and getattr(t, "device", None) == "cuda"
 
 
-def _operand_devices(node: Any) -> set[Device]:
-    """Devices of the live arrays whose subqueries ``node`` reads directly (not looking
-    inside them: each was checked when it was built) and of device tensors it holds."""
-    found: set[Device] = set()
+def _added_nodes(expr: Subquery) -> Iterator[Any]:
+    """What ``expr`` adds over the live arrays it reads: each such array (not looked into:
+    it was checked and measured when it was built) and every other node, once each."""
     seen: set[int] = set()
-    stack = list(node.children) if isinstance(node, Subquery) else [node]
+    stack: list[Any] = [expr.arg]
     while stack:
         n = stack.pop()
         if id(n) in seen:
@@ -87,13 +87,20 @@ def _operand_devices(node: Any) -> set[Device]:
         if isinstance(n, Subquery):
             arr = _BY_ALIAS.get(n.lhs)
             if arr is not None and arr._expr is n:
-                found.add(arr._device)
+                yield arr
                 continue
-        elif isinstance(n, Immediate):
-            if is_device_tensor(n.val):
-                found.add(Device("cuda"))
-            continue
+        yield n
         stack.extend(n.children)
+
+
+def _operand_devices(expr: Subquery) -> set[Device]:
+    """Devices of the live arrays ``expr`` reads directly and of device tensors it holds."""
+    found: set[Device] = set()
+    for n in _added_nodes(expr):
+        if isinstance(n, LazyArray):
+            found.add(n._device)
+        elif isinstance(n, Immediate) and is_device_tensor(n.val):
+            found.add(Device("cuda"))
     return found
 
 
@@ -140,24 +147,12 @@ def history_extent(expr: Subquery) -> tuple[int, int]:
     if isinstance(expr.arg, Table):
         return 0, 0
     depth, size = 0, 0
-    seen: set[int] = set()
-    stack: list[Any] = [expr.arg]
-    while stack:
-        n = stack.pop()
-        if id(n) in seen:
-            continue
-        seen.add(id(n))
-        if isinstance(n, Subquery):
-            arr = _BY_ALIAS.get(n.lhs)
-            if arr is not None and arr._expr is n:
-                depth = max(depth, arr._depth)
-                size += arr._size
-                continue
-        elif isinstance(n, Immediate | Table):
+    for n in _added_nodes(expr):
+        if isinstance(n, LazyArray):
+            depth = max(depth, n._depth)
+            size += n._size
+        else:
             size += 1
-            continue
-        size += 1
-        stack.extend(n.children)
     return depth + 1, size
 
 
