@@ -229,7 +229,8 @@ def test_a_requested_format_is_kept_when_the_copy_is_absorbed() -> None:
 
 def test_a_copy_read_twice_stays() -> None:
     plan = _copy_plan(lambda r: r)
-    twice = Plan((*plan.bodies[:-1], Query(C, Relabel(T, (a, b))), Produces((B, C))))
+    twice = Plan((*plan.bodies[:-1], Query(C, Reorder(Relabel(T, (a, b)), (a, b))),
+                  Produces((B, C))))
     assert absorb_transposes(twice) == twice
 
 
