@@ -160,8 +160,10 @@ def _reduce(info: KernelInfo, data: QueryData, full: np.ndarray) -> np.ndarray:
 
 def run_numpy(info: KernelInfo, data: QueryData) -> Tensor:
     """Evaluate a dense kernel with NumPy and return the dense result tensor."""
-    full = np.broadcast_to(_broadcast(info, data, info.expr),
-                           [data.extents[f] for f in info.loop_order])
+    full = np.asarray(_broadcast(info, data, info.expr))
+    loop_shape = tuple(data.extents[f] for f in info.loop_order)
+    if full.shape != loop_shape:
+        full = np.broadcast_to(full, loop_shape)
     if info.reduce_op is not None:
         res = _reduce(info, data, full)
     else:  # the result's axes (a RESULT reorder may permute the loop's)
