@@ -289,3 +289,20 @@ def test_sparse_alternative_gives_the_union_of_patterns(fmt: str) -> None:
     np.testing.assert_allclose(np.asarray(got), want)
     np.testing.assert_allclose(np.asarray(red), want.sum(axis=1))
     assert got.format != "dense" and got.nnz <= a.nnz + b.nnz
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_rerun_with_another_constant_rechecks_the_mask(fmt: str) -> None:
+    """A with fill 3: ``A != 3`` masks (False where absent), ``A != 4`` does not. Both
+    constants are of one class for the plan cache, so a re-run of the same expression
+    must check the kernel's mask decision again instead of reusing the driver kernel."""
+    a = graph(25, 3, seed=23)
+    A = as_lazy(a, fmt, 3.0)
+    dense_a = np.where(a.toarray() != 0, a.toarray(), 3.0)
+    x = np.random.default_rng(24).standard_normal((25, 25))
+    X = xp.asarray(x)
+    for c in (3.0, 4.0, 3.0, 4.0):
+        got = xp.sum(xp.where(A != c, X, 0.0), axis=1)
+        ew = xp.where(A != c, X, 0.0)  # the result fill is 0 either way
+        np.testing.assert_allclose(np.asarray(got), np.sum(np.where(dense_a != c, x, 0.0), 1))
+        np.testing.assert_allclose(np.asarray(ew), np.where(dense_a != c, x, 0.0))

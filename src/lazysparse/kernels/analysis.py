@@ -394,6 +394,45 @@ def _fill_algebra(op: Operator, kids: tuple[PNode, ...], opds: tuple[np.dtype, .
     return tuple(ann), tuple(sel)
 
 
+def const_decided(info: KernelInfo) -> bool:
+    """Whether the decisions analysis took from this call's fills and constants
+    (``PApply.annihilates``/``selects``, ``fill_identity``) depend on the constants' values,
+    so a kernel reused with other constants must check them (:func:`decisions_hold`): only
+    with a sparse operand (co-iteration never reads them otherwise) and a constant inside a
+    decided argument (``where(A != 0, ...)``) or the reduced expression."""
+    if not info.const_dtypes or all(lv.located for op in info.operands for lv in op.levels):
+        return False
+    return _const_in_decisions(info.expr) or (info.reduce_op is not None
+                                              and _has_const(info.expr))
+
+
+def decisions_hold(info: KernelInfo, tensors: Any, consts: Any) -> bool:
+    """Whether ``info``'s fill-time decisions are the same for these tensors and constants."""
+    def same(node: PNode) -> bool:
+        if not isinstance(node, PApply):
+            return True
+        return all(same(a) for a in node.args) and _fill_algebra(
+            node.op, node.args, node.operand_dtypes, tensors, consts) == (node.annihilates,
+                                                                           node.selects)
+
+    return same(info.expr) and info.fill_identity == _fill_identity(
+        info.expr, info.reduce_op, info.acc_dtype, tensors, consts)
+
+
+def _has_const(node: PNode) -> bool:
+    if isinstance(node, PApply):
+        return any(_has_const(a) for a in node.args)
+    return isinstance(node, PConst)
+
+
+def _const_in_decisions(node: PNode) -> bool:
+    if not isinstance(node, PApply):
+        return False
+    decided = node.op.nargs >= 2 and bool(node.op.selections or node.op.annihilator)
+    return (any(_const_in_decisions(a) for a in node.args)
+            or decided and any(isinstance(a, PApply) and _has_const(a) for a in node.args))
+
+
 def _fill_identity(expr: PNode, rop: Operator | None, acc_dtype: np.dtype,
                    tensors: list[Any], consts: list[Any]) -> bool:
     """Whether the reduced expression's fill-time value is the reduction's identity."""

@@ -23,6 +23,8 @@ from lazysparse.kernels.analysis import (
     QueryData,
     _eval_fill,
     analyze_query,
+    const_decided,
+    decisions_hold,
     fill_key,
 )
 from lazysparse.kernels.execute import (
@@ -67,6 +69,8 @@ class Recipe:
     out_fill_key: Any
     sparse_fills: tuple[tuple[int, Any], ...]  # (slot, fill key) of non-dense operands
     fold_ok: bool | None  # the fold decision, when it depends on the constants
+    # the fill-time decisions depend on the constants (``analysis.const_decided``)
+    recheck: bool = False
 
     def data(self, env: dict[Alias, Any], params: tuple[Any, ...]) -> QueryData | None:
         """The query's runtime data, or None when the kernel's facts no longer hold."""
@@ -89,6 +93,8 @@ class Recipe:
         if self.out_fill_key is not DENSE_FILL and out_fill_key(info, data) != self.out_fill_key:
             return None
         if self.fold_ok is not None and _fold_ok(info, data) != self.fold_ok:
+            return None
+        if self.recheck and not decisions_hold(info, tensors, consts):
             return None
         return data
 
@@ -156,7 +162,8 @@ def _recipe(template: Query, info: KernelInfo, data: QueryData, kernel: Kernel |
                    if op.fill_key != DENSE_FILL)
     recipe = Recipe(info, kernel, operands, tuple(pidx), tuple(extents),  # type: ignore[arg-type]
                     unit, data.init, init_fill, out_fill,
-                    DENSE_FILL if kernel is None else out_fill_key(info, data), sparse, fold)
+                    DENSE_FILL if kernel is None else out_fill_key(info, data), sparse, fold,
+                    const_decided(info))
     env = {a: t for a, t in zip(operands, data.tensors, strict=True)}
     again = recipe.data(env, params)
     if again is None or not _same_data(again, data):
