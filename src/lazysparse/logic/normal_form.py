@@ -163,8 +163,11 @@ def replace_epilogue_aggregate(body: LogicNode, new: LogicNode) -> LogicNode:
 def result_reorder(body: LogicNode) -> tuple[LogicNode, tuple[Field, ...] | None]:
     """``(MAPREDUCE, result axes)`` of a RESULT reorder; ``(body, None)`` for a plain
     MAPREDUCE (its result axes are the loop order minus the reduced fields)."""
-    if isinstance(body, Reorder) and (isinstance(body.arg, Reorder | Aggregate)
-                                      or epilogue_aggregate(body.arg) is not None):
+    if not isinstance(body, Reorder):
+        return body, None
+    agg = epilogue_aggregate(body.arg)
+    if isinstance(body.arg, Reorder | Aggregate) or (agg is not None
+                                                     and isinstance(agg.arg, Reorder)):
         return body.arg, body.idxs
     return body, None
 
