@@ -5,8 +5,10 @@ components and power iteration. Each lazysparse loop rebinds its variables in pl
 and observes once per iteration (``x = xp.compute(x)``, ``float(xp.vecdot(r, r))``, a
 convergence test); the scipy loop is the same algorithm in scipy/NumPy idiom, run in the
 same process on the same data. Reported per iteration: the median over the iterations after
-the first (warm-up) one, and the first iteration apart (it pays planning, code generation
-and compilation; the kernel cache starts empty). Ratio = scipy time / lazysparse time
+the first (warm-up) one, best of ``--repeat`` runs of each loop (scipy and lazysparse
+alternate, so a load swing on a shared machine hits both), and the first iteration of the
+first run apart (it pays planning, code generation and compilation; the kernel cache
+starts empty). Ratio = scipy time / lazysparse time
 (> 1: lazysparse faster). Final results are compared and "wrong" printed when they differ.
 
 Every (algorithm, n) case runs in its own child process with a wall-clock limit
@@ -15,7 +17,7 @@ lazysparse also stops iterating after ``--budget`` seconds (then scipy is re-run
 same iteration count for the check). Single thread unless ``--threads``.
 
 Usage: ``python benchmarks/bench_iterative.py [--quick] [--threads N] [--only a,b]
-[--sizes 10000,1000000] [--max-iter K] [--budget S] [--timeout S]``.
+[--sizes 10000,1000000] [--max-iter K] [--budget S] [--timeout S] [--repeat R]``.
 """
 
 from __future__ import annotations
@@ -346,31 +348,56 @@ ALGORITHMS = {a.name: a for a in (
 
 # ------------------------------------------------------------------------------ one case
 
-def run_case(name: str, n: int, max_iter: int | None, budget: float) -> None:
-    """Child side: build the data, run scipy then lazysparse, print one JSON line each."""
+@dataclass
+class Tally:
+    """One library's measurements over the repetitions of a case (child side)."""
+
+    lib: str
+    n: int
+    first: float | None = None  # the first iteration of the first repetition
+    medians: list[float] = field(default_factory=list)
+    iters: int = 0
+    stopped: str = ""
+    ok: bool | None = None
+
+    def add(self, clock: Clock, ok: bool | None = None) -> None:
+        """Record one run of the loop and print the summary so far as a JSON line (the
+        parent keeps the last line, so a case killed later still reports this one)."""
+        if self.first is None and clock.times:
+            self.first = clock.times[0]
+        if len(clock.times) > 1:
+            self.medians.append(statistics.median(clock.times[1:]))
+        self.iters, self.stopped = len(clock.times), clock.stopped
+        if ok is not None:
+            self.ok = ok and self.ok is not False
+        print("RESULT " + json.dumps({
+            "lib": self.lib, "n": self.n, "first": self.first, "iters": self.iters,
+            "steady": min(self.medians) if self.medians else None,
+            "stopped": self.stopped, "ok": self.ok}), flush=True)
+
+
+def run_case(name: str, n: int, max_iter: int | None, budget: float, repeat: int) -> None:
+    """Child side: build the data, then ``repeat`` times run scipy then lazysparse."""
     alg = ALGORITHMS[name]
     cap = max_iter or alg.max_iter
     args, n_actual = alg.make(n)
-    ref_clock = Clock(cap)
-    ref = alg.scipy_loop(*args, ref_clock)
-    _emit("scipy", n_actual, ref_clock)
-    clock = Clock(cap, budget)
-    got = alg.lazy_loop(*args, clock)
-    if len(clock.times) != len(ref_clock.times):  # compare after as many iterations
-        ref = alg.scipy_loop(*args, Clock(len(clock.times)))
-    _emit("lazysparse", n_actual, clock, ok=alg.agree(got, ref))
-
-
-def _emit(lib: str, n: int, clock: Clock, ok: bool | None = None) -> None:
-    print("RESULT " + json.dumps({"lib": lib, "n": n, "times": clock.times,
-                                  "stopped": clock.stopped, "ok": ok}), flush=True)
+    sc, ls = Tally("scipy", n_actual), Tally("lazysparse", n_actual)
+    for _ in range(repeat):
+        ref_clock = Clock(cap)
+        ref = alg.scipy_loop(*args, ref_clock)
+        sc.add(ref_clock)
+        clock = Clock(cap, budget)
+        got = alg.lazy_loop(*args, clock)
+        if len(clock.times) != len(ref_clock.times):  # compare after as many iterations
+            ref = alg.scipy_loop(*args, Clock(len(clock.times)))
+        ls.add(clock, alg.agree(got, ref))
 
 
 # ------------------------------------------------------------------------------ parent
 
 @dataclass
 class Row:
-    """A table row: per library the iteration times, why the loop stopped, and status."""
+    """A table row: per library the child's last summary line, and the case's status."""
 
     name: str
     n: int
@@ -381,7 +408,7 @@ class Row:
 def spawn_case(name: str, n: int, opts: argparse.Namespace) -> Row:
     """Run one case in a child process under ``opts.timeout`` seconds."""
     cmd = [sys.executable, __file__, "--case", f"{name}:{n}", "--threads", str(opts.threads),
-           "--budget", str(opts.budget)]
+           "--budget", str(opts.budget), "--repeat", str(opts.repeat)]
     if opts.max_iter:
         cmd += ["--max-iter", str(opts.max_iter)]
     row = Row(name, n)
@@ -410,26 +437,15 @@ def fmt_ms(t: float | None) -> str:
     return f"{t * 1e3:.2f}" if t < 0.1 else f"{t * 1e3:.0f}"
 
 
-def steady(run: dict[str, Any] | None) -> float | None:
-    """Median time per iteration after the first (None with fewer than two)."""
-    if not run or len(run["times"]) < 2:
-        return None
-    return statistics.median(run["times"][1:])
-
-
-def first(run: dict[str, Any] | None) -> float | None:
-    return run["times"][0] if run and run["times"] else None
-
-
 def table_row(r: Row) -> str:
-    ls, sc = r.runs.get("lazysparse"), r.runs.get("scipy")
-    t_ls, t_sc = steady(ls), steady(sc)
+    ls, sc = r.runs.get("lazysparse", {}), r.runs.get("scipy", {})
+    t_ls, t_sc = ls.get("steady"), sc.get("steady")
     ratio = f"{t_sc / t_ls:.3g}" if t_ls and t_sc else "—"
-    iters = "/".join(f"{len(x['times'])}" + ("" if x["stopped"] != "budget" else " (budget)")
+    iters = "/".join(f"{x['iters']}" + (" (budget)" if x["stopped"] == "budget" else "")
                      for x in (ls, sc) if x)
-    check = r.status or ("ok" if ls and ls["ok"] else "wrong" if ls else "—")
+    check = r.status or ("ok" if ls.get("ok") else "wrong" if ls else "—")
     return (f"| {r.name} | {r.n:,} | {fmt_ms(t_ls)} | {fmt_ms(t_sc)} | {ratio} | {iters} | "
-            f"{fmt_ms(first(ls))} | {fmt_ms(first(sc))} | {check} |")
+            f"{fmt_ms(ls.get('first'))} | {fmt_ms(sc.get('first'))} | {check} |")
 
 
 def main() -> None:
@@ -444,11 +460,13 @@ def main() -> None:
     ap.add_argument("--budget", type=float, default=30.0,
                     help="seconds of lazysparse iterations per case before it stops early")
     ap.add_argument("--timeout", type=float, default=150.0, help="seconds per case (child)")
+    ap.add_argument("--repeat", type=int, default=2, help="runs of each loop, alternating "
+                    "scipy and lazysparse; the best median counts (against load swings)")
     ap.add_argument("--case", default=None, help=argparse.SUPPRESS)  # child: name:n
     opts = ap.parse_args()
     if opts.case:
         name, n = opts.case.split(":")
-        run_case(name, int(n), opts.max_iter, opts.budget)
+        run_case(name, int(n), opts.max_iter, opts.budget, opts.repeat)
         return
     names = opts.only.split(",") if opts.only else list(ALGORITHMS)
     unknown = [m for m in names if m not in ALGORITHMS]
@@ -473,8 +491,8 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(table_row(r))
-    print(f"\nms/iter: median after the first iteration. total wall time "
-          f"{time.perf_counter() - t0:.0f} s")
+    print(f"\nms/iter: median over the iterations after the first, best of {opts.repeat} "
+          f"run(s); 1st iter: the first run's. total wall time {time.perf_counter() - t0:.0f} s")
 
 
 if __name__ == "__main__":
