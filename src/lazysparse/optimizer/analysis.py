@@ -18,7 +18,6 @@ import numpy as np
 
 from lazysparse.formats.config import check_densify, get_densify_limit
 from lazysparse.logic.dtypes import scalar_as
-from lazysparse.logic.normal_form import epilogue_aggregate, replace_epilogue_aggregate
 from lazysparse.logic.nodes import (
     Aggregate,
     Alias,
@@ -33,6 +32,7 @@ from lazysparse.logic.nodes import (
     Reorder,
     Table,
 )
+from lazysparse.logic.normal_form import epilogue_aggregate, replace_epilogue_aggregate
 from lazysparse.logic.operators import Operator, aggregate_dtype, aggregate_fill, mapjoin_fill
 
 INDEX_DTYPE = np.dtype("int64")
