@@ -258,3 +258,32 @@ def test_negated_transpose_of_csr_shares_its_pattern() -> None:
     got = xp.compute(-A_.T)
     assert got.format == "csc"
     np.testing.assert_allclose(np.asarray(got), -a.toarray().T)
+
+
+def test_keepdims_axes_of_the_map_join_the_aggregates_loop() -> None:
+    """``mean(A, axis=1, keepdims=True)``: B loops over (a, b) with b indexing nothing (an
+    extent-1 axis); the merged aggregate loops over it right after a."""
+    plan = Plan((*_inputs(),
+                 Query(A, Reformat(_spec("dense", 1), _row_sums())),
+                 Query(B, Reformat(_spec("dense", 2), Reorder(
+                     MapJoin(MUL, (Relabel(A, (a,)), Immediate(0.5))), (a, b)))),
+                 Produces((B,))))
+    out = fuse_epilogues(plan)
+    (q,) = [x for x in out.bodies if isinstance(x, Query) and not isinstance(x.rhs, Table)]
+    epi = q.rhs.arg
+    agg = epi.args[0]
+    assert isinstance(epi, MapJoin) and isinstance(agg, Aggregate) and agg.idxs == (j,)
+    (unit,) = [f for f in agg.arg.idxs if f not in (i, j)]
+    assert agg.arg.idxs == (i, unit, j)  # the result axes (i, unit) follow B's (a, b)
+    check_normal_form(out)
+    np.testing.assert_allclose(interpret(out)[0].to_numpy(), interpret(plan)[0].to_numpy())
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("axis", [0, 1])
+def test_mean_with_keepdims_is_one_kernel(fmt: str, axis: int) -> None:
+    a_np = _sparse((13, 8), fill=np.nan, density=0.5)
+    m = xp.mean(xp.asarray(a_np, format=fmt, fill_value=np.nan), axis=axis, keepdims=True)
+    _one_kernel(m)
+    np.testing.assert_allclose(np.asarray(m), a_np.mean(axis=axis, keepdims=True),
+                               equal_nan=True)

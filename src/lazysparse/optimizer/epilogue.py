@@ -4,9 +4,10 @@ After ``choose_formats`` every compute query is ``reformat(spec, ...)``. A point
 
     B = reformat(specB, reorder(f(..., relabel(A, idxs), ...), idxs))
 
-that reads an aggregate query ``A`` (used only there, not produced) with its loop order
-equal to A's result axes (same order: no broadcast, no transpose), and whose other operands
-are scalars, fields and aliases stored dense, becomes
+that reads an aggregate query ``A`` (used only there, not produced) with A's result axes in
+B's loop order (no transpose; other loop fields of ``B`` index nothing: ``keepdims`` axes of
+extent 1, which join A's loop), and whose other operands are scalars, fields and aliases
+stored dense, becomes
 
     B = reformat(specB, f(..., aggregate(op, init, reorder(body, loop), reduced), ...))
 
@@ -22,6 +23,7 @@ from lazysparse.logic.nodes import (
     Aggregate,
     Alias,
     Field,
+    Immediate,
     LogicNode,
     Plan,
     Query,
@@ -30,9 +32,16 @@ from lazysparse.logic.nodes import (
     Reorder,
     Table,
 )
-from lazysparse.logic.normal_form import epilogue_aggregate
+from lazysparse.logic.normal_form import epilogue_aggregate, replace_epilogue_aggregate
 from lazysparse.optimizer.push_fields import rename_fields
-from lazysparse.optimizer.rewrite import accesses, alias_uses, produced, substitute_access
+from lazysparse.optimizer.rewrite import (
+    Namer,
+    accesses,
+    alias_uses,
+    expr_fields,
+    produced,
+    substitute_access,
+)
 
 
 def _all_dense(spec: object) -> bool:
@@ -50,8 +59,24 @@ def _result_axes(agg: Aggregate) -> tuple[Field, ...]:
     return tuple(f for f in agg.arg.idxs if f not in agg.idxs)
 
 
-def merge_epilogue(rhs: Reformat, defs: dict[Alias, LogicNode], dense: set[Alias]
-                   ) -> tuple[Reformat, Alias] | None:
+def _with_unit_axes(source: LogicNode, agg: Aggregate, loop: tuple[Field, ...],
+                    names: dict[Field, Field]) -> LogicNode:
+    """``source`` whose aggregate also loops over B's extra (extent-1) fields: each right
+    after the field before it in B's loop order, so the result axes follow B's order."""
+    assert isinstance(agg.arg, Reorder)
+    order = list(agg.arg.idxs)
+    prev: Field | None = None
+    for f in loop:
+        g = names[f]
+        if g not in order:
+            order.insert(0 if prev is None else order.index(prev) + 1, g)
+        prev = g
+    new = Aggregate(agg.op, agg.init, Reorder(agg.arg.arg, tuple(order)), agg.idxs)
+    return replace_epilogue_aggregate(source, new)
+
+
+def merge_epilogue(rhs: Reformat, defs: dict[Alias, LogicNode], dense: set[Alias],
+                   namer: Namer) -> tuple[Reformat, Alias] | None:
     """``rhs`` with one aggregate query of ``defs`` it maps merged in (and that alias), or
     None when no read of ``rhs`` qualifies (see the module doc)."""
     loop = rhs.arg
@@ -59,19 +84,32 @@ def merge_epilogue(rhs: Reformat, defs: dict[Alias, LogicNode], dense: set[Alias
         return None  # not a map, or a map with a RESULT reorder
     reads = accesses(loop.arg)
     for k, target in enumerate(reads):
-        if target.arg not in defs or target.idxs != loop.idxs:
+        if target.arg not in defs or \
+                tuple(f for f in loop.idxs if f in target.idxs) != target.idxs:
             continue
-        if any(a.arg not in dense for j, a in enumerate(reads) if j != k):
+        others = [a for j, a in enumerate(reads) if j != k]
+        if any(a.arg not in dense for a in others):
             continue
+        extra = [f for f in loop.idxs if f not in target.idxs]
+        if set(extra) & set(expr_fields(_replace_access(loop.arg, target))):
+            continue  # an extra field of B is read: a broadcast, not a map per entry
         source = defs[target.arg]  # type: ignore[index]
         agg = _aggregate_of(source)
         assert agg is not None
-        axes = _result_axes(agg)
-        body = rename_fields(loop.arg, dict(zip(loop.idxs, axes, strict=True)))
+        names = dict(zip(target.idxs, _result_axes(agg), strict=True))
+        names.update({f: namer.field() for f in extra})
+        if extra:
+            source = _with_unit_axes(source, agg, loop.idxs, names)
+        body = rename_fields(loop.arg, names)
         alias = target.arg
         epi = substitute_access(body, lambda acc, a=alias, s=source: s if acc.arg == a else None)
         return Reformat(rhs.tns, epi), alias  # type: ignore[arg-type]
     return None
+
+
+def _replace_access(expr: LogicNode, target: Relabel) -> LogicNode:
+    """``expr`` without the access ``target`` (a scalar stands in), to list other fields."""
+    return substitute_access(expr, lambda acc: Immediate(0) if acc is target else None)
 
 
 def fuse_epilogues(plan: Plan) -> Plan:
@@ -79,6 +117,7 @@ def fuse_epilogues(plan: Plan) -> Plan:
     (see the module doc). Runs on formatted plans (after ``choose_formats``)."""
     uses = alias_uses(plan)
     keep = produced(plan)
+    namer = Namer(plan, field_prefix="e")
     dense: set[Alias] = set()
     defs: dict[Alias, LogicNode] = {}
     removed: set[Alias] = set()
@@ -94,7 +133,7 @@ def fuse_epilogues(plan: Plan) -> Plan:
             out.append(body)
             continue
         assert isinstance(rhs, Reformat), "fuse_epilogues runs after choose_formats"
-        merged = merge_epilogue(rhs, defs, dense)
+        merged = merge_epilogue(rhs, defs, dense, namer)
         if merged is not None:
             rhs, gone = merged
             removed.add(gone)
