@@ -38,6 +38,7 @@ from lazysparse.kernels.coiterate import fold_levels, fold_value
 from lazysparse.kernels.loop_ir import Alloc, format_function
 from lazysparse.kernels.lower import Lowered, lower
 from lazysparse.kernels.numpy_executor import numpy_eligible, run_numpy
+from lazysparse.kernels.relayout import is_relayout, run_relayout
 from lazysparse.logic.nodes import Alias, Immediate, Plan, Produces, Query, Table
 
 PARALLEL_MIN_ITERATIONS = 2048
@@ -437,6 +438,8 @@ def run_query(query: Query, env: dict[Alias, Any], *, allow_numpy: bool = True) 
     if allow_numpy and numpy_eligible(info, data):
         cache.STATS["numpy"] += 1
         return run_numpy(info, data)
+    if is_relayout(info):
+        return run_relayout(info, data)
     key = structure_key(info, data)
     k = cache.memory_get(key)
     if k is None:

@@ -11,6 +11,7 @@ operands' fill values); otherwise that query takes the full path again.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -36,6 +37,7 @@ from lazysparse.kernels.execute import (
     structure_key,
 )
 from lazysparse.kernels.numpy_executor import numpy_eligible, run_numpy
+from lazysparse.kernels.relayout import is_relayout, run_relayout
 from lazysparse.logic.nodes import (
     Aggregate,
     Alias,
@@ -58,7 +60,8 @@ class Recipe:
     """How to bind one compute query's runtime data without analysing it again."""
 
     info: KernelInfo
-    kernel: Kernel | None  # None: the NumPy executor runs it
+    kernel: Kernel | None  # None: ``host`` runs it
+    host: HostRunner | None  # the NumPy executor or a relayout (no compiled kernel)
     operands: tuple[Alias, ...]
     params: tuple[int, ...]  # plan parameter of each kernel constant, in kernel order
     extents: tuple[tuple[str, int, int], ...]  # (field, operand slot, axis)
@@ -99,10 +102,9 @@ class Recipe:
         return data
 
     def run(self, data: QueryData) -> Any:
-        """Run the kernel (or NumPy) on ``data``."""
+        """Run the kernel (or the host path) on ``data``."""
         if self.kernel is None:
-            cache.STATS["numpy"] += 1
-            return run_numpy(self.info, data)
+            return self.host(self.info, data)
         return self.kernel(data)
 
 
@@ -132,7 +134,7 @@ def _param_index(val: Any) -> int | None:
 
 
 def _recipe(template: Query, info: KernelInfo, data: QueryData, kernel: Kernel | None,
-            params: tuple[Any, ...]) -> Recipe | None:
+            host: HostRunner | None, params: tuple[Any, ...]) -> Recipe | None:
     """The recipe of ``template`` (its constants as ``_Param`` s), checked against what
     ``analyze_query`` derived on this run; None when it cannot reproduce it."""
     if tuple(f.name for f in fields(QueryData)) != _KNOWN_DATA_FIELDS:
@@ -160,7 +162,7 @@ def _recipe(template: Query, info: KernelInfo, data: QueryData, kernel: Kernel |
         fold = _fold_ok(info, data)
     sparse = tuple((op.slot, op.fill_key) for op in info.operands
                    if op.fill_key != DENSE_FILL)
-    recipe = Recipe(info, kernel, operands, tuple(pidx), tuple(extents),  # type: ignore[arg-type]
+    recipe = Recipe(info, kernel, host, operands, tuple(pidx), tuple(extents),  # type: ignore[arg-type]
                     unit, data.init, init_fill, out_fill,
                     DENSE_FILL if kernel is None else out_fill_key(info, data), sparse, fold,
                     const_decided(info))
@@ -219,19 +221,33 @@ class Program:
         """Run ``query`` through the full path and remember its recipe (once per query:
         a query whose recipe failed its checks keeps the full path)."""
         info, data = analyze_query(query, env)
-        kernel: Kernel | None = None
-        if not numpy_eligible(info, data):
-            key = structure_key(info, data)
-            kernel = cache.memory_get(key)
-            if kernel is None:
-                kernel = _build(info, data, key)
-                cache.memory_put(key, kernel)
+        kernel, host = _runner(info, data)
         if j not in self.recipes:
-            self.recipes[j] = _recipe(template, info, data, kernel, params)
-        if kernel is None:
-            cache.STATS["numpy"] += 1
-            return run_numpy(info, data)
-        return kernel(data)
+            self.recipes[j] = _recipe(template, info, data, kernel, host, params)
+        return host(info, data) if kernel is None else kernel(data)
+
+
+HostRunner = Callable[[KernelInfo, QueryData], Any]
+
+
+def _numpy(info: KernelInfo, data: QueryData) -> Any:
+    cache.STATS["numpy"] += 1
+    return run_numpy(info, data)
+
+
+def _runner(info: KernelInfo, data: QueryData) -> tuple[Kernel | None, HostRunner | None]:
+    """What runs a query (as ``execute.run_query`` decides): NumPy for small all-dense
+    ones, the formats stage for a relayout, else the compiled kernel (from the cache)."""
+    if numpy_eligible(info, data):
+        return None, _numpy
+    if is_relayout(info):
+        return None, run_relayout
+    key = structure_key(info, data)
+    kernel = cache.memory_get(key)
+    if kernel is None:
+        kernel = _build(info, data, key)
+        cache.memory_put(key, kernel)
+    return kernel, None
 
 
 def run_cached(entry: Any, inputs: list[Any], params: tuple[Any, ...]) -> tuple[Any, ...]:

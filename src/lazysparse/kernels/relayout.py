@@ -1,0 +1,41 @@
+"""Queries that only lay one sparse operand out again (a transposed or re-ordered copy).
+
+The optimizer makes such a copy when an access must be concordant with a loop order that
+its storage order is not (``sum(A.T * B)`` with CSR ``A`` and ``B``). A generated kernel
+would scatter every entry into a sort buffer; the formats stage's conversions do the same
+in linear time (a counting sort per level, as scipy's ``tocsc``). The result is the same
+tensor: the same stored entries, values and fill value, in the requested format.
+"""
+
+from __future__ import annotations
+
+from lazysparse.formats.convert import convert
+from lazysparse.formats.tensor import Tensor
+from lazysparse.kernels.analysis import DENSE_FILL, KernelInfo, PAccess, QueryData
+
+
+def is_relayout(info: KernelInfo) -> bool:
+    """Whether the query copies its one operand, unchanged, from a sparse layout into
+    another sparse layout: no reduction, no epilogue, no cast, the result axes a
+    permutation of the operand's."""
+    if info.reduce_op is not None or info.epilogue is not None or len(info.operands) != 1:
+        return False
+    op = info.operands[0]
+    if not isinstance(info.expr, PAccess) or info.expr.dtype != info.out_dtype:
+        return False
+    if op.fill_key == DENSE_FILL or all(p.full for p in info.out_spec.level_properties()):
+        return False
+    return sorted(op.axis_fields) == sorted(info.out_fields)
+
+
+def run_relayout(info: KernelInfo, data: QueryData) -> Tensor:
+    """The operand of a relayout query (:func:`is_relayout`) in the query's output format."""
+    t = data.tensors[0]
+    axis_fields = info.operands[0].axis_fields
+    perm = [axis_fields.index(f) for f in info.out_fields]  # result axis m = operand's perm[m]
+    if perm != list(range(len(perm))):
+        # the same storage read with the result's axis numbers: a view, nothing moves
+        order = tuple(perm.index(m) for m in t.mode_order)
+        t = Tensor(tuple(t.shape[a] for a in perm), t.levels, order, t.values, t.fill_value,
+                   check=False)
+    return convert(t, info.out_spec)
