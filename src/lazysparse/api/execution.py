@@ -125,7 +125,7 @@ def build_plan(arrays: tuple[LazyArray, ...]) -> Plan:
     queries: list[LogicNode] = []
     outs: list[Alias] = []
     for a in arrays:
-        expr = substitute_memoized(a.expr, cache)
+        expr = a.expr if a.history_epoch >= EPOCH else substitute_memoized(a.expr, cache)
         out = fresh_alias()
         fields = fresh_fields(a.ndim)
         rhs: LogicNode = Relabel(expr, fields)
@@ -193,4 +193,11 @@ def compute(*arrays: LazyArray) -> LazyArray | tuple[LazyArray, ...]:
 
 def memoize(alias: Alias, array: LazyArray) -> None:
     """Remember ``array`` (computed) as the value of ``alias`` for later plans."""
+    global EPOCH
     _MEMO[alias] = array
+    EPOCH += 1
+
+
+# How many results were memoized so far: an expression whose uncomputed history was all
+# built at the current epoch holds no subquery computed since, so nothing to substitute.
+EPOCH = 0

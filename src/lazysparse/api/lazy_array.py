@@ -140,20 +140,27 @@ MAX_PLAN_DEPTH = 32
 MAX_PLAN_NODES = 2048
 
 
-def history_extent(expr: Subquery) -> tuple[int, int]:
-    """(depth, size) of the uncomputed history of ``expr``: array levels above the
-    computed leaves, and plan nodes. Walks only the nodes the new array adds: each live
-    array it reads contributes its own recorded extent (computed arrays: zero)."""
+_NO_HISTORY = math.inf
+
+
+def history_extent(expr: Subquery) -> tuple[int, int, float]:
+    """(depth, size, epoch) of the uncomputed history of ``expr``: array levels above the
+    computed leaves, plan nodes, and the ``execution.EPOCH`` its oldest part was built at.
+    Walks only the nodes the new array adds: each live array it reads contributes its own
+    recorded extent (computed arrays: none)."""
     if isinstance(expr.arg, Table):
-        return 0, 0
-    depth, size = 0, 0
+        return 0, 0, _NO_HISTORY
+    depth, size, epoch = 0, 0, execution.EPOCH
     for n in _added_nodes(expr):
         if isinstance(n, LazyArray):
             depth = max(depth, n._depth)
             size += n._size
+            epoch = min(epoch, n._epoch)
         else:
             size += 1
-    return depth + 1, size
+            if isinstance(n, Subquery) and execution.memoized(n.lhs) is not None:
+                epoch = -_NO_HISTORY  # an old expression of an array computed since
+    return depth + 1, size, epoch
 
 
 _CUDA_SEEN = False
@@ -166,7 +173,7 @@ class LazyArray:
     """A lazily evaluated (possibly sparse) array of the lazysparse namespace."""
 
     __slots__ = ("_expr", "_shape", "_dtype", "_fill_value", "_device", "_format",
-                 "_requested_format", "_result", "_update", "_depth", "_size",
+                 "_requested_format", "_result", "_update", "_depth", "_size", "_epoch",
                  "__weakref__")
 
     def __init__(self, expr: Subquery, shape: tuple[int, ...], dtype: np.dtype,
@@ -186,7 +193,7 @@ class LazyArray:
         self._requested_format = requested_format
         self._result: Tensor | None = None
         self._update: Any = None  # api.setitem's state: ownership, pending sparse entries
-        self._depth, self._size = history_extent(expr)
+        self._depth, self._size, self._epoch = history_extent(expr)
         _BY_ALIAS[expr.lhs] = self
         if self._depth > MAX_PLAN_DEPTH or self._size > MAX_PLAN_NODES:
             # bounded plans: a loop that never computes materializes here, so no plan,
@@ -272,6 +279,13 @@ class LazyArray:
     def _leaf(self) -> None:
         """This array's expression is data now: it adds nothing to later plans."""
         self._depth = self._size = 0
+        self._epoch = _NO_HISTORY
+
+    @property
+    def history_epoch(self) -> float:
+        """``execution.EPOCH`` when the oldest uncomputed part of this array's history was
+        built (infinite for a leaf): no result memoized since means none to substitute."""
+        return self._epoch
 
     def set_result(self, tensor: Tensor | Any) -> None:
         """Store the computed tensor and make this array a leaf: its expression becomes a
@@ -342,7 +356,7 @@ class LazyArray:
         self._format = other._format
         self._requested_format = other._requested_format
         self._result = other._result
-        self._depth, self._size = other._depth, other._size
+        self._depth, self._size, self._epoch = other._depth, other._size, other._epoch
 
     def copy(self) -> LazyArray:
         """A new array object with the same value (plans are immutable: nothing is copied)."""

@@ -112,10 +112,10 @@ class Kernel:
         """Run on the query's data and assemble the result tensor."""
         args = kernel_args(self, data)
         fns = [getattr(self.module, f.name) for f in self.lowered.functions]
-        counts = [len(f.signatures) for f in fns]
+        counts = [len(f.overloads) for f in fns]
         res = run_chunks(self, data, args)
         for f, c in zip(fns, counts, strict=True):
-            if len(f.signatures) != c:  # a new specialization: compiled or loaded from disk
+            if len(f.overloads) != c:  # a new specialization: compiled or loaded from disk
                 h0, m0 = _COUNTED.get(id(f), (0, 0))
                 h1, m1 = _COUNTED[id(f)] = _stat_sums(f)
                 cache.STATS["disk_loaded"] += h1 - h0
@@ -478,6 +478,9 @@ def execute_plan(plan: Plan) -> tuple[Tensor, ...]:
 
 
 def _scalar(v: Any, dtype: np.dtype) -> Any:
+    """``v`` as a NumPy scalar of ``dtype`` (complex to real keeps the real part)."""
+    if type(v) is dtype.type:  # already one (most fills and inits): no conversion
+        return v
     with np.errstate(all="ignore"):
         arr = np.asarray(v)
         if arr.dtype.kind == "c" and dtype.kind != "c":

@@ -77,7 +77,11 @@ class _Keyer:
         self.data_key = data_key or _data_key
 
     def subquery(self, node: Subquery) -> Any:
-        """The key of a subquery's body, from the cache when this node was keyed before."""
+        """The key of a subquery's body; a leaf's (a ``Table``: computed arrays, inputs)
+        from the cache when this node was keyed before. Other subqueries are mostly new
+        each call: keying them costs less than remembering them."""
+        if not isinstance(node.arg, Table):
+            return self.key(node.arg)
         ck = (id(node), id(self.data_key))
         entry = _SUBQUERY_KEYS.get(ck)
         if entry is None or entry[0]() is not node:

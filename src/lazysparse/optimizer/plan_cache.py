@@ -73,6 +73,24 @@ class CachedPlan:
         return _fill(self.template, self.slots, inputs, params)
 
 
+class _HashedKey:
+    """A plan key with its hash computed once (the key is a deep tuple; the cache looks
+    it up, moves it and may store it: one hash instead of three)."""
+
+    __slots__ = ("hash", "key")
+
+    def __init__(self, key: Any) -> None:
+        self.key = key
+        self.hash = hash(key)
+
+    def __hash__(self) -> int:
+        return self.hash
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _HashedKey) and other.hash == self.hash and \
+            other.key == self.key
+
+
 _BY_VALUE = object()  # marks a class key whose plans are cached under constant values
 _CACHE: OrderedDict[Any, Any] = OrderedDict()
 _LOCK = threading.Lock()
@@ -225,8 +243,8 @@ def lookup(plan: Plan) -> tuple[CachedPlan, list[Any], tuple[Any, ...]]:
     inputs and its parameter values. An entry that could not be cached (``cached`` False)
     holds the optimized plan itself, with no slots or parameters."""
     try:
-        key, inputs, nodes = plan_key(plan)
-        hash(key)
+        raw, inputs, nodes = plan_key(plan)
+        key: Any = _HashedKey(raw)
     except TypeError:  # an unhashable constant: optimize without caching
         STATS["uncacheable"] += 1
         return CachedPlan(optimize(plan), frozenset(), cached=False), [], ()
@@ -236,7 +254,7 @@ def lookup(plan: Plan) -> tuple[CachedPlan, list[Any], tuple[Any, ...]]:
         hit = _CACHE.get(key)
         if hit is _BY_VALUE:
             by_value = True
-            key = (key, tuple(_scalar_key(p) for p in params))
+            key = _HashedKey((key.key, tuple(_scalar_key(p) for p in params)))
             hit = _CACHE.get(key)
         if hit is not None:
             _CACHE.move_to_end(key)
@@ -252,7 +270,7 @@ def lookup(plan: Plan) -> tuple[CachedPlan, list[Any], tuple[Any, ...]]:
         if entry is not None:
             with _LOCK:
                 _CACHE[key] = _BY_VALUE
-            key = (key, tuple(_scalar_key(p) for p in params))
+            key = _HashedKey((key.key, tuple(_scalar_key(p) for p in params)))
     if entry is None:
         STATS["uncacheable"] += 1
         return CachedPlan(opt, frozenset(), cached=False), inputs, params
