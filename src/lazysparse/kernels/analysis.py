@@ -340,7 +340,7 @@ def analyze_query(query: Query, env: dict[Alias, Any]) -> tuple[KernelInfo, Quer
         out_fill = np.asarray(init).astype(acc_dtype)[()]
     else:
         acc_dtype = val_dtype
-        out_fill = _eval_fill(expr, tensors, consts)
+        out_fill = eval_fill(expr, tensors, consts)
     n_body = len(operands)
     epilogue = None if epi_body is None else walk(epi_body)
     if any(not lv.located for op in operands[n_body:] for lv in op.levels):
@@ -349,7 +349,7 @@ def analyze_query(query: Query, env: dict[Alias, Any]) -> tuple[KernelInfo, Quer
     out_dtype = acc_dtype
     if epilogue is not None:
         out_dtype = np.dtype(epilogue.dtype)  # type: ignore[attr-defined]
-        out_fill = _eval_fill(epilogue, tensors, consts, out_fill)
+        out_fill = eval_fill(epilogue, tensors, consts, out_fill)
     info = KernelInfo(
         loop_order=loop_order, operands=tuple(operands), expr=expr, reduce_op=reduce_op,
         reduced=reduced, out_fields=out_fields, out_spec=spec, out_dtype=out_dtype,
@@ -450,7 +450,7 @@ def fill_time_value(node: PNode, tensors: Any, consts: Any) -> Any:
     annihilate, as in scipy) and a decided selection is the selected argument. None where
     it needs a value that is not a fill or a constant."""
     if not isinstance(node, PApply):
-        return _eval_fill(node, list(tensors), list(consts))
+        return eval_fill(node, list(tensors), list(consts))
     op, opds = node.op, node.operand_dtypes
     with np.errstate(all="ignore"):
         if node.annihilates:
@@ -464,7 +464,7 @@ def fill_time_value(node: PNode, tensors: Any, consts: Any) -> Any:
         return None if v is None else np.asarray(v).astype(node.dtype)[()]
 
 
-def _eval_fill(expr: PNode, tensors: list[Any], consts: list[Any], result: Any = None) -> Any:
+def eval_fill(expr: PNode, tensors: list[Any], consts: list[Any], result: Any = None) -> Any:
     """The pointwise tree evaluated on the operands' fill values (the result fill);
     an epilogue's ``PResult`` is the reduction's fill ``result``."""
     match expr:
@@ -477,6 +477,6 @@ def _eval_fill(expr: PNode, tensors: list[Any], consts: list[Any], result: Any =
         case PField():
             return np.int64(0)
         case PApply(op=op, args=args):
-            return np.asarray(op.apply(*(_eval_fill(a, tensors, consts, result)
+            return np.asarray(op.apply(*(eval_fill(a, tensors, consts, result)
                                          for a in args)))[()]
     raise TypeError(f"unknown pointwise node {expr!r}")

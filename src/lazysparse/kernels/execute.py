@@ -367,7 +367,7 @@ def structure_key(info: KernelInfo, data: QueryData) -> tuple[Any, ...]:
     whether skipped reduction entries may be folded in by the host (needs the runtime
     constants to agree on the skipped value; see ``coiterate.fold_value``). An epilogue's
     result fill follows its constants, which no loop compares: the reduction's is keyed."""
-    return (info, out_fill_key(info, data), _fold_ok(info, data))
+    return (info, out_fill_key(info, data), fold_ok(info, data))
 
 
 def out_fill_key(info: KernelInfo, data: QueryData) -> Any:
@@ -379,7 +379,9 @@ def out_fill_key(info: KernelInfo, data: QueryData) -> Any:
     return fill_key(data.init if info.epilogue is not None else data.out_fill)
 
 
-def _fold_ok(info: KernelInfo, data: QueryData) -> bool:
+def fold_ok(info: KernelInfo, data: QueryData) -> bool:
+    """Whether this call's reduction may skip coordinates and fold their value in on the
+    host (``coiterate.fold_levels``, with the constants agreeing: ``fold_value``)."""
     if info.reduce_op is None:
         return False
     fills = tuple(t.fill_value for t in data.tensors)
@@ -406,7 +408,9 @@ def reassoc_ok(info: KernelInfo) -> bool:
     return products(info.expr)
 
 
-def _build(info: KernelInfo, data: QueryData, key: tuple[Any, ...]) -> Kernel:
+def build_kernel(info: KernelInfo, data: QueryData, key: tuple[Any, ...]) -> Kernel:
+    """Lower, generate and wrap the kernel of ``info`` (``key``: its ``structure_key``;
+    the module compiles, or loads from the disk cache, on its first call)."""
     fills = tuple(t.fill_value for t in data.tensors)
     lowered = lower(info, fills, data.out_fill, fold=bool(key[2]))
     text = "\n\n".join(format_function(f) for f in lowered.functions)
@@ -427,7 +431,7 @@ def compile_query(query: Query, env: dict[Alias, Any]) -> Kernel:
     key = structure_key(info, data)
     k = cache.memory_get(key)
     if k is None:
-        k = _build(info, data, key)
+        k = build_kernel(info, data, key)
         cache.memory_put(key, k)
     return k
 
@@ -443,7 +447,7 @@ def run_query(query: Query, env: dict[Alias, Any], *, allow_numpy: bool = True) 
     key = structure_key(info, data)
     k = cache.memory_get(key)
     if k is None:
-        k = _build(info, data, key)
+        k = build_kernel(info, data, key)
         cache.memory_put(key, k)
     return k(data)
 

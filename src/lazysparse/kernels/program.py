@@ -23,17 +23,17 @@ from lazysparse.kernels.analysis import (
     DENSE_FILL,
     KernelInfo,
     QueryData,
-    _eval_fill,
     analyze_query,
     const_decided,
     decisions_hold,
+    eval_fill,
     fill_key,
 )
 from lazysparse.kernels.execute import (
     Kernel,
-    _build,
-    _fold_ok,
+    build_kernel,
     execute_plan,
+    fold_ok,
     out_fill_key,
     structure_key,
 )
@@ -107,14 +107,14 @@ class Recipe:
         info = self.info
         out_fill = self.out_fill
         if info.epilogue is not None:  # the epilogue of the reduction's fill (the init)
-            out_fill = _eval_fill(info.epilogue, list(tensors), list(consts), self.init_fill)
+            out_fill = eval_fill(info.epilogue, list(tensors), list(consts), self.init_fill)
         elif out_fill is None:
-            out_fill = _eval_fill(info.expr, list(tensors), list(consts))
+            out_fill = eval_fill(info.expr, list(tensors), list(consts))
         data = QueryData(tensors, consts, self.init, extents,
                          tuple(extents[f] for f in info.out_fields), out_fill)
         if self.out_fill_key is not DENSE_FILL and out_fill_key(info, data) != self.out_fill_key:
             return None
-        if self.fold_ok is not None and _fold_ok(info, data) != self.fold_ok:
+        if self.fold_ok is not None and fold_ok(info, data) != self.fold_ok:
             return None
         if self.recheck and not decisions_hold(info, tensors, consts):
             return None
@@ -201,7 +201,7 @@ def _recipe(template: Query, info: KernelInfo, data: QueryData, kernel: Kernel |
     # kernel built without folding is right whatever they are (it visits every point)
     fold = None
     if kernel is not None and kernel.lowered.fold is not None and info.const_dtypes:
-        fold = _fold_ok(info, data)
+        fold = fold_ok(info, data)
     sparse = tuple((op.slot, op.fill_key) for op in info.operands
                    if op.fill_key != DENSE_FILL)
     recipe = Recipe(info, kernel, host, operands, tuple(pidx), tuple(extents),  # type: ignore[arg-type]
@@ -287,7 +287,7 @@ def _runner(info: KernelInfo, data: QueryData) -> tuple[Kernel | None, HostRunne
     key = structure_key(info, data)
     kernel = cache.memory_get(key)
     if kernel is None:
-        kernel = _build(info, data, key)
+        kernel = build_kernel(info, data, key)
         cache.memory_put(key, kernel)
     return kernel, None
 
