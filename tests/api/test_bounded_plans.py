@@ -91,3 +91,34 @@ def test_compute_returns_the_array_or_a_tuple() -> None:
     assert xp.compute(x, y) == (x, y)
     with pytest.raises(TypeError, match="lazysparse arrays"):
         xp.compute(np.ones(3))
+
+
+def test_held_reduction_is_computed_once() -> None:
+    """Conjugate gradient written naturally: ``Ap = A @ p`` held and read by two computes;
+    the first materializes it, the second reads it (values checked against NumPy)."""
+    a = sp.random_array((60, 60), density=0.1, format="csr", random_state=2)
+    A, p = xp.asarray(a), xp.asarray(np.linspace(0.0, 1.0, 60))
+    Ap = A @ p
+    pAp = float(xp.vecdot(p, Ap))
+    assert Ap.result is not None  # held by the user: computed with the dot product
+    r = xp.compute(p - (1.0 / pAp) * Ap)
+    pn = np.linspace(0.0, 1.0, 60)
+    np.testing.assert_allclose(np.asarray(r), pn - (a @ pn) / (pn @ (a @ pn)))
+
+
+def test_temporaries_and_large_intermediates_stay_fused() -> None:
+    """An expression's temporaries are not held, so they stay fused; a held intermediate
+    larger than every stored input (a dense n x n product under a sparse mask) is never
+    materialized."""
+    n = 200
+    s = sp.random_array((n, n), density=0.01, format="csr", random_state=3)
+    rng = np.random.default_rng(4)
+    u, v = rng.random((n, 8)), rng.random((n, 8))
+    S, U, V = xp.asarray(s), xp.asarray(u), xp.asarray(v)
+    UV = U @ V.T
+    got = xp.compute(S * UV)
+    assert UV.result is None
+    np.testing.assert_allclose(np.asarray(got), s.toarray() * (u @ v.T))
+    x = xp.asarray(np.ones(n))
+    y = xp.compute(0.85 * (S.T @ x) + 0.15)
+    np.testing.assert_allclose(np.asarray(y), 0.85 * (s.T @ np.ones(n)) + 0.15)

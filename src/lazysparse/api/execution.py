@@ -172,10 +172,12 @@ def compute(*arrays: LazyArray) -> LazyArray | tuple[LazyArray, ...]:
     """Compute ``arrays`` together in one plan (run by the cpu's executor, or by the CUDA
     backend for arrays on device cuda); each keeps its result and becomes a leaf. Returns
     the array itself for one argument (``x = xp.compute(x)``) and a tuple of the arrays for
-    several (``x, r = xp.compute(x, r)``). The arrays must share one device (ValueError
-    otherwise): eager functions of several arrays (``concat`` …) compute their operands
-    here, so this is also their mixing check."""
-    from lazysparse.api.lazy_array import LazyArray, device_mix_error
+    several (``x, r = xp.compute(x, r)``). Reductions the user still holds inside their
+    histories are computed in the same plan (``lazy_array.held_reductions``: CG's ``Ap``
+    then runs once). The arrays must share one device (ValueError otherwise): eager
+    functions of several arrays (``concat`` …) compute their operands here, so this is
+    also their mixing check."""
+    from lazysparse.api.lazy_array import LazyArray, device_mix_error, held_reductions
 
     for a in arrays:
         if not isinstance(a, LazyArray):
@@ -185,6 +187,7 @@ def compute(*arrays: LazyArray) -> LazyArray | tuple[LazyArray, ...]:
         raise device_mix_error(devices)
     todo = tuple({id(a): a for a in arrays if a.result is None}.values())
     if todo:
+        todo += tuple(a for a in held_reductions(todo) if a.device == todo[0].device)
         results = executor_for(todo[0].device.name)(build_plan(todo))
         for a, tensor in zip(todo, results, strict=True):
             a.set_result(tensor)

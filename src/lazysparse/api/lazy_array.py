@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from lazysparse.api import execution
-from lazysparse.logic.nodes import Alias, Immediate, Subquery, Table
+from lazysparse.logic.nodes import Aggregate, Alias, Immediate, Relabel, Reorder, Subquery, Table
 
 if TYPE_CHECKING:
     from lazysparse.formats import FormatSpec, Tensor
@@ -91,6 +91,41 @@ def _added_nodes(expr: Subquery) -> Iterator[Any]:
                 continue
         yield n
         stack.extend(n.children)
+
+
+def held_reductions(arrays: tuple[LazyArray, ...]) -> tuple[LazyArray, ...]:
+    """Reductions the user still holds inside the uncomputed histories of ``arrays``: live
+    arrays, not computed, not among ``arrays``, whose expression ends in an aggregate
+    (``Ap = A @ p``; costly to run twice) and that are no larger than the largest stored
+    input of those histories (never an ``n × n`` product of a sparse mask). A compute
+    materializes them too, so a later plan reads them instead of running them again;
+    temporaries of an expression are gone by then and stay fused."""
+    todo = {id(a) for a in arrays}
+    found: dict[int, LazyArray] = {}
+    largest = 0
+    seen: set[int] = set()
+    stack: list[Any] = [a._expr.arg for a in arrays if a._depth > 1]
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if isinstance(n, Table):
+            largest = max(largest, int(getattr(n.tns.val, "nnz", 0)))
+            continue
+        if isinstance(n, Subquery):
+            arr = _BY_ALIAS.get(n.lhs)
+            if arr is not None and arr._expr is n and arr._result is None \
+                    and id(arr) not in todo and _is_reduction(n.arg):
+                found[id(arr)] = arr
+        stack.extend(n.children)
+    return tuple(a for a in found.values() if a.size <= largest)
+
+
+def _is_reduction(node: Any) -> bool:
+    while isinstance(node, Reorder | Relabel):
+        node = node.arg
+    return isinstance(node, Aggregate)
 
 
 def _operand_devices(expr: Subquery) -> set[Device]:
