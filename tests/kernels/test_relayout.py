@@ -29,10 +29,9 @@ def relayouts(monkeypatch: pytest.MonkeyPatch) -> list[Tensor]:
         out.append(t)
         return t
 
-    from lazysparse.kernels import execute, program
+    from lazysparse.kernels import execute
 
-    monkeypatch.setattr(execute, "run_relayout", counting)
-    monkeypatch.setattr(program, "run_relayout", counting)
+    monkeypatch.setattr(execute, "run_relayout", counting)  # execute.choose_runner's
     return out
 
 

@@ -100,25 +100,22 @@ def held_reductions(arrays: tuple[LazyArray, ...]) -> tuple[LazyArray, ...]:
     input of those histories (never an ``n × n`` product of a sparse mask). A compute
     materializes them too, so a later plan reads them instead of running them again;
     temporaries of an expression are gone by then and stay fused."""
+    from lazysparse.optimizer.rewrite import walk
+
     todo = {id(a) for a in arrays}
     found: dict[int, LazyArray] = {}
     largest = 0
-    seen: set[int] = set()
-    stack: list[Any] = [a._expr.arg for a in arrays if a._depth > 1]
-    while stack:
-        n = stack.pop()
-        if id(n) in seen:
+    for a in arrays:
+        if a._depth <= 1:  # only leaves below: no array in between
             continue
-        seen.add(id(n))
-        if isinstance(n, Table):
-            largest = max(largest, int(getattr(n.tns.val, "nnz", 0)))
-            continue
-        if isinstance(n, Subquery):
-            arr = _BY_ALIAS.get(n.lhs)
-            if arr is not None and arr._expr is n and arr._result is None \
-                    and id(arr) not in todo and _is_reduction(n.arg):
-                found[id(arr)] = arr
-        stack.extend(n.children)
+        for n in walk(a._expr.arg):
+            if isinstance(n, Table):
+                largest = max(largest, int(getattr(n.tns.val, "nnz", 0)))
+            elif isinstance(n, Subquery):
+                arr = _BY_ALIAS.get(n.lhs)
+                if arr is not None and arr._expr is n and arr._result is None \
+                        and id(arr) not in todo and _is_reduction(n.arg):
+                    found[id(arr)] = arr
     return tuple(a for a in found.values() if a.size <= largest)
 
 

@@ -425,9 +425,16 @@ def build_kernel(info: KernelInfo, data: QueryData, key: tuple[Any, ...]) -> Ker
                   tuple(o.alias for o in info.operands), host_ws)
 
 
-def compile_query(query: Query, env: dict[Alias, Any]) -> Kernel:
-    """The kernel of one normal-form compute query (env maps Alias -> Tensor)."""
-    info, data = analyze_query(query, env)
+HostRunner = Callable[[KernelInfo, QueryData], Tensor]
+
+
+def _numpy(info: KernelInfo, data: QueryData) -> Tensor:
+    cache.STATS["numpy"] += 1
+    return run_numpy(info, data)
+
+
+def cached_kernel(info: KernelInfo, data: QueryData) -> Kernel:
+    """The compiled kernel of a query, from the in-memory cache or built once."""
     key = structure_key(info, data)
     k = cache.memory_get(key)
     if k is None:
@@ -436,20 +443,27 @@ def compile_query(query: Query, env: dict[Alias, Any]) -> Kernel:
     return k
 
 
-def run_query(query: Query, env: dict[Alias, Any], *, allow_numpy: bool = True) -> Tensor:
-    """Evaluate one compute query: NumPy for small all-dense ones, else the compiled kernel."""
-    info, data = analyze_query(query, env)
+def choose_runner(info: KernelInfo, data: QueryData, *, allow_numpy: bool = True
+                  ) -> tuple[Kernel | None, HostRunner | None]:
+    """What runs a query: NumPy for small all-dense ones, the formats stage for a
+    relayout, else the compiled kernel (exactly one of the two is not None)."""
     if allow_numpy and numpy_eligible(info, data):
-        cache.STATS["numpy"] += 1
-        return run_numpy(info, data)
+        return None, _numpy
     if is_relayout(info):
-        return run_relayout(info, data)
-    key = structure_key(info, data)
-    k = cache.memory_get(key)
-    if k is None:
-        k = build_kernel(info, data, key)
-        cache.memory_put(key, k)
-    return k(data)
+        return None, run_relayout
+    return cached_kernel(info, data), None
+
+
+def compile_query(query: Query, env: dict[Alias, Any]) -> Kernel:
+    """The kernel of one normal-form compute query (env maps Alias -> Tensor)."""
+    return cached_kernel(*analyze_query(query, env))
+
+
+def run_query(query: Query, env: dict[Alias, Any], *, allow_numpy: bool = True) -> Tensor:
+    """Evaluate one compute query (see :func:`choose_runner`)."""
+    info, data = analyze_query(query, env)
+    kernel, host = choose_runner(info, data, allow_numpy=allow_numpy)
+    return kernel(data) if kernel is not None else host(info, data)  # type: ignore[misc]
 
 
 def execute_plan(plan: Plan) -> tuple[Tensor, ...]:

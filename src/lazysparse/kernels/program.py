@@ -12,13 +12,11 @@ operands' fill values); otherwise that query takes the full path again.
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
 
-from lazysparse.kernels import cache
 from lazysparse.kernels.analysis import (
     DENSE_FILL,
     KernelInfo,
@@ -30,15 +28,13 @@ from lazysparse.kernels.analysis import (
     fill_key,
 )
 from lazysparse.kernels.execute import (
+    HostRunner,
     Kernel,
-    build_kernel,
+    choose_runner,
     execute_plan,
     fold_ok,
     out_fill_key,
-    structure_key,
 )
-from lazysparse.kernels.numpy_executor import numpy_eligible, run_numpy
-from lazysparse.kernels.relayout import is_relayout, run_relayout
 from lazysparse.logic.nodes import (
     Aggregate,
     Alias,
@@ -263,33 +259,10 @@ class Program:
         """Run ``query`` through the full path and remember its recipe (once per query:
         a query whose recipe failed its checks keeps the full path)."""
         info, data = analyze_query(query, env)
-        kernel, host = _runner(info, data)
+        kernel, host = choose_runner(info, data)
         if j not in self.recipes:
             self.recipes[j] = _recipe(template, info, data, kernel, host, params)
         return host(info, data) if kernel is None else kernel(data)
-
-
-HostRunner = Callable[[KernelInfo, QueryData], Any]
-
-
-def _numpy(info: KernelInfo, data: QueryData) -> Any:
-    cache.STATS["numpy"] += 1
-    return run_numpy(info, data)
-
-
-def _runner(info: KernelInfo, data: QueryData) -> tuple[Kernel | None, HostRunner | None]:
-    """What runs a query (as ``execute.run_query`` decides): NumPy for small all-dense
-    ones, the formats stage for a relayout, else the compiled kernel (from the cache)."""
-    if numpy_eligible(info, data):
-        return None, _numpy
-    if is_relayout(info):
-        return None, run_relayout
-    key = structure_key(info, data)
-    kernel = cache.memory_get(key)
-    if kernel is None:
-        kernel = build_kernel(info, data, key)
-        cache.memory_put(key, kernel)
-    return kernel, None
 
 
 def run_cached(entry: Any, inputs: list[Any], params: tuple[Any, ...]) -> tuple[Any, ...]:

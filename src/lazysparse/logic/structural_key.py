@@ -1,11 +1,14 @@
 """Structural keys: a plan with its data abstracted, the cache key of compiled kernels.
 
 Data (``Table`` tensors) becomes its signature (format spec, dtype, fill value, ndim; a NumPy
-array is ``("dense", dtype, ndim)``); scalar constants in pointwise position become numbered
-parameters that keep their dtype kind (so ``x * 3`` and ``x * 4`` share a key, and
-:func:`plan_parameters` lists ``(3,)`` / ``(4,)`` in parameter order for the kernel call);
-aliases and fields are renumbered in order of first appearance. Aggregate inits stay in the
-key by value (they decide result fill values and formats).
+array is ``("dense", dtype, ndim)``); scalar constants in pointwise position become
+parameters that keep their dtype kind, numbered by their order in the walk (so ``x * 3`` and
+``x * 4`` share a key, and :func:`plan_parameters` lists ``(3,)`` / ``(4,)`` in parameter
+order for the kernel call); aliases and fields are renumbered in order of first appearance.
+Aggregate inits stay in the key by value (they decide result fill values and formats). A
+subquery shared by several uses is keyed once (later uses name its alias), and a leaf
+subquery's key is cached by node, so a plan built from computed arrays keys only the nodes
+it adds.
 """
 
 from __future__ import annotations
@@ -44,7 +47,9 @@ def scalar_kind(val: Any) -> str:
     return f"py-{type(val).__name__}"
 
 
-def _data_key(val: Any) -> Any:
+def data_key(val: Any) -> Any:
+    """The key of data in a plan: a tensor's signature, a NumPy array's dtype and ndim
+    (None for anything else)."""
     sig = getattr(val, "signature", None)
     if sig is not None and hasattr(val, "levels"):
         return ("data", sig)
@@ -67,14 +72,14 @@ def _forget(wr: weakref.ref[Any], key: tuple[int, int]) -> None:
 
 
 class _Keyer:
-    def __init__(self, data_key: Callable[[Any], Any] | None = None) -> None:
+    def __init__(self, data_key_fn: Callable[[Any], Any] | None = None) -> None:
         self.fields: dict[Field, int] = {}
         self.aliases: dict[Alias, int] = {}
         self.params: list[Any] = []
         self.param_nodes: list[Immediate] = []
         self.data: list[Any] = []  # data values, in key order (a value read twice twice)
         self.seen: set[int] = set()
-        self.data_key = data_key or _data_key
+        self.data_key = data_key_fn or data_key
 
     def subquery(self, node: Subquery) -> Any:
         """The key of a subquery's body; a leaf's (a ``Table``: computed arrays, inputs)
@@ -159,13 +164,6 @@ class _Keyer:
 def structural_key(node: LogicNode) -> tuple[Any, ...]:
     """Hashable key of a plan or node: equal for plans that compile to the same code."""
     return _Keyer().key(node)
-
-
-def key_and_parameters(node: LogicNode) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-    """:func:`structural_key` and :func:`plan_parameters` from one walk."""
-    k = _Keyer()
-    key = k.key(node)
-    return key, tuple(k.params)
 
 
 def key_data_and_parameter_nodes(node: LogicNode, data_key: Callable[[Any], Any]

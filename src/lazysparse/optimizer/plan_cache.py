@@ -37,7 +37,11 @@ from lazysparse.logic.nodes import (
     Table,
     _scalar_key,
 )
-from lazysparse.logic.structural_key import key_data_and_parameter_nodes, scalar_kind
+from lazysparse.logic.structural_key import (
+    data_key,
+    key_data_and_parameter_nodes,
+    scalar_kind,
+)
 from lazysparse.optimizer.pipeline import optimize
 from lazysparse.optimizer.rewrite import map_children, walk
 
@@ -103,19 +107,15 @@ def _is_data(val: Any) -> bool:
 
 
 def _is_dense(t: Any) -> bool:
-    return all(type(lv).__name__ == "Dense" for lv in getattr(t, "levels", ()))
+    """Every level full and locatable (what kernels call located: its fill is unused)."""
+    return all(lv.properties.full and lv.capabilities.locate for lv in t.levels)
 
 
 def _data_key(val: Any) -> Any:
     """The key of an input: its signature, without the fill value when it is dense."""
-    sig = getattr(val, "signature", None)
-    if sig is not None and hasattr(val, "levels"):
-        if _is_dense(val):
-            return ("dense-data", val.spec, val.dtype, val.ndim)
-        return ("data", sig)
-    if isinstance(val, np.ndarray):
-        return ("data", ("dense", val.dtype.str, val.ndim))
-    return None
+    if hasattr(val, "levels") and hasattr(val, "signature") and _is_dense(val):
+        return ("dense-data", val.spec, val.dtype, val.ndim)
+    return data_key(val)
 
 
 def _density_bucket(t: Any) -> int:
