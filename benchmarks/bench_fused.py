@@ -46,6 +46,8 @@ import numpy as np  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+from bench_data import rand_csr, symmetric_pattern  # noqa: E402
+
 import lazysparse as xp  # noqa: E402
 
 try:
@@ -137,16 +139,6 @@ def finch_np(r: Any) -> np.ndarray:
 
 # ---------------------------------------------------------------------------- data
 
-def rand_csr(n: int, m: int, per_row: int, seed: int) -> sp.csr_array:
-    rng = np.random.default_rng(seed)
-    rows = np.repeat(np.arange(n), per_row)
-    cols = rng.integers(0, m, n * per_row)
-    a = sp.coo_array((rng.random(n * per_row), (rows, cols)), shape=(n, m)).tocsr()
-    a.sum_duplicates()
-    a.sort_indices()
-    return a
-
-
 def close(got: Any, want: Any) -> bool:
     got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
     return got.shape == want.shape and bool(np.allclose(got, want, rtol=1e-7, atol=1e-9))
@@ -213,9 +205,7 @@ def case_sddmm(n: int, per_row: int, k: int) -> Case:
 
 
 def case_triangles(n: int, per_row: int) -> Case:
-    T = rand_csr(n, n, per_row // 2, 6)
-    T = ((T + T.T) > 0).astype(np.float64).tocsr()
-    T.sort_indices()
+    T = symmetric_pattern(n, per_row, 6)
     ref = float((T * (T @ T)).sum())
     c = Case("triangles sum(A*(A@A))", f"n={n}, {T.nnz / n:.1f}/row")
     XA = xp.asarray(T)

@@ -27,6 +27,8 @@ import scipy.sparse as sp
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from bench_data import rand_csr  # noqa: E402
+
 from lazysparse.formats.levels import Compressed, Dense, Singleton  # noqa: E402
 from lazysparse.formats.specs import format_spec  # noqa: E402
 from lazysparse.formats.tensor import Tensor  # noqa: E402
@@ -69,16 +71,6 @@ def make_plan(inputs: dict[str, Tensor], fmt: str, ndim: int, body: Any) -> Plan
     qs.append(Query(Alias("out"), Reformat(Immediate(format_spec(fmt, ndim)), body)))
     qs.append(Produces((Alias("out"),)))
     return Plan(tuple(qs))
-
-
-def rand_csr(n: int, m: int, per_row: int, seed: int) -> sp.csr_array:
-    rng = np.random.default_rng(seed)
-    rows = np.repeat(np.arange(n), per_row)
-    cols = rng.integers(0, m, n * per_row)
-    a = sp.coo_array((rng.random(n * per_row), (rows, cols)), shape=(n, m)).tocsr()
-    a.sum_duplicates()
-    a.sort_indices()
-    return a
 
 
 def csr_tensor(a: sp.csr_array) -> Tensor:

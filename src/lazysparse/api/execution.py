@@ -178,6 +178,7 @@ def compute(*arrays: LazyArray) -> LazyArray | tuple[LazyArray, ...]:
     functions of several arrays (``concat`` …) compute their operands here, so this is
     also their mixing check."""
     from lazysparse.api.lazy_array import LazyArray, device_mix_error, held_reductions
+    from lazysparse.api.views import stored_view
 
     for a in arrays:
         if not isinstance(a, LazyArray):
@@ -185,6 +186,9 @@ def compute(*arrays: LazyArray) -> LazyArray | tuple[LazyArray, ...]:
     devices = {a.device.name for a in arrays}
     if len(devices) > 1:
         raise device_mix_error(devices)
+    for a in arrays:
+        if a.result is None and (view := stored_view(a)) is not None:
+            a.set_result(view)  # a unit-axis view of stored data: no kernel
     todo = tuple({id(a): a for a in arrays if a.result is None}.values())
     if todo:
         todo += tuple(a for a in held_reductions(todo) if a.device == todo[0].device)

@@ -16,13 +16,12 @@ import numpy as np
 
 from lazysparse.api import setitem as S
 from lazysparse.api import tensors as T
-from lazysparse.api.building import fresh_field, fresh_fields, identify
 from lazysparse.api.lazy_array import LazyArray
 from lazysparse.api.manipulation import expand_dims, normalize_axis
 from lazysparse.api.operands import as_array
 from lazysparse.api.selection import locate, selection
+from lazysparse.api.views import index_lazy, index_tensor, unit_view
 from lazysparse.logic import dtypes as _dt
-from lazysparse.logic.nodes import Relabel, Reorder
 
 Key = tuple[Any, ...]
 
@@ -127,6 +126,10 @@ def getitem(x: LazyArray, key: Any) -> LazyArray:
         return out
     if any(isinstance(k, np.ndarray) for k in items):
         return _advanced(x, items)
+    if x.result is None:
+        out = index_lazy(x, items)
+        if out is not None:
+            return out
     if len(items) == x.ndim and all(type(k) is int for k in items):
         return _element(x, items)
     return _basic_eager(x, items)
@@ -194,61 +197,24 @@ def _zero_d_mask(x: LazyArray, items: list[Any]) -> LazyArray | None:
 
 
 def _lazy_view(x: LazyArray, items: list[Any]) -> LazyArray:
+    """``x`` with new axes where ``items`` has None (every other item a full slice)."""
     if all(k is not None for k in items):
         return x
-    if x.result is not None:  # computed: a new leaf over the same data
-        it = iter(x.shape)
-        shape = tuple(1 if k is None else next(it) for k in items)
-        return T.leaf(T.with_shape(x.result, shape), x)
-    f = fresh_fields(x.ndim)
-    it = iter(zip(f, x.shape, strict=True))
-    out_fields, shape = [], []
-    for k in items:
-        if k is None:
-            out_fields.append(fresh_field())
-            shape.append(1)
-        else:
-            fi, d = next(it)
-            out_fields.append(fi)
-            shape.append(d)
-    body = Reorder(Relabel(x.expr, f), tuple(out_fields))
-    return LazyArray(identify(body), tuple(shape), x.dtype, x.fill_value, x.device)
+    it = iter(x.shape)
+    return unit_view(x, tuple(1 if k is None else next(it) for k in items))
 
 
 def _basic_eager(x: LazyArray, items: list[Any]) -> LazyArray:
-    np_key = tuple(items)
-
-    def sparse_fn(c: np.ndarray, v: np.ndarray, shape: tuple[int, ...]) -> Any:
-        keep = np.ones(c.shape[1], dtype=bool)
-        new_c: list[np.ndarray | None] = []
-        new_shape: list[int] = []
-        axis = 0
-        for k in items:
-            if k is None:
-                new_c.append(None)
-                new_shape.append(1)
-                continue
-            ci, n = c[axis], shape[axis]
-            axis += 1
-            if isinstance(k, int):
-                keep &= ci == k
-                continue
-            start, stop, step = k.indices(n)
-            length = len(range(start, stop, step))
-            q, r = np.divmod(ci - start, step)
-            keep &= (r == 0) & (q >= 0) & (q < length)
-            new_c.append(q)
-            new_shape.append(length)
-        nnz = int(keep.sum())
-        out = np.zeros((len(new_shape), nnz), dtype=np.int64)
-        for j, q in enumerate(new_c):
-            if q is not None:
-                out[j] = q[keep]
-        return tuple(new_shape), out, v[keep]
-
-    # a copy, not a view: the result owns its data, so assigning into x later needs no
-    # copy-on-write of x (api/setitem.py)
-    return T.eager(x, lambda a: np.array(a[np_key]), sparse_fn)
+    """``x[items]`` of computed data: integers and slices select stored entries, new
+    axes are then inserted (a copy, not a view: the result owns its data, so assigning
+    into x later needs no copy-on-write of x, api/setitem.py)."""
+    it = iter(x.shape)
+    sel = [None if k is None else (k, next(it))[0] if isinstance(k, int)
+           else range(*k.indices(next(it))) for k in items]
+    kept = [k for k in sel if k is not None]
+    t = index_tensor(x.tensor(), kept)
+    shape = tuple(1 if k is None else len(k) for k in sel if not isinstance(k, int))
+    return T.leaf(T.with_shape(t, shape) if shape != t.shape else t, x)
 
 
 def _advanced(x: LazyArray, items: list[Any]) -> LazyArray:

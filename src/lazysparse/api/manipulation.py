@@ -18,9 +18,10 @@ from typing import Any
 import numpy as np
 
 from lazysparse.api import tensors as T
-from lazysparse.api.building import broadcast_shapes, fresh_field, fresh_fields, identify
+from lazysparse.api.building import broadcast_shapes, fresh_fields, identify
 from lazysparse.api.lazy_array import LazyArray
 from lazysparse.api.operands import as_array, is_array_like
+from lazysparse.api.views import unit_view
 from lazysparse.logic import dtypes as _dt
 from lazysparse.logic.nodes import Immediate, MapJoin, Relabel, Reorder
 from lazysparse.logic.operators import get_operator
@@ -94,34 +95,13 @@ def moveaxis(x: LazyArray, source: Any, destination: Any, /) -> LazyArray:
     return permute_dims(x, tuple(order))
 
 
-def _reshape_fields(x: LazyArray, shape: tuple[int, ...]) -> LazyArray:
-    """``x`` viewed with size-1 axes added/removed so it has ``shape`` (same non-1 dims).
-
-    Lazy (a Reorder) for an array not computed yet; a computed one gets a new leaf of the
-    same data (a view when dense), whose size-1 axes then have a real extent in kernels."""
-    if x.result is not None:
-        return T.leaf(T.with_shape(x.result, shape), x)
-    f = fresh_fields(x.ndim)
-    kept = [fi for fi, d in zip(f, x.shape, strict=True) if d != 1]
-    it = iter(kept)
-    out = tuple(fresh_field() if d == 1 else next(it) for d in shape)
-    return _wrap(x, Reorder(Relabel(x.expr, f), out), shape)
-
-
 def expand_dims(x: LazyArray, /, axis: int | tuple[int, ...] = 0) -> LazyArray:
     """Insert size-1 axes at ``axis`` (positions in the result; lazy)."""
     x = _arr(x, "expand_dims")
     n = x.ndim + (len(axis) if isinstance(axis, tuple) else 1)
     axes = normalize_axes(axis, n, "expand_dims")
-    if x.result is not None:
-        shape_it = iter(x.shape)
-        return _reshape_fields(x, tuple(1 if k in axes else next(shape_it) for k in range(n)))
-    f = fresh_fields(x.ndim)
-    it = iter(f)
-    out = tuple(fresh_field() if k in axes else next(it) for k in range(n))
     shape_it = iter(x.shape)
-    shape = tuple(1 if k in axes else next(shape_it) for k in range(n))
-    return _wrap(x, Reorder(Relabel(x.expr, f), out), shape)
+    return unit_view(x, tuple(1 if k in axes else next(shape_it) for k in range(n)))
 
 
 def squeeze(x: LazyArray, /, axis: int | tuple[int, ...]) -> LazyArray:
@@ -133,10 +113,7 @@ def squeeze(x: LazyArray, /, axis: int | tuple[int, ...]) -> LazyArray:
             raise ValueError(f"squeeze: axis {a} has size {x.shape[a]}, not 1")
     if not axes:
         return x
-    f = fresh_fields(x.ndim)
-    out = tuple(fi for k, fi in enumerate(f) if k not in axes)
-    shape = tuple(d for k, d in enumerate(x.shape) if k not in axes)
-    return _wrap(x, Reorder(Relabel(x.expr, f), out), shape)
+    return unit_view(x, tuple(d for k, d in enumerate(x.shape) if k not in axes))
 
 
 def broadcast_to(x: LazyArray, /, shape: tuple[int, ...]) -> LazyArray:
@@ -154,7 +131,7 @@ def broadcast_to(x: LazyArray, /, shape: tuple[int, ...]) -> LazyArray:
     if shape[len(shape) - x.ndim:] == x.shape and all(
             d == 1 for d in shape[: len(shape) - x.ndim]):
         # only leading size-1 axes are added
-        return _reshape_fields(x, shape)
+        return unit_view(x, shape)
     from lazysparse.api.building import access
 
     fill = x.fill_value if x.fill_value is not None else x.dtype.type(0)
@@ -197,7 +174,7 @@ def reshape(x: LazyArray, /, shape: tuple[int, ...], *, copy: bool | None = None
     if shape == x.shape:
         return x.copy() if copy else x
     if [d for d in shape if d != 1] == [d for d in x.shape if d != 1]:
-        return _reshape_fields(x, shape)
+        return unit_view(x, shape)
 
     def sparse_fn(c: np.ndarray, v: np.ndarray, old: tuple[int, ...]) -> Any:
         flat = np.ravel_multi_index(tuple(c), old) if c.shape[1] else np.zeros(0, np.int64)

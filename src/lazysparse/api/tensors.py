@@ -147,10 +147,18 @@ def eager(x: LazyArray, dense_fn: Callable[[np.ndarray], np.ndarray],
     """Compute ``x`` and apply an operation to its data: ``dense_fn`` on the NumPy array of a
     dense tensor, ``sparse_fn(coords, values, shape) -> (shape, coords, values)`` on the
     stored entries of a sparse one (the fill value is kept)."""
-    t = x.tensor()
+    return leaf(apply_eager(x.tensor(), dense_fn, sparse_fn), x)
+
+
+def apply_eager(t: formats.Tensor, dense_fn: Callable[[np.ndarray], np.ndarray],
+                sparse_fn: Callable[[np.ndarray, np.ndarray, tuple[int, ...]],
+                                    tuple[tuple[int, ...], np.ndarray, np.ndarray]] | None = None,
+                ) -> formats.Tensor:
+    """``dense_fn`` on a dense tensor's array, or ``sparse_fn`` on a sparse one's stored
+    entries (see :func:`eager`): the tensor it gives."""
     if is_dense(t) or sparse_fn is None or t.ndim == 0:
         out = np.asarray(dense_fn(t.to_numpy()))
-        return leaf(dense(out, t.fill_value if not is_dense(t) else None), x)
+        return dense(out, t.fill_value if not is_dense(t) else None)
     coords, values = coo_parts(t)
     shape, coords, values = sparse_fn(coords, values, t.shape)
-    return leaf(from_coords(shape, coords, values, t.fill_value, t.format), x)
+    return from_coords(shape, coords, values, t.fill_value, t.format)

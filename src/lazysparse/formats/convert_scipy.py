@@ -38,7 +38,8 @@ def from_scipy(m: Any) -> Tensor:
         order = (0, 1) if fmt == "csr" else (1, 0)
         return Tensor(m.shape, levels, order, m.data, 0, format=fmt)
     if fmt == "coo":
-        coords = tuple(m.coords)
+        # scipy may hold strided views (unravel_index rows): levels get contiguous arrays
+        coords = tuple(np.ascontiguousarray(c) for c in m.coords)
         if not m.has_canonical_format and not _coo_is_canonical(coords):
             from .convert import from_coords
 
@@ -69,7 +70,8 @@ def _coo_is_canonical(coords: tuple[np.ndarray, ...]) -> bool:
     dtype = np.result_type(*coords)
     if dtype.kind not in "iu":
         return False
-    chain = tuple(c.astype(dtype, copy=False) for c in coords)
+    # one array type for the compiled check: same dtype, C-contiguous (scipy keeps views)
+    chain = tuple(np.ascontiguousarray(c, dtype=dtype) for c in coords)
     code, _ = check_coo_chain(np.array([0, chain[0].size], dtype=np.int64), chain)
     return code == 0
 

@@ -116,7 +116,8 @@ def check_compressed(level: Compressed, parent_npos: int, what: str, order: int)
 
 def check_coo_order(chain: Sequence[np.ndarray], ptr: np.ndarray, what: str) -> None:
     """COO coordinate tuples (one array per level) strictly ascend within each parent segment."""
-    code, q = K.check_coo_chain(ptr, tuple(chain))
+    dtype = np.result_type(*chain)  # the compiled check indexes a tuple of one array type
+    code, q = K.check_coo_chain(ptr, tuple(np.ascontiguousarray(c, dtype=dtype) for c in chain))
     if code:
         first = tuple(int(c[q]) for c in chain)
         second = tuple(int(c[q + 1]) for c in chain)

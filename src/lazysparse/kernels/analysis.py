@@ -264,8 +264,14 @@ def analyze_query(query: Query, env: dict[Alias, Any]) -> tuple[KernelInfo, Quer
         if extents.setdefault(fld, n) != n:
             raise ValueError(f"field {fld!r} has extent {extents[fld]} but {what} gives {n}")
 
+    seen: dict[tuple[Alias, tuple[Field, ...]], PAccess] = {}
+
     def walk(node: Any) -> PNode:
         match node:
+            case Relabel(arg=Alias() as alias, idxs=idxs) if (alias, idxs) in seen:
+                # the same access read twice (``where(S != 0, x, 0) * S``) is one operand:
+                # one driver instead of a merge of a level with itself
+                return seen[(alias, idxs)]
             case Relabel(arg=Alias() as alias, idxs=idxs):
                 if alias not in env:
                     raise ValueError(f"alias {alias.name!r} is not bound in the environment")
@@ -300,7 +306,8 @@ def analyze_query(query: Query, env: dict[Alias, Any]) -> tuple[KernelInfo, Quer
                 operands.append(OperandInfo(slot, alias.name, names, lvls, np.dtype(t.dtype),
                                             fkey))
                 tensors.append(t)
-                return PAccess(slot, np.dtype(t.dtype))
+                seen[(alias, idxs)] = PAccess(slot, np.dtype(t.dtype))
+                return seen[(alias, idxs)]
             case Immediate(val=val):
                 if isinstance(val, Operator):
                     raise ValueError("an operator Immediate cannot be a pointwise value")

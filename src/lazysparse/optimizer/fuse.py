@@ -75,45 +75,69 @@ def _identity_of(op: Immediate, init: Immediate, dtype: object) -> bool:
         return False
 
 
+def _find_site(node: LogicNode, defs: dict[Alias, LogicNode]
+               ) -> tuple[tuple[int, ...], Relabel] | None:
+    """The argument path from ``node`` down through mapjoins to the first access of a
+    candidate aggregate (``()`` when ``node`` is that access), or None."""
+    if isinstance(node, Relabel) and node.arg in defs:
+        return (), node
+    if isinstance(node, MapJoin):
+        for t, a in enumerate(node.args):
+            found = _find_site(a, defs)
+            if found is not None:
+                return (t, *found[0]), found[1]
+    return None
+
+
+def _distributes(node: MapJoin, site: int, r_agg: Aggregate, r_dtype: object,
+                 kept: set[Field]) -> bool:
+    """Can ``node`` move under the reduction ``r_agg`` that its argument ``site`` holds?
+    Its other arguments must range over kept fields only, and it must either select
+    (``where(c, ·, e)``) or distribute over the reduction with the init as annihilator."""
+    if any(not set(expr_fields(o)) <= kept for t, o in enumerate(node.args) if t != site):
+        return False
+    if selection_distributes(node, site, r_agg, r_dtype):
+        return True
+    f = op_of(node.op)
+    if (f.name, op_of(r_agg.op).name) not in DISTRIBUTES:
+        return False
+    try:
+        return same_value(f.annihilator_for(r_dtype), r_agg.init.val)
+    except (TypeError, ValueError):
+        return False
+
+
+def _replace_at(node: LogicNode, path: tuple[int, ...], new: LogicNode) -> LogicNode:
+    if not path:
+        return new
+    assert isinstance(node, MapJoin)
+    head, rest = path[0], path[1:]
+    return MapJoin(node.op, tuple(_replace_at(a, rest, new) if t == head else a
+                                  for t, a in enumerate(node.args)))
+
+
 def _try_fuse(rhs: LogicNode, defs: dict[Alias, LogicNode], infos: dict[Alias, AliasInfo],
               namer: Namer) -> tuple[LogicNode, Alias] | None:
-    """One fusion of a candidate aggregate into canonical ``rhs``, or None."""
+    """One fusion of a candidate aggregate into canonical ``rhs``, or None. The aggregate's
+    access may sit under several mapjoins (``where(S != 0, U @ V.T, 0) * S``): each must
+    move under the reduction (:func:`_distributes`)."""
     spec, agg, loop = query_parts(rhs)
     body = loop.arg
-    site: int | None = None
-    target: Relabel | None = None
-    if isinstance(body, Relabel) and body.arg in defs:
-        target = body
-    elif isinstance(body, MapJoin):
-        for t, a in enumerate(body.args):
-            if isinstance(a, Relabel) and a.arg in defs:
-                site, target = t, a
-                break
-    if target is None:
+    found = _find_site(body, defs)
+    if found is None:
         return None
+    path, target = found
     r_alias: Alias = target.arg  # type: ignore[assignment]
     r_agg, r_body, r_red = _instantiate(defs[r_alias], target.idxs, namer)
     r_dtype = infos[r_alias].dtype
-    if site is not None:
-        assert isinstance(body, MapJoin)
-        f = op_of(body.op)
-        selects = selection_distributes(body, site, r_agg, r_dtype)
-        if not selects and (f.name, op_of(r_agg.op).name) not in DISTRIBUTES:
+    kept = set(target.idxs)
+    node = body
+    for t in path:
+        assert isinstance(node, MapJoin)
+        if not _distributes(node, t, r_agg, r_dtype, kept):
             return None
-        kept = set(target.idxs)
-        others = [a for t, a in enumerate(body.args) if t != site]
-        if any(not set(expr_fields(o)) <= kept for o in others):
-            return None
-        try:
-            z = f.annihilator_for(r_dtype)
-        except (TypeError, ValueError):
-            return None
-        if not selects and not same_value(z, r_agg.init.val):
-            return None
-        new_body: LogicNode = MapJoin(body.op, tuple(
-            r_body if t == site else a for t, a in enumerate(body.args)))
-    else:
-        new_body = r_body
+        node = node.args[t]
+    new_body = _replace_at(body, path, r_body)
     if agg is not None:
         if op_of(agg.op) != op_of(r_agg.op) or not _identity_of(r_agg.op, r_agg.init, r_dtype):
             return None

@@ -1,0 +1,246 @@
+"""Lazy views: size-1 axes added or dropped, and basic indexing of uncomputed arrays.
+
+A size-1 axis (``x[:, None]``, ``expand_dims``, ``reshape`` that only adds or drops unit
+axes) is a ``Reorder`` over the array's expression that lists a field no access indexes: no
+copy, no new table, and no loop in any kernel (the field has extent 1). Computing such a
+view of stored data is a view of that data (:func:`stored_view`).
+
+Basic indexing (integers and slices) of an array that is not computed yet is pushed down to
+the stored tensors its expression reads (:func:`index_lazy`): ``(A + B)[2:5]`` reads rows
+2..4 of ``A`` and ``B`` and stays one lazy, fusable expression. Selection commutes with every
+Finch-Logic node but one: a ``Field`` used as a value (the loop index, as in ``tril``), whose
+meaning a new origin would change; such expressions are computed first, as is data on a
+GPU.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from lazysparse.api import tensors as T
+from lazysparse.api.building import fresh_alias, fresh_field, fresh_fields, identify
+from lazysparse.api.lazy_array import LazyArray, is_device_tensor
+from lazysparse.formats import Tensor
+from lazysparse.logic.fields import getfields
+from lazysparse.logic.nodes import (
+    Aggregate,
+    Field,
+    Immediate,
+    LogicNode,
+    MapJoin,
+    Reformat,
+    Relabel,
+    Reorder,
+    Subquery,
+    Table,
+)
+
+# one axis's selection: an integer (the axis goes away) or a normalized range
+Selection = int | range
+
+
+def unit_view(x: LazyArray, shape: tuple[int, ...]) -> LazyArray:
+    """``x`` with size-1 axes added or removed so it has ``shape`` (same non-1 extents in
+    the same order): a ``Reorder`` whose new fields no access indexes. A view of a view is
+    one view of the first one's source."""
+    src = _unit_source(x)
+    expr, src_shape = src if src is not None else (x.expr, x.shape)
+    f = fresh_fields(len(src_shape))
+    kept = iter([fi for fi, d in zip(f, src_shape, strict=True) if d != 1])
+    out = tuple(fresh_field() if d == 1 else next(kept) for d in shape)
+    body = Reorder(Relabel(expr, f), out)
+    return LazyArray(identify(body), shape, x.dtype, x.fill_value, x.device)
+
+
+def _unit_source(x: LazyArray) -> tuple[Subquery, tuple[int, ...]] | None:
+    """``(source expression, its shape)`` when ``x`` is a unit-axis view (a Reorder that
+    keeps the source's axes in order and only adds or drops fields; the api drops only
+    size-1 axes), else None."""
+    body = x.expr.arg
+    if x.requested_format is not None or not isinstance(body, Reorder):
+        return None
+    inner = body.arg
+    if not (isinstance(inner, Relabel) and isinstance(inner.arg, Subquery)):
+        return None
+    f, out = inner.idxs, body.idxs
+    if len(set(f)) != len(f) or [g for g in out if g in f] != [g for g in f if g in out]:
+        return None
+    shape = tuple(x.shape[out.index(g)] if g in out else 1 for g in f)
+    return inner.arg, shape
+
+
+def _stored(node: LogicNode) -> Tensor | None:
+    """The tensor a leaf subquery (or a memoized one) stands for, else None."""
+    from lazysparse.api.execution import memoized
+
+    if not isinstance(node, Subquery):
+        return None
+    if isinstance(node.arg, Table) and isinstance(node.arg.tns, Immediate):
+        return node.arg.tns.val
+    return memoized(node.lhs)
+
+
+def stored_view(x: LazyArray) -> Tensor | None:
+    """The value of a unit-axis view of stored data (:func:`unit_view` of a computed
+    array), without running a kernel: the same data with size-1 axes renumbered (a NumPy
+    view when dense). None for any other array."""
+    src = _unit_source(x)
+    if src is None:
+        return None
+    t = _stored(src[0])
+    if t is None or is_device_tensor(t) or t.shape != src[1]:
+        return None
+    return T.with_shape(t, x.shape)
+
+
+# ---------------------------------------------------------------- basic indexing
+
+
+def _slice_of(r: range) -> slice:
+    """The slice selecting ``r`` (a normalized range: a negative stop means "past 0")."""
+    if not r:
+        return slice(0, 0)
+    return slice(r.start, r.stop if r.stop >= 0 else None, r.step)
+
+
+def index_tensor(t: Tensor, items: list[Selection]) -> Tensor:
+    """Stored ``t`` indexed by one integer or range per axis (NumPy basic indexing): a
+    copy for dense data (the result owns it), the selected stored entries renumbered for
+    sparse data (it stays sparse)."""
+    key = tuple(k if isinstance(k, int) else _slice_of(k) for k in items)
+
+    def sparse_fn(c: np.ndarray, v: np.ndarray, shape: tuple[int, ...]) -> Any:
+        keep = np.ones(c.shape[1], dtype=bool)
+        new_c: list[np.ndarray] = []
+        for ci, k in zip(c, items, strict=True):
+            if isinstance(k, int):
+                keep &= ci == k
+                continue
+            q, r = np.divmod(ci - k.start, k.step)
+            keep &= (r == 0) & (q >= 0) & (q < len(k))
+            new_c.append(q)
+        new_shape = tuple(len(k) for k in items if isinstance(k, range))
+        out = np.zeros((len(new_shape), int(keep.sum())), dtype=np.int64)
+        for j, q in enumerate(new_c):
+            out[j] = q[keep]
+        return new_shape, out, v[keep]
+
+    return T.apply_eager(t, lambda a: np.array(a[key]), sparse_fn)
+
+
+class _NotPushable(Exception):
+    """The selection cannot move below this node (a loop index used as a value, GPU data)."""
+
+
+class _Pusher:
+    """Moves a per-field selection down an expression to its tables (one push, memoized
+    per shared subquery so a DAG stays a DAG)."""
+
+    def __init__(self) -> None:
+        self.memo: dict[tuple[int, tuple[Selection | None, ...]], LogicNode] = {}
+        self.fields: dict[int, tuple[Field, ...]] = {}
+
+    def fields_of(self, node: LogicNode) -> tuple[Field, ...]:
+        key = id(node)
+        if key not in self.fields:
+            self.fields[key] = getfields(node)
+        return self.fields[key]
+
+    def push(self, node: LogicNode, sel: dict[Field, Selection]) -> LogicNode:
+        match node:
+            case Immediate():
+                return node
+            case Field():
+                if node in sel:
+                    raise _NotPushable
+                return node
+            case Table(tns=Immediate(val=t), idxs=idxs):
+                return self.table(t, idxs, sel)
+            case Subquery():
+                return self.subquery(node, sel)
+            case Relabel(arg=arg, idxs=idxs):
+                inner = self.fields_of(arg)
+                sub = {g: sel[f] for g, f in zip(inner, idxs, strict=True) if f in sel}
+                return Relabel(self.push(arg, sub), _kept(idxs, sel))
+            case Reorder(arg=arg, idxs=idxs):
+                inner = set(self.fields_of(arg))
+                for f in idxs:
+                    if f not in inner and isinstance(sel.get(f), range) and len(sel[f]) != 1:
+                        raise _NotPushable  # an empty selection of a size-1 axis
+                sub = {f: s for f, s in sel.items() if f in inner}
+                return Reorder(self.push(arg, sub), _kept(idxs, sel))
+            case MapJoin(op=op, args=args):
+                return MapJoin(op, tuple(self.push(a, self.restrict(a, sel)) for a in args))
+            case Aggregate(op=op, init=init, arg=arg, idxs=idxs):
+                return Aggregate(op, init, self.push(arg, sel), idxs)
+            case Reformat(tns=tns, arg=arg):
+                new = self.push(arg, sel)
+                return new if any(isinstance(s, int) for s in sel.values()) else \
+                    Reformat(tns, new)
+        raise _NotPushable
+
+    def restrict(self, node: LogicNode, sel: dict[Field, Selection]) -> dict[Field, Selection]:
+        if isinstance(node, Immediate):
+            return {}
+        own = set(self.fields_of(node))
+        return {f: s for f, s in sel.items() if f in own}
+
+    def table(self, t: Any, idxs: tuple[Field, ...], sel: dict[Field, Selection]) -> LogicNode:
+        if is_device_tensor(t):
+            raise _NotPushable
+        if not any(f in sel for f in idxs):
+            return Table(Immediate(t), idxs)
+        items = [sel.get(f, range(n)) for f, n in zip(idxs, t.shape, strict=True)]
+        return Table(Immediate(index_tensor(t, items)), _kept(idxs, sel))
+
+    def subquery(self, node: Subquery, sel: dict[Field, Selection]) -> LogicNode:
+        own = self.fields_of(node.arg)
+        if not sel:
+            return node
+        key = (id(node), tuple(sel.get(f) for f in own))
+        if key not in self.memo:
+            t = _stored(node)
+            if t is not None:
+                arg: LogicNode = self.table(t, own, sel)
+            else:
+                arg = self.push(node.arg, sel)
+            self.memo[key] = Subquery(fresh_alias(), arg)
+        return self.memo[key]
+
+
+def _kept(idxs: tuple[Field, ...], sel: dict[Field, Selection]) -> tuple[Field, ...]:
+    return tuple(f for f in idxs if not isinstance(sel.get(f), int))
+
+
+def index_lazy(x: LazyArray, items: list[Any]) -> LazyArray | None:
+    """``x[items]`` (integers, slices, ``None``; normalized, one per axis plus the new
+    ones) for an uncomputed ``x``, as a lazy expression whose tables are the selected parts
+    of the stored inputs. None when the selection cannot be pushed down (see module doc)."""
+    f = fresh_fields(x.ndim)
+    sel: dict[Field, Selection] = {}
+    it = iter(zip(f, x.shape, strict=True))
+    out: list[Field] = []
+    shape: list[int] = []
+    for k in items:
+        if k is None:
+            out.append(fresh_field())
+            shape.append(1)
+            continue
+        fi, n = next(it)
+        if isinstance(k, slice):
+            r = range(*k.indices(n))
+            if r != range(n):
+                sel[fi] = r
+            out.append(fi)
+            shape.append(len(r))
+        else:
+            sel[fi] = int(k)
+    try:
+        body = _Pusher().push(Relabel(x.expr, f), sel)
+    except _NotPushable:
+        return None
+    if tuple(out) != _kept(f, sel):
+        body = Reorder(body, tuple(out))
+    return LazyArray(identify(body), tuple(shape), x.dtype, x.fill_value, x.device)
