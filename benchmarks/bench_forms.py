@@ -154,10 +154,11 @@ def triangles(n: int, per_row: int) -> Computation:
     c.forms = {
         "sum(A * (A @ A))": lambda: xp.sum(a * (a @ a)),
         "sum((A @ A) * A)": lambda: xp.sum((a @ a) * a),
-        "einsum('ij,jk,ki->')": lambda: xp.einsum("ij,jk,ki->", a, a, a),
+        "einsum('ij,ik,kj->')": lambda: xp.einsum("ij,ik,kj->", a, a, a),
         "sum(A * tensordot(A, A, 1))": lambda: xp.sum(a * xp.tensordot(a, a, axes=1)),
-        "sum(A[:,:,None]*A[None,:,:]*A.T[:,None,:])":
-            lambda: xp.sum(a[:, :, None] * a[None, :, :] * a.T[:, None, :]),
+        "sum(A[:,:,None]*A[None,:,:]*A[:,None,:])":
+            lambda: xp.sum(a[:, :, None] * a[None, :, :] * a[:, None, :]),
+        "einsum('ij,jk,ki->') (A symmetric)": lambda: xp.einsum("ij,jk,ki->", a, a, a),
         "sum(where(A != 0, A @ A, 0) * A)": lambda: xp.sum(xp.where(a != 0, a @ a, 0.0) * a),
         "vecdot(A, A @ A) summed": lambda: xp.sum(xp.vecdot(a, a @ a)),
     }

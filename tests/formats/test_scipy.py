@@ -156,3 +156,18 @@ def test_scipy_round_trip_hypothesis(
     back = t.to_scipy(fmt)
     assert back.dtype == dtype and back.shape == a.shape and back.format == fmt
     assert_same(back.toarray(), a)
+
+
+@pytest.mark.parametrize("sorted_", [True, False])
+def test_coo_with_strided_or_mixed_coordinates(sorted_: bool) -> None:
+    # np.unravel_index rows are strided views; mixing them with a fresh int32 array used
+    # to reach the compiled order check as a tuple of two array types (a Numba error)
+    n = 9
+    flat = np.unique(np.random.default_rng(0).integers(0, n**3, 60))
+    i, j, k = np.unravel_index(flat, (n, n, n))
+    cols = (j * n + k).astype(np.int32)
+    if not sorted_:
+        i, cols = i[::-1], cols[::-1]
+    m = sp.coo_array((np.arange(flat.size, dtype=np.float64), (i, cols)), shape=(n, n * n))
+    t = Tensor.from_scipy(m)
+    np.testing.assert_array_equal(t.to_numpy(), m.toarray())

@@ -8,6 +8,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from lazysparse.kernels import execute_plan
 from lazysparse.logic.nodes import Plan, Query, Reformat, Table
 from lazysparse.optimizer import optimize
+from lazysparse.optimizer.analysis import query_parts
 from lazysparse.optimizer.rewrite import accesses
 from tests.optimizer.plans import Lz, ew, leaf, matmul, oracle, plan_of, reduce, sparse
 from tests.optimizer.test_oracle import programs
@@ -18,7 +19,7 @@ def _unindexed_loop_field(plan: Plan) -> bool:
     ``test_keepdims_result_runs_compiled``)."""
     for q in plan.bodies:
         if isinstance(q, Query) and isinstance(q.rhs, Reformat):
-            loop = q.rhs.arg.arg if hasattr(q.rhs.arg, "init") else q.rhs.arg
+            _, _, loop = query_parts(q.rhs)  # under an epilogue and an aggregate
             indexed = {f for a in accesses(loop) for f in a.idxs}
             if any(f not in indexed for f in loop.idxs):
                 return True

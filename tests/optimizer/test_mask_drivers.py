@@ -219,6 +219,64 @@ def test_sddmm_by_mask_is_one_kernel_over_the_mask(fmt: str) -> None:
     assert got.format not in (None, "dense") and got.nnz <= a.nnz
 
 
+def test_fusion_through_nested_maps_golden() -> None:
+    """Plan in, plan out: ``where(S != 0, R, 0) * S`` with ``R = U @ V.T`` fuses R's
+    reduction under both maps (``where`` selects, ``*`` distributes and 0 annihilates)."""
+    from lazysparse.logic.nodes import (
+        Aggregate,
+        Alias,
+        Field,
+        Immediate,
+        MapJoin,
+        Plan,
+        Produces,
+        Query,
+        Relabel,
+        Reorder,
+        Table,
+    )
+    from lazysparse.optimizer.fuse import fuse_aggregates
+
+    def op(name: str) -> Immediate:
+        return Immediate(get_operator(name))
+
+    i, j, k = Field("i"), Field("j"), Field("k")
+    S, U, V, R, O = (Alias(n) for n in "SUVRO")
+    zero = Immediate(np.float64(0.0))
+    rng = np.random.default_rng(20)
+    tables = [Query(S, Table(Immediate(xp.asarray(graph(6, 2, 21)).tensor()), (i, j))),
+              Query(U, Table(Immediate(xp.asarray(rng.random((6, 3))).tensor()), (i, k))),
+              Query(V, Table(Immediate(xp.asarray(rng.random((6, 3))).tensor()), (j, k)))]
+    uv = MapJoin(op("multiply"), (Relabel(U, (i, k)), Relabel(V, (j, k))))
+    r_q = Query(R, Aggregate(op("add"), zero, Reorder(uv, (i, j, k)), (k,)))
+    cond = MapJoin(op("not_equal"), (Relabel(S, (i, j)), zero))
+
+    def consumer(inner: object) -> MapJoin:
+        return MapJoin(op("multiply"), (MapJoin(op("where"), (cond, inner, zero)),
+                                        Relabel(S, (i, j))))
+
+    o_q = Query(O, Reorder(consumer(Relabel(R, (i, j))), (i, j)))
+    plan = Plan((*tables, r_q, o_q, Produces((O,))))
+    out = fuse_aggregates(plan)
+    (q,) = [b for b in out.bodies if isinstance(b, Query) and not isinstance(b.rhs, Table)]
+    assert q.lhs == O and isinstance(q.rhs, Aggregate) and q.rhs.op == op("add")
+    (r,) = q.rhs.idxs
+    fused_uv = MapJoin(op("multiply"), (Relabel(U, (i, r)), Relabel(V, (j, r))))
+    assert q.rhs.arg == Reorder(consumer(fused_uv), (i, j, r))
+
+
+def test_nested_mask_spelling_of_sddmm_is_one_driven_kernel() -> None:
+    a = graph(40, 4, seed=22)
+    u, v = np.random.default_rng(23).standard_normal((2, 40, 6))
+    s = xp.asarray(a)
+    got = xp.where(s != 0, xp.asarray(u) @ xp.asarray(v).T, 0.0) * s
+    (kinds,) = loop_kinds(got)
+    assert kinds == ["range", "driver", "range"]
+    dense = a.toarray()
+    np.testing.assert_allclose(np.asarray(got), np.where(dense != 0, u @ v.T, 0) * dense)
+    assert got.format == "csr" and got.nnz <= a.nnz
+
+
 def test_mask_decided_by_a_constant_is_not_shared() -> None:
     """``A != 0`` masks; ``A != 5`` is True where A is absent (dense result): the same
     structure with another constant must not reuse the driver kernel."""

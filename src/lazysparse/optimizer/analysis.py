@@ -313,7 +313,10 @@ def _prob(expr: LogicNode, bound: set[Field], sizes: dict[Field, int],
                 structural = memo.setdefault("structural", {"scalars_sparse": True})
                 pi, pj = (_prob(args[k], bound, sizes, infos, structural) for k in (i, j))
                 union = min(union, 1.0 - (1.0 - pi) * (1.0 - pj))
-            return min(union, math.prod(masked)) if masked else union
+            if not masked:
+                return union
+            atoms = [_sparse_atoms(x, infos) for x, m in zip(args, flags, strict=True) if m]
+            return min(union, _correlated_product(list(zip(masked, atoms, strict=True))))
         case Aggregate(arg=arg):
             if not _keeps_sparse(expr, infos, memo):
                 return 1.0
@@ -321,6 +324,39 @@ def _prob(expr: LogicNode, bound: set[Field], sizes: dict[Field, int],
         case Reorder(arg=arg) | Reformat(arg=arg):
             return _prob(arg, bound, sizes, infos, memo)
     return 1.0
+
+
+def _sparse_atoms(expr: LogicNode, infos: dict[Alias, AliasInfo]) -> frozenset[Relabel]:
+    """The sparse accesses an expression reads (its pattern's ingredients)."""
+    out: set[Relabel] = set()
+
+    def visit(n: LogicNode) -> None:
+        if isinstance(n, Relabel) and isinstance(n.arg, Alias):
+            if infos[n.arg].sparse:
+                out.add(n)
+        elif isinstance(n, MapJoin):
+            for a in n.args:
+                visit(a)
+        elif isinstance(n, Aggregate | Reorder | Reformat):
+            visit(n.arg)
+
+    visit(expr)
+    return frozenset(out)
+
+
+def _correlated_product(items: list[tuple[float, frozenset[Relabel]]]) -> float:
+    """Probability that every item is nonzero: independent items multiply, items reading a
+    common sparse access are one event (``where(S != 0, x, 0) * S`` is as sparse as S)."""
+    groups: list[tuple[float, frozenset[Relabel]]] = []
+    for p, atoms in items:
+        rest = []
+        for gp, g_atoms in groups:
+            if g_atoms & atoms:
+                p, atoms = min(p, gp), atoms | g_atoms
+            else:
+                rest.append((gp, g_atoms))
+        groups = [*rest, (p, atoms)]
+    return math.prod(p for p, _ in groups)
 
 
 def sparse_representable(expr: LogicNode, infos: dict[Alias, AliasInfo]) -> bool:
