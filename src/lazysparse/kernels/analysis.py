@@ -130,7 +130,9 @@ class PApply(PNode):
     with this call's constants) does to the op: ``annihilates`` lists the arguments that
     are then the op's annihilator (``x * (A != 0)``), ``selects`` holds ``(i, j)`` when
     argument ``i`` makes the op return argument ``j`` (``where``'s condition; the registry's
-    ``Operator.selections``). Both are structure: a constant decides them
+    ``Operator.selections``), ``uniform`` is True when the op returns one of its arguments
+    and every argument it may return has the same fill-time value (``where(c, A * B, 0)``
+    is 0 where ``A`` is absent, whatever ``c``). All are structure: a constant decides them
     (``where(A != 0, ...)`` and ``where(A != 5, ...)`` iterate differently)."""
 
     op: Operator
@@ -139,6 +141,7 @@ class PApply(PNode):
     dtype: np.dtype
     annihilates: tuple[int, ...] = ()
     selects: tuple[tuple[int, int], ...] = ()
+    uniform: bool = False
 
 
 @dataclass(frozen=True)
@@ -332,7 +335,8 @@ def analyze_query(query: Query, env: dict[Alias, Any]) -> tuple[KernelInfo, Quer
                 dts = tuple(_value_dtype(k, consts) for k in kids)
                 opds = tuple(np.dtype(d) for d in op.operand_dtypes(*dts))
                 ann, sel = _fill_algebra(op, kids, opds, tensors, consts)
-                return PApply(op, kids, opds, np.dtype(op.result_dtype(*dts)), ann, sel)
+                return PApply(op, kids, opds, np.dtype(op.result_dtype(*dts)), ann, sel,
+                              _uniform_selection(op, kids, opds, tensors, consts))
         raise ValueError(f"not a normal-form pointwise expression: {node!r}")
 
     expr = walk(body.arg)
@@ -401,6 +405,21 @@ def _fill_algebra(op: Operator, kids: tuple[PNode, ...], opds: tuple[np.dtype, .
     return tuple(ann), tuple(sel)
 
 
+def _uniform_selection(op: Operator, kids: tuple[PNode, ...], opds: tuple[np.dtype, ...],
+                       tensors: list[Any], consts: list[Any]) -> bool:
+    """Whether ``op`` returns one of its arguments and all it may return have one fill-time
+    value (see :class:`PApply`)."""
+    if not op.selections or not op.selects_only_arguments:
+        return False
+    vals = []
+    for r in sorted({s.result for s in op.selections}):
+        v = fill_time_value(kids[r], tensors, consts)
+        if v is None:
+            return False
+        vals.append(np.asarray(v).astype(opds[r])[()])
+    return all(same_value(v, vals[0]) for v in vals[1:])
+
+
 def const_decided(info: KernelInfo) -> bool:
     """Whether the decisions analysis took from this call's fills and constants
     (``PApply.annihilates``/``selects``, ``fill_identity``) depend on the constants' values,
@@ -418,9 +437,11 @@ def decisions_hold(info: KernelInfo, tensors: Any, consts: Any) -> bool:
     def same(node: PNode) -> bool:
         if not isinstance(node, PApply):
             return True
-        return all(same(a) for a in node.args) and _fill_algebra(
+        return (all(same(a) for a in node.args) and _fill_algebra(
             node.op, node.args, node.operand_dtypes, tensors, consts) == (node.annihilates,
                                                                            node.selects)
+            and _uniform_selection(node.op, node.args, node.operand_dtypes, tensors,
+                                   consts) == node.uniform)
 
     return same(info.expr) and info.fill_identity == _fill_identity(
         info.expr, info.reduce_op, info.acc_dtype, tensors, consts)
@@ -437,7 +458,9 @@ def _const_in_decisions(node: PNode) -> bool:
         return False
     decided = node.op.nargs >= 2 and bool(node.op.selections or node.op.annihilator)
     return (any(_const_in_decisions(a) for a in node.args)
-            or decided and any(isinstance(a, PApply) and _has_const(a) for a in node.args))
+            or decided and any(_has_const(a) if isinstance(a, PApply) else
+                               isinstance(a, PConst) and bool(node.op.selections)
+                               for a in node.args))
 
 
 def _fill_identity(expr: PNode, rop: Operator | None, acc_dtype: np.dtype,

@@ -115,7 +115,7 @@ def region_of(node: PNode, fld: str, info: KernelInfo, fills: tuple[Any, ...],
                 if zval is None:
                     return _and(ann_regions), ("data",)
                 return _and(ann_regions), ("known", np.asarray(zval).astype(rd)[()])
-            selected = _selected_region(node, subs)
+            selected = _selected_region(node, subs) or _uniform_region(node, subs)
             if selected is not None:
                 return selected
             region = _or([r for r, _ in subs])
@@ -158,6 +158,27 @@ def _selected_region(node: PApply, subs: list[tuple[Region, Missing]]
             return region, ("known", v)
         return region, miss_j
     return None
+
+
+def _uniform_region(node: PApply, subs: list[tuple[Region, Missing]]
+                    ) -> tuple[Region, Missing] | None:
+    """The region of a selection whose possible results all take one value outside their
+    regions (``PApply.uniform``, decided by analysis with the constants): whatever the
+    condition, the op differs from that value only on the union of those regions
+    (``where(c, A * B, 0)`` skips where ``A`` is absent even when ``c`` is not iterated)."""
+    if not node.uniform:
+        return None
+    results = sorted({s.result for s in node.op.selections})
+    misses = [subs[r][1] for r in results]
+    if any(m[0] == "data" for m in misses):
+        return None
+    region = _or([subs[r][0] for r in results])
+    known = [m for m in misses if m[0] == "known"]
+    if not known:
+        return region, ("fillexpr",)
+    r0 = results[misses.index(known[0])]
+    v = np.asarray(known[0][1]).astype(node.operand_dtypes[r0]).astype(node.dtype)[()]
+    return region, ("known", v)
 
 
 def _annihilator(op: Any, dtype: np.dtype) -> Any:

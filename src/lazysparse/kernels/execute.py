@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,11 +38,11 @@ from lazysparse.kernels.coiterate import fold_levels, fold_value
 from lazysparse.kernels.loop_ir import Alloc, format_function
 from lazysparse.kernels.lower import Lowered, lower
 from lazysparse.kernels.numpy_executor import numpy_eligible, run_numpy
+from lazysparse.kernels.parallel import chunk_count, combine_count
 from lazysparse.kernels.relayout import is_relayout, run_relayout
 from lazysparse.logic.nodes import Alias, Immediate, Plan, Produces, Query, Table
 
-PARALLEL_MIN_ITERATIONS = 2048
-CHUNKS_PER_THREAD = 4
+PARALLEL_MIN_ITERATIONS = 2048  # outer iterations that go parallel whatever their work
 
 
 # the dispatcher statistics already counted into cache.STATS, by dispatcher (generated
@@ -108,6 +108,11 @@ class Kernel:
             self._mod = cache.load_module(self.key, self.source)
         return self._mod
 
+    def chunks(self, data: QueryData) -> int:
+        """How many chunks a call on ``data`` splits the outermost loop into at the current
+        thread count (1: it runs in order; ``kernels.parallel.chunk_count``)."""
+        return _chunks(self, data, kernel_args(self, data))
+
     def __call__(self, data: QueryData) -> Tensor:
         """Run on the query's data and assemble the result tensor."""
         args = kernel_args(self, data)
@@ -131,50 +136,42 @@ def _no_workspaces() -> tuple[Any, ...]:
 
 
 def _parallel_map(fn: Any, nch: int, args: tuple[Any, ...],
-                  ws: Callable[[], tuple[Any, ...]] = _no_workspaces) -> None:
+                  ws: Callable[[], tuple[Any, ...]] = _no_workspaces,
+                  before: Callable[[int], None] | None = None) -> None:
     """Run ``fn(*args, t, nch, ..., *workspaces)`` for every chunk ``t`` on Numba's thread
-    count: each worker takes the next chunk until none is left, reusing its workspaces."""
+    count: each worker takes the next chunk until none is left, reusing its workspaces
+    (``before(t)`` first, on the same thread). The calling thread is one of the workers:
+    it starts at once, while a pool thread may take a while to wake (a 2 ms SDDMM ran all
+    its chunks before the pool's second thread took one)."""
     nthreads = min(numba.get_num_threads(), nch)
-    if nthreads <= 1:
-        w = ws()
-        for t in range(nch):
-            fn(*args[0], np.int64(t), np.int64(nch), *args[1], *w)
-        return
-    if not _POOL or _POOL[0]._max_workers < nthreads:  # noqa: SLF001
-        _POOL[:] = [ThreadPoolExecutor(max_workers=numba.get_num_threads(),
-                                       thread_name_prefix="lazysparse")]
     chunks = itertools.count()  # next() on a count is atomic under the GIL
 
     def worker() -> None:
         w = ws()
         while (t := next(chunks)) < nch:
+            if before is not None:
+                before(t)
             fn(*args[0], np.int64(t), np.int64(nch), *args[1], *w)
 
-    futs = [_POOL[0].submit(worker) for _ in range(nthreads)]
+    if nthreads <= 1:
+        worker()
+        return
+    if not _POOL or _POOL[0]._max_workers < nthreads - 1:  # noqa: SLF001
+        _POOL[:] = [ThreadPoolExecutor(max_workers=max(1, numba.get_num_threads() - 1),
+                                       thread_name_prefix="lazysparse")]
+    futs = [_POOL[0].submit(worker) for _ in range(nthreads - 1)]
+    try:
+        worker()
+    finally:
+        wait(futs)  # no chunk outlives the call, even when this thread's chunk raised
     for f in futs:
         f.result()
 
 
 def _chunks(k: Kernel, data: QueryData, args: list[Any]) -> int:
     """How many chunks the outermost loop is split into (1 when it must run in order)."""
-    lw = k.lowered
-    nthreads = numba.get_num_threads()
-    if not lw.parallel or nthreads == 1:
-        return 1
-    kind, what = lw.extent0
-    if kind == "field":
-        ext = data.extents[what]
-    elif kind == "positions":
-        ptr = data.tensors[what].levels[0].ptr
-        ext = int(ptr[1]) - int(ptr[0])
-    else:
-        ext = 1
-    if ext < PARALLEL_MIN_ITERATIONS:
-        return 1
-    if lw.partials and int(args[lw.params.index("osize")]) * 4 > ext:
-        return 1  # per-chunk partials as large as the work cost more than they save
-    per = 1 if lw.partials else CHUNKS_PER_THREAD
-    return max(1, min(nthreads * per, ext))
+    return chunk_count(k.lowered, data, int(args[k.lowered.params.index("osize")]),
+                       numba.get_num_threads(), PARALLEL_MIN_ITERATIONS)
 
 
 def run_chunks(k: Kernel, data: QueryData, args: list[Any]) -> tuple[Any, ...]:
@@ -190,12 +187,7 @@ def run_chunks(k: Kernel, data: QueryData, args: list[Any]) -> tuple[Any, ...]:
                        np.int64)
         extra = (cnt,) if lw.fold is not None else ()
         if lw.partials and nch > 1:
-            red_id = args[lw.params.index("red_id")]
-            part = np.full(osize * nch, red_id, dtype=od)
-            _parallel_map(mod.chunk, nch, (args, (part, *extra)), k.workspaces("chunk", args))
-            res = np.empty(osize, dtype=od)
-            mod.combine(part, res, np.int64(nch), np.int64(osize),
-                        args[lw.params.index("init")])
+            res = _run_partials(k, args, nch, osize, od, extra)
         else:
             start = args[lw.params.index("red_id" if lw.partials else
                                          "init" if lw.epilogue else "ofill")]
@@ -206,8 +198,8 @@ def run_chunks(k: Kernel, data: QueryData, args: list[Any]) -> tuple[Any, ...]:
                 # one chunk: combine init with its partial (skipped when init is the
                 # reduction's identity, bit for bit: init (+) partial is the partial)
                 out, res = res, np.empty(osize, dtype=od)
-                mod.combine(out, res, np.int64(1), np.int64(osize),
-                            args[lw.params.index("init")])
+                mod.combine_range(out, res, np.int64(1), np.int64(osize),
+                                  args[lw.params.index("init")], np.int64(0), np.int64(1))
         if lw.fold is not None:
             fold_skipped(k, data, res, cnt.reshape(-1, osize).sum(axis=0) if osize else cnt)
         if lw.epilogue == "finalize":  # after partials and folding: every value is complete
@@ -247,6 +239,26 @@ def run_chunks(k: Kernel, data: QueryData, args: list[Any]) -> tuple[Any, ...]:
     _parallel_map(mod.fill, nch, (args, (*offs, *fin, np.zeros_like(cntpd), *arrays, vals)),
                   k.workspaces("fill", args))
     return (*arrays, vals)
+
+
+def _run_partials(k: Kernel, args: list[Any], nch: int, osize: int, od: np.dtype,
+                  extra: tuple[Any, ...]) -> Any:
+    """Chunk ``t`` reduces into partial ``t`` (``osize`` entries, preset to the identity by
+    the thread that runs the chunk, so first touches and fills run in parallel too), then
+    ``combine_range`` folds ``init`` and the partials, the output split among threads."""
+    lw, mod = k.lowered, k.module
+    red_id = args[lw.params.index("red_id")]
+    part = np.empty(osize * nch, dtype=od)
+
+    def preset(t: int) -> None:
+        part[t * osize:(t + 1) * osize] = red_id  # NumPy releases the GIL for the fill
+
+    _parallel_map(mod.chunk, nch, (args, (part, *extra)), k.workspaces("chunk", args), preset)
+    res = np.empty(osize, dtype=od)
+    head = (part, res, np.int64(nch), np.int64(osize), args[lw.params.index("init")])
+    _parallel_map(mod.combine_range, combine_count(osize, numba.get_num_threads()),
+                  (head, ()))
+    return res
 
 
 def _writes_every_output(lw: Lowered) -> bool:

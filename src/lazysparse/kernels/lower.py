@@ -5,7 +5,8 @@ the loop (one operand: a position loop; several: a multi-way merge whose conditi
 region formula), or follow it with a forward-seeking cursor. Non-unique levels hand their
 children a position *range* (iterator chaining), which branchless levels continue. Outputs
 follow :mod:`kernels.workspace`. The outermost loop is split into chunks run in parallel
-when chunks write disjoint outputs, or into per-chunk partials for a reduction.
+when chunks write disjoint outputs, or into per-chunk partials for a reduction
+(:mod:`kernels.parallel` decides).
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ from lazysparse.kernels.loop_ir import (
 from lazysparse.kernels.lower_epilogue import EpilogueLowering
 from lazysparse.kernels.lower_merges import MergeLowering
 from lazysparse.kernels.lower_outputs import OutputLowering
+from lazysparse.kernels.parallel import ParallelChoice, choose_parallel, combine_functions
 from lazysparse.kernels.workspace import OutputPlan, plan_output
 
 
@@ -62,8 +64,7 @@ class Lowered:
     functions: tuple[Function, ...]
     plans: tuple[LevelPlan, ...]
     output: OutputPlan
-    parallel: bool
-    partials: bool
+    choice: ParallelChoice  # which loop runs in parallel, and how (kernels.parallel)
     params: tuple[str, ...]
     extent0: tuple[str, Any]  # how the host computes the outermost loop's iterations
     bounds: tuple[tuple[tuple[int, int], ...], ...] | None  # see Lowerer.append_bounds
@@ -77,6 +78,16 @@ class Lowered:
     row_ends: bool = False
     # where the epilogue runs (``lower_epilogue.EpilogueLowering.epilogue_mode``)
     epilogue: str | None = None
+
+    @property
+    def parallel(self) -> bool:
+        """Whether the outermost loop may run as several chunks at once."""
+        return self.choice.parallel
+
+    @property
+    def partials(self) -> bool:
+        """Whether chunks reduce into per-chunk partials that ``combine`` folds."""
+        return self.choice.partials
 
 
 def _ident(name: str, d: int) -> str:
@@ -102,22 +113,8 @@ class Lowerer(OutputLowering, MergeLowering, EpilogueLowering):
         self.phase = "fill"
         self.storage = info.out_storage_fields
         self.depth_of = {f: d for d, f in enumerate(info.loop_order)}
-        self.parallel, self.partials = self._parallel_choice()
-
-    # ------------------------------------------------------------------ decisions
-    def _parallel_choice(self) -> tuple[bool, bool]:
-        if self.K == 0 or self.plans[0].kind == "merge":
-            return False, False
-        f0 = self.info.loop_order[0]
-        if f0 in self.info.out_fields:
-            if self.out.mode in ("rowws", "ism") and self.out.ws_depth == 0:
-                return False, False
-            return True, False
-        rop = self.info.reduce_op
-        if (self.out.mode == "dense" and rop is not None
-                and rop.identity_for(self.info.acc_dtype) is not None):
-            return True, True
-        return False, False
+        self.choice = choose_parallel(info, self.plans, self.out)
+        self.parallel, self.partials = self.choice.parallel, self.choice.partials
 
     # ------------------------------------------------------------------ names
     def arr(self, s: int, what: str, k: int | None = None) -> str:
@@ -548,20 +545,12 @@ class Lowerer(OutputLowering, MergeLowering, EpilogueLowering):
                  f"output {self.info.out_spec.name} via {self.out.mode}"
                  + (f" (workspace at loop {self.out.ws_depth})"
                     if self.out.ws_depth is not None else ""),
-                 ("chunks run in parallel" + (" into per-chunk partials" if self.partials
-                                              else "")) if self.parallel else "sequential")
+                 self.choice.note())
         if self.out.mode in ("dense", "shared"):
             fns = [Function("chunk", common + self.phase_params("chunk"),
                             tuple(self.phase_body("fill")), self.parallel, notes)]
             if self.partials:
-                od = str(self.info.acc_dtype)
-                comb: list[Stmt] = [Assign("acc", cast(od, V("init"), self.info.acc_dtype))]
-                comb.append(For("t", C(0), V("nch"), (Assign("acc", self.reduce(
-                    V("acc"), Load("out", add(Bin("*", V("t"), V("osize")), V("o"))))),)))
-                comb.append(Store("res", V("o"), V("acc")))
-                fns.append(Function("combine", ("out", "res", "nch", "osize", "init"),
-                                    (For("o", C(0), V("osize"), tuple(comb)),), False,
-                                    ("res[o] = init (+) partials of every chunk",)))
+                fns += combine_functions(self.reduce, self.info.acc_dtype)
             if self.epilogue_mode() == "finalize":
                 fns.append(self.epilogue_function(common))
             return tuple(fns)
@@ -605,7 +594,7 @@ def lower(info: KernelInfo, fills: tuple[Any, ...], out_fill: Any,
         ext = ("field", lw.info.loop_order[0])
     else:
         ext = ("positions", lw.plans[0].drivers[0])
-    return Lowered(fns, lw.plans, lw.out, lw.parallel, lw.partials, tuple(lw.params()), ext,
+    return Lowered(fns, lw.plans, lw.out, lw.choice, tuple(lw.params()), ext,
                    lw.append_bounds(), lw.fold, lw.workspace_bound(),
                    lw.row_count_depth() is not None, lw.epilogue_mode())
 

@@ -12,9 +12,16 @@ from typing import Any
 import numpy as np
 
 from lazysparse.formats import Compressed, Dense, FormatSpec, Singleton, Tensor
-from lazysparse.logic.nodes import Alias, Plan, Query, Reformat, Table
-from lazysparse.optimizer.analysis import plan_infos
-from lazysparse.optimizer.pipeline import optimize
+from lazysparse.logic.nodes import Alias, Field, MapJoin, Plan, Query, Reformat, Table
+from lazysparse.optimizer.analysis import plan_infos, query_parts
+from lazysparse.optimizer.formats import normal_form
+from lazysparse.optimizer.loop_order import (
+    ScheduleReport,
+    choose_loop_orders,
+    loop_order_reports,
+)
+from lazysparse.optimizer.pipeline import PASSES, optimize, run_passes
+from lazysparse.optimizer.rewrite import accesses, produced
 
 
 @dataclass(frozen=True)
@@ -27,11 +34,15 @@ class KernelExplanation:
     output_format: FormatSpec
     inputs: tuple[str, ...]
     source: str
+    # how choose_loop_orders picked the loop order (None: a copy concordize inserted)
+    schedule: str | None = None
 
     def __str__(self) -> str:
         fmt = self.output_format
+        sched = f"  {self.schedule}\n" if self.schedule else ""
         return (f"kernel {self.alias} = f({', '.join(self.inputs)})\n"
                 f"  loop order (outermost first): {', '.join(self.loop_order) or '()'}\n"
+                f"{sched}"
                 f"  output format: {fmt.name} levels={fmt.level_kinds} "
                 f"mode_order={fmt.mode_order}\n"
                 f"  source:\n" + _indent(self.source, 4))
@@ -94,6 +105,7 @@ def explain_plan(plan: Plan) -> Explanation:
     from lazysparse.kernels import compile_query
 
     after = optimize(plan)
+    schedules = schedule_reports(plan)
     infos = plan_infos(after)
     env: dict[Alias, Any] = {}
     kernels = []
@@ -106,12 +118,69 @@ def explain_plan(plan: Plan) -> Explanation:
         assert isinstance(body.rhs, Reformat)
         spec: FormatSpec = body.rhs.tns.val
         k = compile_query(body, env)
+        line = None
+        if body.lhs in schedules:
+            report, names = schedules[body.lhs]
+            line = report.describe(names)
+            if tuple(names.get(f, f.name) for f in report.chosen) != tuple(k.loop_order):
+                line += "; a later pass reordered the loops (absorb_transposes)"
         kernels.append(KernelExplanation(body.lhs.name, body, tuple(k.loop_order),
-                                         k.output_format, tuple(k.inputs), k.source))
+                                         k.output_format, tuple(k.inputs), k.source, line))
         info = infos[body.lhs]
         env[body.lhs] = placeholder(info.shape, spec, k.info.out_dtype, info.fill
                                     if info.fill is not None else 0)
     return Explanation(plan, after, tuple(kernels))
+
+
+def schedule_reports(plan: Plan) -> dict[Alias, tuple[ScheduleReport, dict[Field, str]]]:
+    """For each kernel of ``optimize(plan)`` (by its final alias), how its loop order was
+    chosen, and the names the kernel gives the report's fields.
+
+    Recomputed: the passes run up to ``choose_loop_orders``, whose reports
+    (``loop_order_reports``) are followed through the later passes to the final names. A
+    kernel with a fused epilogue shows the report of the aggregate it absorbed; a copy that
+    ``concordize`` inserted has none."""
+    at, nf = PASSES.index(choose_loop_orders), PASSES.index(normal_form)
+    pre = run_passes(plan, PASSES[:at])
+    reports = loop_order_reports(pre)
+    mid = run_passes(pre, PASSES[at:nf])
+    queries = {q.lhs: q for q in pre.bodies if isinstance(q, Query)}
+    kept = {q.lhs for q in mid.bodies if isinstance(q, Query)}
+    out: dict[Alias, tuple[ScheduleReport, dict[Field, str]]] = {}
+    for lhs, final in _final_names(mid).items():
+        q = next(b for b in mid.bodies if isinstance(b, Query) and b.lhs == lhs)
+        if isinstance(q.rhs, Table):
+            continue
+        report = _report_of(q, queries, reports, kept)
+        if report is not None:
+            _, _, loop = query_parts(q.rhs)
+            out[final] = (report, {f: f"i{k}" for k, f in enumerate(loop.idxs)})
+    return out
+
+
+def _report_of(q: Query, queries: dict[Alias, Query], reports: dict[Alias, ScheduleReport],
+               kept: set[Alias]) -> ScheduleReport | None:
+    """``q``'s own report, or for a fused epilogue the report of the aggregate it read."""
+    rhs = q.rhs.arg if isinstance(q.rhs, Reformat) else q.rhs
+    if isinstance(rhs, MapJoin) and q.lhs in queries:
+        fused = [a.arg for a in accesses(queries[q.lhs].rhs)
+                 if a.arg in reports and a.arg not in kept]
+        if len(fused) == 1:
+            return reports[fused[0]]  # type: ignore[index]
+    return reports.get(q.lhs)
+
+
+def _final_names(plan: Plan) -> dict[Alias, Alias]:
+    """The alias ``normal_form`` gives each query of ``plan`` it keeps (inputs first, then
+    the others, in order; queries nothing produced reads are dropped)."""
+    needed = produced(plan)
+    for body in reversed(plan.bodies):
+        if isinstance(body, Query) and body.lhs in needed:
+            needed.update(a.arg for a in accesses(body.rhs))  # type: ignore[misc]
+    qs = [b for b in plan.bodies if isinstance(b, Query) and b.lhs in needed]
+    order = ([q for q in qs if isinstance(q.rhs, Table)]
+             + [q for q in qs if not isinstance(q.rhs, Table)])
+    return {q.lhs: Alias(f"A{k}") for k, q in enumerate(order)}
 
 
 def explain(*arrays: Any) -> Explanation:

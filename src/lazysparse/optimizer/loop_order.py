@@ -1,12 +1,25 @@
 """Pass 6: choose each query's loop order (outermost first), then concordize.
 
 ``choose_loop_orders`` prefers orders concordant with every input's storage order (each
-access's storage-ordered fields form a subsequence of the loop order) and ranks them by an
-nnz-based count of iteration tasks (the asymptotic cost model's sets, sized under uniform
-independence). When no concordant order exists, every order is ranked with a linear
-transpose cost per discordant input. A produced result keeps its axes in logical order.
-A query's result axes become its loop order minus the reduced fields; later reads of it
-are relabeled to that physical order.
+access's storage-ordered fields form a subsequence of the loop order); when none exists,
+every order keeping a produced result's axes is a candidate and each discordant input costs
+a linear transposed copy. Among the candidates:
+
+1. **Asymptotic pruning** (``asymptotic.py``, Ahrens–Kjolstad–Amarasinghe §5): each
+   candidate becomes a schedule whose protocols come from the operands' levels (compressed
+   and singleton levels step, dense levels locate; a discordant input's copy keeps the
+   source's level kinds in the loop's order); candidates whose task sets strictly contain
+   another's are dropped. Bounded: the model runs when there are 2 to
+   ``MAX_MODEL_CANDIDATES`` (24) candidates; with more (at most 7! permutations are
+   enumerated, ``MAX_ENUMERATE`` fields; greedy beyond) the estimate alone decides.
+2. **Estimate** among the survivors: an nnz-based count of iteration tasks (the model's
+   sets sized under uniform independence) plus transpose and workspace penalties; ties go
+   to the logical order.
+
+A produced result keeps its axes in logical order. A query's result axes become its loop
+order minus the reduced fields; later reads of it are relabeled to that physical order.
+``loop_order_reports`` recomputes the choice (candidates, survivors, winner) for
+``xp.explain``.
 
 ``concordize`` then materializes, once per (alias, storage order), a copy of each input
 read out of its storage order, stored in the order the consumer needs.
@@ -16,6 +29,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -43,6 +57,7 @@ from lazysparse.optimizer.analysis import (
     nonzero_probability,
     query_parts,
 )
+from lazysparse.optimizer.asymptotic import LOCATE, STEP, undominated
 from lazysparse.optimizer.rewrite import (
     Namer,
     accesses,
@@ -58,6 +73,10 @@ TRANSPOSE_WEIGHT = 4.0
 WORKSPACE_WEIGHT = 1.0
 # at most this many loop fields are searched exhaustively
 MAX_ENUMERATE = 7
+# the asymptotic model prunes at most this many candidate orders (beyond: the estimate alone)
+MAX_MODEL_CANDIDATES = 24
+# survivors listed by ScheduleReport.describe
+MAX_SHOWN = 6
 
 
 def storage_chain(acc: Relabel, info: AliasInfo) -> tuple[Field, ...]:
@@ -112,10 +131,74 @@ def _candidates(fields: tuple[Field, ...], chains: list[tuple[Field, ...]],
     return [tuple(order)]
 
 
-def _pick(body: LogicNode, fields: tuple[Field, ...], outputs: tuple[Field, ...],
-          reduced: tuple[Field, ...], acc_chains: list[tuple[Relabel, tuple[Field, ...]]],
-          is_produced: bool, infos: dict[Alias, AliasInfo]) -> tuple[Field, ...]:
-    """The loop order: concordant if possible, cheapest by the task-count model."""
+@dataclass(frozen=True)
+class ScheduleReport:
+    """How one query's loop order was chosen: how many candidate orders there were, which
+    the asymptotic model kept (all of them when it did not run: one candidate, or more than
+    ``MAX_MODEL_CANDIDATES``), the chosen order and its estimated task count."""
+
+    candidates: int
+    survivors: tuple[tuple[Field, ...], ...]
+    chosen: tuple[Field, ...]
+    estimate: float
+    modeled: bool
+
+    def describe(self, names: dict[Field, str] | None = None) -> str:
+        """``schedules: N candidates, M undominated: <orders>; chosen <order> (…)``, fields
+        renamed by ``names`` (e.g. to the kernel's ``i0, i1, …``)."""
+        def show(order: tuple[Field, ...]) -> str:
+            return ",".join((names or {}).get(f, f.name) for f in order) or "()"
+
+        n = self.candidates
+        head = f"schedules: {n} candidate{'s' if n != 1 else ''}"
+        if self.modeled:
+            shown = " | ".join(show(o) for o in self.survivors[:MAX_SHOWN])
+            more = (f" | … ({len(self.survivors) - MAX_SHOWN} more)"
+                    if len(self.survivors) > MAX_SHOWN else "")
+            head += f", {len(self.survivors)} undominated: {shown}{more}"
+        elif n > MAX_MODEL_CANDIDATES:
+            head += f" (over the model's bound {MAX_MODEL_CANDIDATES}: estimate alone)"
+        return f"{head}; chosen {show(self.chosen)} (estimated tasks {self.estimate:.3g})"
+
+
+def access_protocols(acc: Relabel, info: AliasInfo, order: tuple[Field, ...]
+                     ) -> tuple[str, ...]:
+    """Each mode's protocol when ``order`` reads ``acc``: a dense level locates, any other
+    level steps (a dense alias only locates). A discordant access reads ``concordize``'s
+    copy, whose level kinds follow the source's level positions in the loop's order."""
+    n = len(acc.idxs)
+    if not info.sparse or info.level_kinds is None:
+        return (LOCATE,) * n
+    if subsequence(storage_chain(acc, info), order):
+        kinds, modes = info.level_kinds, info.mode_order
+    else:
+        kinds = _copy_kinds(info)
+        modes = tuple(sorted(range(n), key=lambda m: order.index(acc.idxs[m])))
+    proto = [LOCATE] * n
+    for kind, m in zip(kinds, modes, strict=True):
+        proto[m] = LOCATE if kind == "dense" else STEP
+    return tuple(proto)
+
+
+def _survivors(body: LogicNode, agg: Aggregate | None, cands: list[tuple[Field, ...]],
+               sizes: dict[Field, int], infos: dict[Alias, AliasInfo]
+               ) -> list[tuple[Field, ...]]:
+    """The candidates whose asymptotic task sets are undominated (``asymptotic.py``).
+    Loops of extent 1 cost nothing: the model leaves them out of its orders."""
+    accs = accesses(body)
+    schedules = tuple(
+        (tuple(f for f in o if sizes[f] != 1),
+         tuple(access_protocols(a, infos[a.arg], o) for a in accs))  # type: ignore[index]
+        for o in cands)
+    return [cands[k] for k in undominated(body, agg, infos, schedules)]
+
+
+def _schedule(body: LogicNode, agg: Aggregate | None, fields: tuple[Field, ...],
+              outputs: tuple[Field, ...], reduced: tuple[Field, ...],
+              acc_chains: list[tuple[Relabel, tuple[Field, ...]]], is_produced: bool,
+              infos: dict[Alias, AliasInfo]) -> ScheduleReport:
+    """The loop order: concordant if possible, asymptotically undominated, then cheapest
+    by the task-count estimate."""
     sizes = field_sizes(body, infos)
     for f in fields:
         sizes.setdefault(f, 1)
@@ -143,8 +226,11 @@ def _pick(body: LogicNode, fields: tuple[Field, ...], outputs: tuple[Field, ...]
             c += WORKSPACE_WEIGHT * cost.tasks(frozenset(outputs))
         return c
 
+    modeled = 1 < len(cands) <= MAX_MODEL_CANDIDATES
+    survivors = _survivors(body, agg, cands, sizes, infos) if modeled else cands
     rank = {f: k for k, f in enumerate(natural)}
-    return min(cands, key=lambda o: (total(o), tuple(rank[f] for f in o)))
+    chosen = min(survivors, key=lambda o: (total(o), tuple(rank[f] for f in o)))
+    return ScheduleReport(len(cands), tuple(survivors), chosen, total(chosen), modeled)
 
 
 def _translate_spec(spec: FormatSpec, logical: tuple[Field, ...],
@@ -158,8 +244,9 @@ def _translate_spec(spec: FormatSpec, logical: tuple[Field, ...],
 
 
 def _order_query(rhs: LogicNode, infos: dict[Alias, AliasInfo], is_produced: bool
-                 ) -> tuple[LogicNode, tuple[Field, ...], tuple[Field, ...]]:
-    """(new rhs with its loop order, logical axes, physical axes) of one canonical query."""
+                 ) -> tuple[LogicNode, tuple[Field, ...], tuple[Field, ...], ScheduleReport]:
+    """(new rhs with its loop order, logical axes, physical axes, how the order was chosen)
+    of one canonical query."""
     spec, agg, loop = query_parts(rhs)
     body = loop.arg
     red = tuple(agg.idxs) if agg is not None else ()
@@ -176,19 +263,31 @@ def _order_query(rhs: LogicNode, infos: dict[Alias, AliasInfo], is_produced: boo
     fields = _unique([*loop.idxs, *dropped, *expr_fields(body)])
     acc_chains = [(acc, storage_chain(acc, infos[acc.arg]))  # type: ignore[index]
                   for acc in accesses(body)]
-    order = _pick(body, fields, outputs, red, acc_chains, is_produced, infos)
+    report = _schedule(body, agg, fields, outputs, red, acc_chains, is_produced, infos)
+    order = report.chosen
     physical = tuple(f for f in order if f not in set(red))
     new: LogicNode = Reorder(body, order)
     if agg is not None:
         new = Aggregate(agg.op, agg.init, new, red)
     if spec is not None:
         new = Reformat(Immediate(_translate_spec(spec.val, outputs, physical)), new)
-    return new, outputs, physical
+    return new, outputs, physical, report
 
 
 def choose_loop_orders(plan: Plan) -> Plan:
     """Give every compute query an explicit loop order (see module doc)."""
+    return _choose(plan)[0]
+
+
+def loop_order_reports(plan: Plan) -> dict[Alias, ScheduleReport]:
+    """How ``choose_loop_orders`` chooses each compute query's order on ``plan`` (the plan
+    that pass receives), by the query's alias: recomputed, nothing is stored."""
+    return _choose(plan)[1]
+
+
+def _choose(plan: Plan) -> tuple[Plan, dict[Alias, ScheduleReport]]:
     keep = produced(plan)
+    reports: dict[Alias, ScheduleReport] = {}
     infos: dict[Alias, AliasInfo] = {}
     perms: dict[Alias, tuple[int, ...]] = {}
     out: list[LogicNode] = []
@@ -199,12 +298,12 @@ def choose_loop_orders(plan: Plan) -> Plan:
 
     for body in compute_queries(plan, infos, out):
         rhs = substitute_access(body.rhs, relabel)
-        new, logical, physical = _order_query(rhs, infos, body.lhs in keep)
+        new, logical, physical, reports[body.lhs] = _order_query(rhs, infos, body.lhs in keep)
         if physical != logical:
             perms[body.lhs] = tuple(logical.index(f) for f in physical)
         infos[body.lhs] = computed_info(new, infos)
         out.append(Query(body.lhs, new))
-    return Plan(tuple(out))
+    return Plan(tuple(out)), reports
 
 
 def _copy_kinds(info: AliasInfo) -> tuple[str, ...]:
