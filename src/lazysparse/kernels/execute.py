@@ -403,8 +403,9 @@ def fold_ok(info: KernelInfo, data: QueryData) -> bool:
 
 def reassoc_ok(info: KernelInfo) -> bool:
     """Whether the kernel may let LLVM reassociate float arithmetic: a real float sum of
-    products of same-dtype operands and constants (a contraction; only the summation order
-    changes, as in any BLAS)."""
+    products of same-dtype operands and constants, or ``where`` choosing between such
+    products (a masked contraction: ``where(S != 0, U @ V.T, 0) * S``); only the summation
+    order changes, as in any BLAS."""
     rop = info.reduce_op
     if rop is None or rop.name != "add" or info.acc_dtype.kind != "f":
         return False
@@ -412,9 +413,11 @@ def reassoc_ok(info: KernelInfo) -> bool:
     def products(n: PNode) -> bool:
         if isinstance(n, PAccess | PConst):
             return n.dtype == info.acc_dtype
-        if isinstance(n, PApply):
-            return (n.op.name == "multiply" and n.dtype == info.acc_dtype
-                    and all(products(a) for a in n.args))
+        if isinstance(n, PApply) and n.dtype == info.acc_dtype:
+            if n.op.name == "multiply":
+                return all(products(a) for a in n.args)
+            if n.op.name == "where":  # the condition takes no part in the arithmetic
+                return all(products(a) for a in n.args[1:])
         return False
 
     return products(info.expr)
