@@ -105,6 +105,13 @@ def _zero_length(cache: Path) -> None:
     b_nbc.write_bytes(b"")
 
 
+def _flipped_byte(cache: Path) -> None:
+    a_nbc = _kernel_files(cache, ".nbc")[0]  # a pickle that still loads, with bad machine code
+    data = bytearray(a_nbc.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    a_nbc.write_bytes(bytes(data))
+
+
 def _swap(suffix: str) -> Callable[[Path], None]:
     def swap(cache: Path) -> None:
         a, b = _kernel_files(cache, suffix)
@@ -139,6 +146,7 @@ SCENARIOS = {
     "garbage": Scenario(_garbage, damaged=2, runs=2),
     "truncated": Scenario(_truncated, damaged=2),
     "zero_length": Scenario(_zero_length, damaged=2),
+    "flipped_byte": Scenario(_flipped_byte, damaged=1),
     "swapped_index": Scenario(_swap(".nbi"), damaged=2),
     "swapped_data": Scenario(_swap(".nbc"), damaged=2, runs=2),
     "readonly_empty": Scenario(_readonly_empty, readonly=True),
@@ -198,8 +206,8 @@ def test_populating_run_compiles_and_writes_every_kind_of_file(outcomes):
     _kernel_files(template, ".nbc")
 
 
-@pytest.mark.parametrize("name", ["garbage", "truncated", "zero_length", "swapped_index",
-                                  "swapped_data"])
+@pytest.mark.parametrize("name", ["garbage", "truncated", "zero_length", "flipped_byte",
+                                  "swapped_index", "swapped_data"])
 def test_damaged_entries_are_discarded_and_rebuilt(outcomes, name):
     reports = _reports(outcomes, name)
     first = reports[0]
