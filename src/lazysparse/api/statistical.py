@@ -72,8 +72,9 @@ def _extremum(name: str, fname: str, x: Any, axis: Any, keepdims: bool) -> LazyA
     o = op(name)
     o.check_args(x.dtype, x.dtype)
     if any(x.shape[a] == 0 for a in axes):
-        raise ValueError(f"{fname}: zero-size reduction over axes {axes} of an array of shape "
-                         f"{x.shape} has no identity")
+        # NumPy's wording: Dask recognizes it when it reduces a 0-size meta array
+        raise ValueError(f"{fname}: zero-size array to reduction operation {name} which has "
+                         f"no identity (axes {axes} of an array of shape {x.shape})")
     return lazy_reduce(o, x, axes, keepdims)
 
 
