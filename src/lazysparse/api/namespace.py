@@ -16,9 +16,20 @@ from typing import Any
 
 import numpy as np
 
-from lazysparse.api import creation, data_types, elementwise, indexing, info, interop, manipulation
+from lazysparse.api import (
+    creation,
+    data_types,
+    elementwise,
+    indexing,
+    info,
+    interop,
+    manipulation,
+    numpy_dispatch,
+)
 from lazysparse.api.execution import compute
 from lazysparse.api.lazy_array import CPU, Device, LazyArray
+from lazysparse.api.operands import is_operand
+from lazysparse.logic.operators import OPERATORS
 
 DTYPES = {name: np.dtype(name) for name in (
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -84,3 +95,5 @@ def build_namespace() -> dict[str, Any]:
 
 
 NAMESPACE = build_namespace()
+# np.exp(x), np.sum(x, axis=0), np.concatenate(...) map to these functions
+numpy_dispatch.install(NAMESPACE, OPERATORS, is_operand)
