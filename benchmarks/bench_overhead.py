@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 import lazysparse as xp  # noqa: E402
 from lazysparse.api.execution import build_plan  # noqa: E402
-from lazysparse.optimizer.plan_cache import lookup  # noqa: E402
+from lazysparse.engine.plan_cache import lookup  # noqa: E402
 
 
 def per_call(fn: Callable[[], Any], reps: int) -> float:

@@ -5,35 +5,13 @@ Finch-Logic plan; values are computed when observed or by ``xp.compute``) plus e
 ``asformat``, ``to_scipy``, ``random``, ``compute``, ``clear_cache``.
 """
 
+from lazysparse.api.execution import explain as explain
 from lazysparse.api.namespace import NAMESPACE as _NAMESPACE
+from lazysparse.engine import clear_cache as clear_cache
 
 __version__ = "0.1.0"
 __array_api_version__ = "2024.12"
 
 globals().update(_NAMESPACE)
-
-# LAZYSPARSE_EXECUTOR=compiled (the default): optimizer + generated kernels
-from lazysparse.optimizer.executor import install as _install_compiled  # noqa: E402
-
-_install_compiled()
-
-
-def clear_cache(*args: object, **kwargs: object) -> object:
-    """Drop compiled kernels from the kernel cache (``lazysparse.kernels.clear_cache``) and
-    the optimized plans cached by structure."""
-    from lazysparse.kernels import clear_cache as _clear
-    from lazysparse.optimizer.plan_cache import clear_plan_cache
-
-    clear_plan_cache()
-    return _clear(*args, **kwargs)
-
-
-def explain(*arrays: object) -> object:
-    """How computing ``arrays`` together would run: the optimized plan, each kernel's loop
-    order, formats and generated source (``lazysparse.optimizer.explain``)."""
-    from lazysparse.optimizer import explain as _explain
-
-    return _explain(*arrays)
-
 
 __all__ = sorted([*_NAMESPACE, "clear_cache", "explain", "__array_api_version__"])

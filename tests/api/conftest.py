@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from lazysparse.api import execution
+from lazysparse.engine import executors
 
 
 @pytest.fixture
 def count_executions(monkeypatch: pytest.MonkeyPatch) -> list[object]:
     """Wraps the executor: the returned list gets one entry (the plan) per execution."""
     calls: list[object] = []
-    real = execution.get_executor
+    real = executors.get_executor
 
     def counting() -> object:
         inner = real()
@@ -22,5 +22,5 @@ def count_executions(monkeypatch: pytest.MonkeyPatch) -> list[object]:
 
         return run
 
-    monkeypatch.setattr(execution, "get_executor", counting)
+    monkeypatch.setattr(executors, "get_executor", counting)
     return calls

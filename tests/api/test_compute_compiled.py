@@ -11,11 +11,7 @@ import numpy as np
 import pytest
 
 import lazysparse as xp
-from lazysparse.api import execution
 from tests.api.compute_helpers import lazy
-
-pytestmark = pytest.mark.skipif(
-    "compiled" not in execution._EXECUTORS, reason="the compiled executor is not installed")
 
 _rng = np.random.default_rng(0)
 a = _rng.standard_normal((12, 9))

@@ -9,8 +9,8 @@ import pytest
 import scipy.sparse as sp
 
 import lazysparse as xp
+from lazysparse.engine import plan_cache
 from lazysparse.kernels import program
-from lazysparse.optimizer import plan_cache
 
 
 @pytest.fixture(autouse=True)

@@ -1,4 +1,5 @@
-"""The api -> optimizer -> kernels wiring: the ``compiled`` executor and ``xp.explain``."""
+"""The api -> engine -> optimizer -> kernels wiring: the ``compiled`` executor and
+``xp.explain``."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ import pytest
 import scipy.sparse as sp
 
 import lazysparse as xp
-from lazysparse.api import execution
-from lazysparse.optimizer import compiled_executor
+from lazysparse import engine
+from lazysparse.engine import compiled_executor
 
 
 def _csr(n: int, m: int, density: float, seed: int) -> sp.csr_array:
@@ -17,10 +18,15 @@ def _csr(n: int, m: int, density: float, seed: int) -> sp.csr_array:
 
 def test_compiled_is_the_default_executor(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("LAZYSPARSE_EXECUTOR", raising=False)
-    assert execution.default_executor_name() == "compiled"
-    assert execution.get_executor() is compiled_executor
+    assert engine.DEFAULT_EXECUTOR == "compiled"
+    assert engine.get_executor() is compiled_executor
+    assert engine.executor_for("cpu") is compiled_executor
     monkeypatch.setenv("LAZYSPARSE_EXECUTOR", "reference")
-    assert execution.get_executor() is not compiled_executor
+    assert engine.get_executor() is engine.reference_executor
+    assert engine.executor_for("cuda") is engine.cuda_executor  # whatever the variable says
+    monkeypatch.setenv("LAZYSPARSE_EXECUTOR", "nope")
+    with pytest.raises(ValueError, match="not an executor"):
+        engine.get_executor()
 
 
 def test_structural_cases_through_the_namespace(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -55,9 +61,7 @@ def test_xp_explain_reports_gustavson() -> None:
 
 
 def test_explain_rejects_non_arrays() -> None:
-    from lazysparse.optimizer import explain
-
     with pytest.raises(TypeError, match="lazysparse arrays"):
-        explain(np.ones(3))
+        xp.explain(np.ones(3))
     with pytest.raises(TypeError, match="at least one"):
-        explain()
+        xp.explain()

@@ -1,4 +1,4 @@
-"""optimizer.plan_cache: a repeated expression reuses its optimized plan, with the new call's
+"""engine.plan_cache: a repeated expression reuses its optimized plan, with the new call's
 data and never the old one's (constants, shapes, aliasing and densities are in the key)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 import scipy.sparse as sp
 
 import lazysparse as xp
-from lazysparse.optimizer import plan_cache
+from lazysparse.engine import plan_cache
 
 
 @pytest.fixture(autouse=True)

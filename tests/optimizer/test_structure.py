@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from lazysparse.engine import explain_plan
 from lazysparse.formats import Tensor
 from lazysparse.logic.nodes import Aggregate, Alias, Plan, Query, Reformat, Table
-from lazysparse.optimizer import explain, optimize
+from lazysparse.optimizer import optimize
 from lazysparse.optimizer.analysis import query_parts
 from lazysparse.optimizer.rewrite import accesses
 from tests.optimizer.normal_form_check import assert_normal_form
@@ -144,7 +145,7 @@ def test_shared_subexpression_is_not_lifted_twice() -> None:
 
 def test_explain_lists_kernels_with_loop_order_format_and_source() -> None:
     a, b = sparse(400, 400, 0.005, 13), sparse(400, 400, 0.005, 14)
-    e = explain(plan_of(matmul(leaf(a), leaf(b))))
+    e = explain_plan(plan_of(matmul(leaf(a), leaf(b))))
     (k,) = e.kernels
     assert len(k.loop_order) == 3 and k.output_format.name == "csr"
     assert len(k.inputs) == 2 and "def " in k.source

@@ -1,38 +1,34 @@
-"""Turning lazy arrays into results: plan assembly, executor choice, memoization.
+"""Turning lazy arrays into results: plan assembly, memoization, ``explain``.
 
 ``compute(*arrays)`` puts every requested array into one ``Plan`` (so shared subexpressions
-run once), hands it to the executor chosen by ``LAZYSPARSE_EXECUTOR``, and stores each result
-on its array, so a later plan uses the stored tensor instead of recomputing it.
+run once), hands it to the engine's executor for the arrays' device (``engine.executor_for``:
+``LAZYSPARSE_EXECUTOR`` picks the cpu's), and stores each result on its array, so a later
+plan uses the stored tensor instead of recomputing it.
 """
 
 from __future__ import annotations
 
-import os
 import weakref
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from lazysparse.engine import Explanation, executor_for, explain_plan
 from lazysparse.logic.nodes import (
-    Aggregate,
     Alias,
     Immediate,
     LogicNode,
-    MapJoin,
     Plan,
     Produces,
     Query,
     Reformat,
     Relabel,
-    Reorder,
     Subquery,
     Table,
 )
+from lazysparse.logic.traversal import prewalk
 
 if TYPE_CHECKING:
     from lazysparse.api.lazy_array import LazyArray
     from lazysparse.formats import Tensor
-
-Executor = Callable[[Plan], "tuple[Tensor, ...]"]
 
 # Computed arrays by the alias of their subquery, held only while the LazyArray lives
 # (its ``result`` is the memoized tensor; Tensors themselves take no weak references).
@@ -47,74 +43,21 @@ def memoized(alias: Alias) -> Tensor | None:
     return arr.result
 
 
-def reference_executor(plan: Plan) -> tuple[Tensor, ...]:
-    """Run ``plan`` with the dense NumPy reference interpreter (the oracle)."""
-    from lazysparse.logic import interpret
-
-    return interpret(plan)
-
-
-_EXECUTORS: dict[str, Callable[[], Executor]] = {
-    "reference": lambda: reference_executor,
-}
-
-
-def register_executor(name: str, factory: Callable[[], Executor]) -> None:
-    """Make ``LAZYSPARSE_EXECUTOR=name`` select the executor ``factory()`` returns."""
-    _EXECUTORS[name] = factory
-
-
-def default_executor_name() -> str:
-    """The default executor: the compiled path when installed, else the reference one."""
-    return "compiled" if "compiled" in _EXECUTORS else "reference"
-
-
-def get_executor() -> Executor:
-    """The executor named by ``LAZYSPARSE_EXECUTOR`` (default: compiled when available)."""
-    name = os.environ.get("LAZYSPARSE_EXECUTOR", "").strip().lower() or default_executor_name()
-    try:
-        factory = _EXECUTORS[name]
-    except KeyError:
-        raise ValueError(
-            f"LAZYSPARSE_EXECUTOR={name!r} is not an executor; choose one of {sorted(_EXECUTORS)}"
-        ) from None
-    return factory()
-
-
 def substitute_memoized(node: LogicNode, cache: dict[int, LogicNode] | None = None) -> LogicNode:
-    """Replace every subquery whose result is memoized by a ``Table`` of that result."""
-    if cache is None:
-        cache = {}
-    key = id(node)
-    if key in cache:
-        return cache[key]
-    out: LogicNode
-    match node:
-        case Subquery(lhs=lhs, arg=arg):
-            memo = memoized(lhs)
-            if memo is not None and not isinstance(arg, Table):
-                from lazysparse.api.building import fresh_fields
+    """Replace every subquery whose result is memoized by a ``Table`` of that result
+    (``cache``: the rewritten nodes by id, shared by the arrays of one plan)."""
+    return prewalk(node, _memoized_table, cache)
 
-                out = Subquery(lhs, Table(Immediate(memo), fresh_fields(memo.ndim)))
-            else:
-                new_arg = substitute_memoized(arg, cache)
-                out = node if new_arg is arg else Subquery(lhs, new_arg)
-        case MapJoin(op=op, args=args):
-            new_args = tuple(substitute_memoized(a, cache) for a in args)
-            out = node if new_args == args else MapJoin(op, new_args)
-        case Aggregate(op=op, init=init, arg=arg, idxs=idxs):
-            new = substitute_memoized(arg, cache)
-            out = node if new is arg else Aggregate(op, init, new, idxs)
-        case Reorder(arg=arg, idxs=idxs) | Relabel(arg=arg, idxs=idxs):
-            new = substitute_memoized(arg, cache)
-            out = node if new is arg else type(node)(new, idxs)
-        case Reformat(tns=tns, arg=arg):
-            new = substitute_memoized(arg, cache)
-            out = node if new is arg else Reformat(tns, new)
-        case _:
-            out = node
-    cache[key] = out
-    return out
+
+def _memoized_table(node: LogicNode) -> LogicNode | None:
+    """A ``Table`` of ``node``'s memoized result when it is a computed subquery, else None."""
+    if isinstance(node, Subquery) and not isinstance(node.arg, Table):
+        memo = memoized(node.lhs)
+        if memo is not None:
+            from lazysparse.api.building import fresh_fields
+
+            return Subquery(node.lhs, Table(Immediate(memo), fresh_fields(memo.ndim)))
+    return None
 
 
 def build_plan(arrays: tuple[LazyArray, ...]) -> Plan:
@@ -134,38 +77,6 @@ def build_plan(arrays: tuple[LazyArray, ...]) -> Plan:
         queries.append(Query(out, rhs))
         outs.append(out)
     return Plan((*queries, Produces(tuple(outs))))
-
-
-def _inputs_to_device(plan: Plan) -> Plan:
-    """``plan`` (normal form) with host tensors it reads copied to the GPU: constants the
-    api made on the host for a cuda expression (e.g. ``broadcast_to``'s extent); arrays of
-    the user were checked to share one device when the expression was built."""
-    from lazysparse.api.lazy_array import is_device_tensor
-    from lazysparse.kernels.cuda.device import to_cuda
-
-    bodies = []
-    for body in plan.bodies:
-        match body:
-            case Query(lhs=lhs, rhs=Table(tns=Immediate(val=t), idxs=idxs)) if (
-                    not is_device_tensor(t)):
-                body = Query(lhs, Table(Immediate(to_cuda(t)), idxs))
-        bodies.append(body)
-    return Plan(tuple(bodies))
-
-
-def cuda_executor(plan: Plan) -> tuple[Tensor, ...]:
-    """Run ``plan`` on the GPU: optimize, move host constants to the device, execute with
-    the CUDA backend (``kernels.cuda.runtime``); results are ``DeviceTensor`` s."""
-    from lazysparse.kernels.cuda.runtime import execute_plan_cuda
-    from lazysparse.optimizer import optimize
-
-    return execute_plan_cuda(_inputs_to_device(optimize(plan, device="cuda")))
-
-
-def executor_for(device_name: str) -> Executor:
-    """The executor of plans over arrays on ``device_name``: ``LAZYSPARSE_EXECUTOR``'s for
-    the cpu, the CUDA backend for ``"cuda"``."""
-    return cuda_executor if device_name == "cuda" else get_executor()
 
 
 def compute(*arrays: LazyArray) -> LazyArray | tuple[LazyArray, ...]:
@@ -196,6 +107,20 @@ def compute(*arrays: LazyArray) -> LazyArray | tuple[LazyArray, ...]:
         for a, tensor in zip(todo, results, strict=True):
             a.set_result(tensor)
     return arrays[0] if len(arrays) == 1 else arrays
+
+
+def explain(*arrays: Any) -> Explanation:
+    """``xp.explain(*arrays)``: how computing ``arrays`` together would run (a Plan works too)."""
+    if len(arrays) == 1 and isinstance(arrays[0], Plan):
+        return explain_plan(arrays[0])
+    from lazysparse.api.lazy_array import LazyArray
+
+    for a in arrays:
+        if not isinstance(a, LazyArray):
+            raise TypeError(f"explain takes lazysparse arrays, got {type(a).__name__}")
+    if not arrays:
+        raise TypeError("explain needs at least one array")
+    return explain_plan(build_plan(tuple(arrays)))
 
 
 def memoize(alias: Alias, array: LazyArray) -> None:

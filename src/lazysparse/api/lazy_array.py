@@ -17,6 +17,7 @@ import numpy as np
 
 from lazysparse.api import execution
 from lazysparse.logic.nodes import Aggregate, Alias, Immediate, Relabel, Reorder, Subquery, Table
+from lazysparse.logic.traversal import walk
 
 if TYPE_CHECKING:
     from lazysparse.formats import FormatSpec, Tensor
@@ -100,8 +101,6 @@ def held_reductions(arrays: tuple[LazyArray, ...]) -> tuple[LazyArray, ...]:
     input of those histories (never an ``n × n`` product of a sparse mask). A compute
     materializes them too, so a later plan reads them instead of running them again;
     temporaries of an expression are gone by then and stay fused."""
-    from lazysparse.optimizer.rewrite import walk
-
     todo = {id(a) for a in arrays}
     found: dict[int, LazyArray] = {}
     largest = 0

@@ -34,6 +34,8 @@ from lazysparse.logic.nodes import (
 )
 from lazysparse.logic.normal_form import epilogue_aggregate, replace_epilogue_aggregate
 from lazysparse.logic.operators import Operator, aggregate_dtype, aggregate_fill, mapjoin_fill
+from lazysparse.logic.traversal import walk
+from lazysparse.optimizer.rewrite import accesses
 
 INDEX_DTYPE = np.dtype("int64")
 # a result whose estimated density exceeds this is stored dense
@@ -121,8 +123,6 @@ def field_sizes(expr: LogicNode, infos: dict[Alias, AliasInfo]) -> dict[Field, i
 
 
 def _nodes(expr: LogicNode) -> list[LogicNode]:
-    from lazysparse.optimizer.rewrite import walk
-
     return list(walk(expr))
 
 
@@ -451,8 +451,6 @@ def check_dense_result(rhs: LogicNode, infos: dict[Alias, AliasInfo],
     """DensifyError when a canonical query's all-dense result passes the densify limit and
     no dense operand is as large (the result would densify sparse data behind the user's
     back); a result no larger than some dense operand densifies nothing not already dense."""
-    from lazysparse.optimizer.rewrite import accesses
-
     _, agg, loop = query_parts(rhs)
     axes = result_axes(rhs)
     limit = get_densify_limit()
@@ -490,8 +488,6 @@ def computed_info(rhs: LogicNode, infos: dict[Alias, AliasInfo]) -> AliasInfo:
     The storage is the Reformat's spec when present, else the predicted format. Cached on
     the query and the facts of the aliases it reads (passes recompute it often).
     """
-    from lazysparse.optimizer.rewrite import accesses
-
     deps = tuple(sorted({(a.arg.name, infos[a.arg]) for a in accesses(rhs)},  # type: ignore[union-attr]
                         key=lambda t: t[0]))
     try:

@@ -23,7 +23,8 @@ from lazysparse.logic.nodes import (
     Subquery,
     Table,
 )
-from lazysparse.optimizer.rewrite import Namer, map_children
+from lazysparse.logic.traversal import map_children
+from lazysparse.optimizer.rewrite import Namer
 
 
 def lift_subqueries(plan: Plan) -> Plan:

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from functools import reduce
 
 from lazysparse.logic.nodes import Plan
+from lazysparse.logic.normal_form import check_normal_form
 from lazysparse.optimizer.epilogue import fuse_epilogues
 from lazysparse.optimizer.formats import choose_formats, normal_form
 from lazysparse.optimizer.fuse import fuse_aggregates
@@ -64,13 +65,5 @@ def optimize(plan: Plan, device: str = "cpu") -> Plan:
     if device not in ("cpu", "cuda"):
         raise ValueError(f"optimize: unknown device {device!r} (expected 'cpu' or 'cuda')")
     out = run_passes(plan, passes_for(device))
-    _check(out)
+    check_normal_form(out)
     return out
-
-
-def _check(plan: Plan) -> None:
-    try:
-        from lazysparse.logic.normal_form import check_normal_form
-    except ImportError:  # the logic stage's checker is not installed yet
-        return
-    check_normal_form(plan)

@@ -28,7 +28,8 @@ from lazysparse.logic.nodes import (
     Reorder,
     Table,
 )
-from lazysparse.optimizer.rewrite import Namer, postwalk
+from lazysparse.logic.traversal import postwalk, walk
+from lazysparse.optimizer.rewrite import Namer
 
 
 def leafify(expr: LogicNode, env: dict[Field, Field], namer: Namer,
@@ -93,8 +94,6 @@ def canonical_rhs(rhs: LogicNode, namer: Namer) -> LogicNode:
 
 
 def _pointwise_nodes(expr: LogicNode) -> list[LogicNode]:
-    from lazysparse.optimizer.rewrite import walk
-
     return list(walk(expr))
 
 

@@ -220,14 +220,6 @@ def execute_plan_cuda(plan: Plan, *, strategy: str | None = None,
     raise ValueError("plan has no Produces statement")
 
 
-def cuda_executor(plan: Plan) -> tuple[DeviceTensor, ...]:
-    """The api's executor for plans whose inputs are on device ``cuda``: optimize, then run
-    on the GPU (the counterpart of ``optimizer.compiled_executor``)."""
-    from lazysparse.optimizer import optimize
-
-    return execute_plan_cuda(optimize(plan, device="cuda"))
-
-
 def clear_cache() -> None:
     """Forget compiled modules (CuPy's own disk cache stays)."""
     with _LOCK:
@@ -235,5 +227,5 @@ def clear_cache() -> None:
 
 
 __all__ = ["STATS", "assemble_device", "choose_strategy", "choose_workspace", "clear_cache",
-           "compile_program", "cuda_executor", "execute_plan_cuda", "launch_args",
-           "max_chunks", "run_on_host", "run_program", "run_query_cuda"]
+           "compile_program", "execute_plan_cuda", "launch_args", "max_chunks", "run_on_host",
+           "run_program", "run_query_cuda"]

@@ -1,4 +1,5 @@
-"""``explain``: the plan before and after optimization, and each kernel it runs.
+"""``explain``: the plan before and after optimization, and each kernel it runs (the
+optimizer's plan and loop-order reports, the kernels' generated source).
 
 Nothing is computed: intermediate results are stood in for by empty tensors of their
 chosen format, which is all code generation looks at.
@@ -12,16 +13,10 @@ from typing import Any
 import numpy as np
 
 from lazysparse.formats import Compressed, Dense, FormatSpec, Singleton, Tensor
-from lazysparse.logic.nodes import Alias, Field, MapJoin, Plan, Query, Reformat, Table
-from lazysparse.optimizer.analysis import plan_infos, query_parts
-from lazysparse.optimizer.formats import normal_form
-from lazysparse.optimizer.loop_order import (
-    ScheduleReport,
-    choose_loop_orders,
-    loop_order_reports,
-)
-from lazysparse.optimizer.pipeline import PASSES, optimize, run_passes
-from lazysparse.optimizer.rewrite import accesses, produced
+from lazysparse.logic.nodes import Alias, Plan, Query, Reformat, Table
+from lazysparse.optimizer.analysis import plan_infos
+from lazysparse.optimizer.pipeline import optimize
+from lazysparse.optimizer.reports import schedule_reports
 
 
 @dataclass(frozen=True)
@@ -57,7 +52,7 @@ class Explanation:
     kernels: tuple[KernelExplanation, ...]
 
     def __str__(self) -> str:
-        parts = ["== plan ==", _show(self.before), "== optimized plan ==", _show(self.after),
+        parts = ["== plan ==", str(self.before), "== optimized plan ==", str(self.after),
                  f"== {len(self.kernels)} kernel(s) =="]
         parts += [str(k) for k in self.kernels]
         return "\n".join(parts)
@@ -71,13 +66,6 @@ class Explanation:
 def _indent(text: str, n: int) -> str:
     pad = " " * n
     return "\n".join(pad + line for line in text.splitlines())
-
-
-def _show(plan: Plan) -> str:
-    try:
-        return str(plan)
-    except ImportError:  # the logic printer is not installed yet
-        return repr(plan)
 
 
 def placeholder(shape: tuple[int, ...], spec: FormatSpec, dtype: Any, fill: Any) -> Tensor:
@@ -102,7 +90,7 @@ def placeholder(shape: tuple[int, ...], spec: FormatSpec, dtype: Any, fill: Any)
 
 def explain_plan(plan: Plan) -> Explanation:
     """Optimize ``plan`` and describe every kernel of the result."""
-    from lazysparse.kernels import compile_query
+    from lazysparse.kernels import compile_query  # the backend loads on first use
 
     after = optimize(plan)
     schedules = schedule_reports(plan)
@@ -130,69 +118,3 @@ def explain_plan(plan: Plan) -> Explanation:
         env[body.lhs] = placeholder(info.shape, spec, k.info.out_dtype, info.fill
                                     if info.fill is not None else 0)
     return Explanation(plan, after, tuple(kernels))
-
-
-def schedule_reports(plan: Plan) -> dict[Alias, tuple[ScheduleReport, dict[Field, str]]]:
-    """For each kernel of ``optimize(plan)`` (by its final alias), how its loop order was
-    chosen, and the names the kernel gives the report's fields.
-
-    Recomputed: the passes run up to ``choose_loop_orders``, whose reports
-    (``loop_order_reports``) are followed through the later passes to the final names. A
-    kernel with a fused epilogue shows the report of the aggregate it absorbed; a copy that
-    ``concordize`` inserted has none."""
-    at, nf = PASSES.index(choose_loop_orders), PASSES.index(normal_form)
-    pre = run_passes(plan, PASSES[:at])
-    reports = loop_order_reports(pre)
-    mid = run_passes(pre, PASSES[at:nf])
-    queries = {q.lhs: q for q in pre.bodies if isinstance(q, Query)}
-    kept = {q.lhs for q in mid.bodies if isinstance(q, Query)}
-    out: dict[Alias, tuple[ScheduleReport, dict[Field, str]]] = {}
-    for lhs, final in _final_names(mid).items():
-        q = next(b for b in mid.bodies if isinstance(b, Query) and b.lhs == lhs)
-        if isinstance(q.rhs, Table):
-            continue
-        report = _report_of(q, queries, reports, kept)
-        if report is not None:
-            _, _, loop = query_parts(q.rhs)
-            out[final] = (report, {f: f"i{k}" for k, f in enumerate(loop.idxs)})
-    return out
-
-
-def _report_of(q: Query, queries: dict[Alias, Query], reports: dict[Alias, ScheduleReport],
-               kept: set[Alias]) -> ScheduleReport | None:
-    """``q``'s own report, or for a fused epilogue the report of the aggregate it read."""
-    rhs = q.rhs.arg if isinstance(q.rhs, Reformat) else q.rhs
-    if isinstance(rhs, MapJoin) and q.lhs in queries:
-        fused = [a.arg for a in accesses(queries[q.lhs].rhs)
-                 if a.arg in reports and a.arg not in kept]
-        if len(fused) == 1:
-            return reports[fused[0]]  # type: ignore[index]
-    return reports.get(q.lhs)
-
-
-def _final_names(plan: Plan) -> dict[Alias, Alias]:
-    """The alias ``normal_form`` gives each query of ``plan`` it keeps (inputs first, then
-    the others, in order; queries nothing produced reads are dropped)."""
-    needed = produced(plan)
-    for body in reversed(plan.bodies):
-        if isinstance(body, Query) and body.lhs in needed:
-            needed.update(a.arg for a in accesses(body.rhs))  # type: ignore[misc]
-    qs = [b for b in plan.bodies if isinstance(b, Query) and b.lhs in needed]
-    order = ([q for q in qs if isinstance(q.rhs, Table)]
-             + [q for q in qs if not isinstance(q.rhs, Table)])
-    return {q.lhs: Alias(f"A{k}") for k, q in enumerate(order)}
-
-
-def explain(*arrays: Any) -> Explanation:
-    """``xp.explain(*arrays)``: how computing ``arrays`` together would run (a Plan works too)."""
-    if len(arrays) == 1 and isinstance(arrays[0], Plan):
-        return explain_plan(arrays[0])
-    from lazysparse.api.execution import build_plan
-    from lazysparse.api.lazy_array import LazyArray
-
-    for a in arrays:
-        if not isinstance(a, LazyArray):
-            raise TypeError(f"explain takes lazysparse arrays, got {type(a).__name__}")
-    if not arrays:
-        raise TypeError("explain needs at least one array")
-    return explain_plan(build_plan(tuple(arrays)))

@@ -1,10 +1,11 @@
 """Optimized plans cached by structure, so a repeated expression skips the optimizer.
 
-The key is everything the passes decide on: the plan's structural key, the *class* of each
-scalar constant (its kind and whether it is 0, 1, -1, NaN, ±inf, an integer extreme, or
-else its sign: the values operator algebra treats specially), each input's shape and
-density bucket (the optimizer's nnz estimates), which inputs are the same object, and the
-densify limit. A fully dense input's fill value is left out: no decision reads it, and
+The key is everything the passes decide on: the device whose passes run (``cpu`` and
+``cuda`` differ: ``optimizer.pipeline.passes_for``), the plan's structural key, the
+*class* of each scalar constant (its kind and whether it is 0, 1, -1, NaN, ±inf, an integer
+extreme, or else its sign: the values operator algebra treats specially), each input's
+shape and density bucket (the optimizer's nnz estimates), which inputs are the same object,
+and the densify limit. A fully dense input's fill value is left out: no decision reads it, and
 dense iterates whose fill drifts with constants (``r + beta * p``) must share one plan.
 
 The cached plan keeps no data and no constant values: its input tables hold ``_Slot``
@@ -42,8 +43,8 @@ from lazysparse.logic.structural_key import (
     key_data_and_parameter_nodes,
     scalar_kind,
 )
+from lazysparse.logic.traversal import map_children, prewalk, walk
 from lazysparse.optimizer.pipeline import optimize
-from lazysparse.optimizer.rewrite import map_children, walk
 
 CAPACITY = 512
 
@@ -75,6 +76,11 @@ class CachedPlan:
     def fill(self, inputs: list[Any], params: tuple[Any, ...]) -> Plan:
         """The optimized plan of a call with ``inputs`` and ``params``."""
         return _fill(self.template, self.slots, inputs, params)
+
+    def plan(self, inputs: list[Any], params: tuple[Any, ...]) -> Plan:
+        """The optimized plan to run: filled from the call when cached, else the plan
+        itself."""
+        return self.fill(inputs, params) if self.cached else self.template
 
 
 class _HashedKey:
@@ -219,12 +225,10 @@ def _template(opt: Plan, inputs: list[Any], nodes: tuple[Immediate, ...],
 
 def _fill(template: Plan, slots: frozenset[int], inputs: list[Any],
           params: tuple[Any, ...]) -> Plan:
-    def param(n: LogicNode) -> LogicNode:
+    def param(n: LogicNode) -> LogicNode | None:
         if isinstance(n, Immediate) and isinstance(n.val, _Param):
             return Immediate(params[n.val.index])
-        if isinstance(n, Immediate | Table):
-            return n
-        return map_children(n, param)
+        return n if isinstance(n, Immediate | Table) else None
 
     bodies = []
     for j, body in enumerate(template.bodies):
@@ -233,21 +237,21 @@ def _fill(template: Plan, slots: frozenset[int], inputs: list[Any],
             slot = body.rhs.tns.val
             body = Query(body.lhs, Table(Immediate(inputs[slot.index]), body.rhs.idxs))
         elif isinstance(body, Query):
-            body = param(body)
+            body = prewalk(body, param)
         bodies.append(body)
     return Plan(tuple(bodies))
 
 
-def lookup(plan: Plan) -> tuple[CachedPlan, list[Any], tuple[Any, ...]]:
-    """The optimized form of ``plan`` from the cache (optimizing it on a miss), the plan's
-    inputs and its parameter values. An entry that could not be cached (``cached`` False)
-    holds the optimized plan itself, with no slots or parameters."""
+def lookup(plan: Plan, device: str = "cpu") -> tuple[CachedPlan, list[Any], tuple[Any, ...]]:
+    """The form of ``plan`` optimized for ``device`` from the cache (optimizing it on a
+    miss), the plan's inputs and its parameter values. An entry that could not be cached
+    (``cached`` False) holds the optimized plan itself, with no slots or parameters."""
     try:
         raw, inputs, nodes = plan_key(plan)
-        key: Any = _HashedKey(raw)
+        key: Any = _HashedKey((device, raw))
     except TypeError:  # an unhashable constant: optimize without caching
         STATS["uncacheable"] += 1
-        return CachedPlan(optimize(plan), frozenset(), cached=False), [], ()
+        return CachedPlan(optimize(plan, device), frozenset(), cached=False), [], ()
     params = tuple(n.val for n in nodes)
     by_value = False
     with _LOCK:
@@ -262,7 +266,7 @@ def lookup(plan: Plan) -> tuple[CachedPlan, list[Any], tuple[Any, ...]]:
         STATS["hits"] += 1
         return hit, inputs, params
     STATS["misses"] += 1
-    opt = optimize(plan)
+    opt = optimize(plan, device)
     entry = _template(opt, inputs, nodes, by_value)
     if entry is None and not by_value:
         # a constant the optimizer made itself: cache this shape under constant values
@@ -279,12 +283,6 @@ def lookup(plan: Plan) -> tuple[CachedPlan, list[Any], tuple[Any, ...]]:
         while len(_CACHE) > CAPACITY:
             _CACHE.popitem(last=False)
     return entry, inputs, params
-
-
-def optimize_cached(plan: Plan) -> Plan:
-    """``optimize(plan)``, from the cache when a plan of the same structure was optimized."""
-    entry, inputs, params = lookup(plan)
-    return entry.fill(inputs, params) if entry.cached else entry.template
 
 
 def clear_plan_cache() -> None:

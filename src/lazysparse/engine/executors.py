@@ -1,0 +1,95 @@
+"""Executors: what runs a plan the api built, picked by device and ``LAZYSPARSE_EXECUTOR``.
+
+:func:`executor_for` is the one place an executor is chosen: plans over ``cuda`` arrays run
+on the CUDA backend, ``cpu`` plans on the executor ``LAZYSPARSE_EXECUTOR`` names:
+``compiled`` (the default: optimizer, then generated Numba kernels) or ``reference`` (the
+dense NumPy interpreter, the oracle). Both compiled paths look their optimized plan up in
+the plan cache (``engine.plan_cache``) under their device's passes. The kernels are imported
+on first use, so ``import lazysparse`` loads no backend.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from lazysparse.engine.plan_cache import lookup
+from lazysparse.logic.interpreter import interpret
+from lazysparse.logic.nodes import Immediate, Plan, Query, Table
+
+if TYPE_CHECKING:
+    from lazysparse.formats import Tensor
+
+Executor = Callable[[Plan], "tuple[Tensor, ...]"]
+
+DEFAULT_EXECUTOR = "compiled"
+
+
+def reference_executor(plan: Plan) -> tuple[Tensor, ...]:
+    """Run ``plan`` with the dense NumPy reference interpreter (the oracle)."""
+    return interpret(plan)
+
+
+def compiled_executor(plan: Plan) -> tuple[Tensor, ...]:
+    """Run ``plan`` through the optimizer (cached by structure) and the generated kernels;
+    a plan of a shape seen before runs its cached program (``kernels.program``)."""
+    from lazysparse.kernels.program import run_cached  # the backend loads on first use
+
+    entry, inputs, params = lookup(plan)
+    return run_cached(entry, inputs, params)
+
+
+def cuda_executor(plan: Plan) -> tuple[Tensor, ...]:
+    """Run ``plan`` on the GPU: its cached ``cuda`` optimization, host constants moved to
+    the device, the CUDA backend (``kernels.cuda.runtime``); results are ``DeviceTensor`` s."""
+    from lazysparse.kernels.cuda.runtime import execute_plan_cuda  # imports no CuPy
+
+    entry, inputs, params = lookup(plan, "cuda")
+    return execute_plan_cuda(_inputs_to_device(entry.plan(inputs, params)))
+
+
+def _inputs_to_device(plan: Plan) -> Plan:
+    """``plan`` (normal form) with host tensors it reads copied to the GPU: constants the
+    api made on the host for a cuda expression (e.g. ``broadcast_to``'s extent); arrays of
+    the user were checked to share one device when the expression was built."""
+    from lazysparse.kernels.cuda.device import DeviceTensor, to_cuda
+
+    bodies = []
+    for body in plan.bodies:
+        match body:
+            case Query(lhs=lhs, rhs=Table(tns=Immediate(val=t), idxs=idxs)) if (
+                    not isinstance(t, DeviceTensor)):
+                body = Query(lhs, Table(Immediate(to_cuda(t)), idxs))
+        bodies.append(body)
+    return Plan(tuple(bodies))
+
+
+_EXECUTORS: dict[str, Executor] = {
+    "reference": reference_executor,
+    "compiled": compiled_executor,
+}
+_DEVICE_EXECUTORS: dict[str, Executor] = {"cuda": cuda_executor}
+
+
+def register_executor(name: str, executor: Executor) -> None:
+    """Make ``LAZYSPARSE_EXECUTOR=name`` select ``executor`` for cpu plans."""
+    _EXECUTORS[name] = executor
+
+
+def get_executor() -> Executor:
+    """The cpu executor named by ``LAZYSPARSE_EXECUTOR`` (default: ``compiled``)."""
+    name = os.environ.get("LAZYSPARSE_EXECUTOR", "").strip().lower() or DEFAULT_EXECUTOR
+    try:
+        return _EXECUTORS[name]
+    except KeyError:
+        raise ValueError(
+            f"LAZYSPARSE_EXECUTOR={name!r} is not an executor; choose one of {sorted(_EXECUTORS)}"
+        ) from None
+
+
+def executor_for(device_name: str) -> Executor:
+    """The executor of plans over arrays on ``device_name``: the device's backend when it
+    has its own (``cuda``), else ``LAZYSPARSE_EXECUTOR``'s."""
+    executor = _DEVICE_EXECUTORS.get(device_name)
+    return executor if executor is not None else get_executor()

@@ -1,0 +1,71 @@
+"""How the optimizer chose each kernel's loop order, named as in the final plan (what
+``xp.explain`` prints per kernel).
+
+Recomputed rather than recorded: the passes are pure, so running them again up to
+``choose_loop_orders`` reproduces its reports, which are then followed through the later
+passes to the kernels' final aliases.
+"""
+
+from __future__ import annotations
+
+from lazysparse.logic.nodes import Alias, Field, MapJoin, Plan, Query, Reformat, Table
+from lazysparse.optimizer.analysis import query_parts
+from lazysparse.optimizer.formats import normal_form
+from lazysparse.optimizer.loop_order import (
+    ScheduleReport,
+    choose_loop_orders,
+    loop_order_reports,
+)
+from lazysparse.optimizer.pipeline import PASSES, run_passes
+from lazysparse.optimizer.rewrite import accesses, produced
+
+
+def schedule_reports(plan: Plan) -> dict[Alias, tuple[ScheduleReport, dict[Field, str]]]:
+    """For each kernel of ``optimize(plan)`` (by its final alias), how its loop order was
+    chosen, and the names the kernel gives the report's fields.
+
+    Recomputed: the passes run up to ``choose_loop_orders``, whose reports
+    (``loop_order_reports``) are followed through the later passes to the final names. A
+    kernel with a fused epilogue shows the report of the aggregate it absorbed; a copy that
+    ``concordize`` inserted has none."""
+    at, nf = PASSES.index(choose_loop_orders), PASSES.index(normal_form)
+    pre = run_passes(plan, PASSES[:at])
+    reports = loop_order_reports(pre)
+    mid = run_passes(pre, PASSES[at:nf])
+    queries = {q.lhs: q for q in pre.bodies if isinstance(q, Query)}
+    kept = {q.lhs for q in mid.bodies if isinstance(q, Query)}
+    out: dict[Alias, tuple[ScheduleReport, dict[Field, str]]] = {}
+    for lhs, final in _final_names(mid).items():
+        q = next(b for b in mid.bodies if isinstance(b, Query) and b.lhs == lhs)
+        if isinstance(q.rhs, Table):
+            continue
+        report = _report_of(q, queries, reports, kept)
+        if report is not None:
+            _, _, loop = query_parts(q.rhs)
+            out[final] = (report, {f: f"i{k}" for k, f in enumerate(loop.idxs)})
+    return out
+
+
+def _report_of(q: Query, queries: dict[Alias, Query], reports: dict[Alias, ScheduleReport],
+               kept: set[Alias]) -> ScheduleReport | None:
+    """``q``'s own report, or for a fused epilogue the report of the aggregate it read."""
+    rhs = q.rhs.arg if isinstance(q.rhs, Reformat) else q.rhs
+    if isinstance(rhs, MapJoin) and q.lhs in queries:
+        fused = [a.arg for a in accesses(queries[q.lhs].rhs)
+                 if a.arg in reports and a.arg not in kept]
+        if len(fused) == 1:
+            return reports[fused[0]]  # type: ignore[index]
+    return reports.get(q.lhs)
+
+
+def _final_names(plan: Plan) -> dict[Alias, Alias]:
+    """The alias ``normal_form`` gives each query of ``plan`` it keeps (inputs first, then
+    the others, in order; queries nothing produced reads are dropped)."""
+    needed = produced(plan)
+    for body in reversed(plan.bodies):
+        if isinstance(body, Query) and body.lhs in needed:
+            needed.update(a.arg for a in accesses(body.rhs))  # type: ignore[misc]
+    qs = [b for b in plan.bodies if isinstance(b, Query) and b.lhs in needed]
+    order = ([q for q in qs if isinstance(q.rhs, Table)]
+             + [q for q in qs if not isinstance(q.rhs, Table)])
+    return {q.lhs: Alias(f"A{k}") for k, q in enumerate(order)}

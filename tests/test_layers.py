@@ -1,0 +1,50 @@
+"""The stage layers (``[tool.importlinter]`` in pyproject.toml): api > engine > kernels >
+optimizer > logic > formats, each importing only the stages below it (function-local
+imports included). Checked with import-linter, and shown to fail on a back-import added to
+a copy of the package."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("importlinter")
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG = ROOT / "pyproject.toml"
+BROKEN = "lazysparse.optimizer is not allowed to import lazysparse.api"
+
+
+def lint_imports(src: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``lint-imports`` with the project's contracts over the ``lazysparse`` under ``src``
+    (a fresh interpreter: the graph is of the files there, not of what is imported here)."""
+    code = ("from importlinter.cli import lint_imports; raise SystemExit(lint_imports("
+            f"config_filename={str(CONFIG)!r}, no_cache=True, no_logo=True))")
+    env = {**os.environ, "PYTHONPATH": str(src), "NO_COLOR": "1", "COLUMNS": "200"}
+    return subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, text=True,
+                           capture_output=True, timeout=300)
+
+
+def test_stages_import_one_way(tmp_path: Path) -> None:
+    res = lint_imports(ROOT / "src", tmp_path)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "1 kept, 0 broken" in res.stdout
+
+
+def test_a_back_import_breaks_the_contract(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    shutil.copytree(ROOT / "src" / "lazysparse", src / "lazysparse",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    (src / "lazysparse" / "optimizer" / "back_import.py").write_text(
+        "def hidden():\n"
+        "    from lazysparse.api.lazy_array import LazyArray  # inside a function: counts\n"
+        "\n"
+        "    return LazyArray\n")
+    res = lint_imports(src, tmp_path)
+    assert res.returncode != 0, res.stdout
+    assert BROKEN in res.stdout and "lazysparse.optimizer.back_import" in res.stdout, res.stdout
