@@ -10,6 +10,7 @@ sparse; ``arange``, ``linspace`` and NumPy input are dense.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -77,11 +78,10 @@ def operator_index(d: Any) -> int:
 
 
 def _is_scipy_sparse(obj: Any) -> bool:
-    try:
-        import scipy.sparse as sp
-    except ImportError:  # pragma: no cover
-        return False
-    return bool(sp.issparse(obj))
+    """Whether ``obj`` is a scipy.sparse array or matrix (none exists before scipy.sparse is
+    imported, so ``import lazysparse`` does not import it)."""
+    sp = sys.modules.get("scipy.sparse")
+    return sp is not None and bool(sp.issparse(obj))
 
 
 def _is_pydata_sparse(obj: Any) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import weakref
 from typing import TYPE_CHECKING, Any
 
+from lazysparse.api.building import fresh_alias, fresh_fields
 from lazysparse.engine import Explanation, executor_for, explain_plan
 from lazysparse.logic.nodes import (
     Alias,
@@ -54,16 +55,12 @@ def _memoized_table(node: LogicNode) -> LogicNode | None:
     if isinstance(node, Subquery) and not isinstance(node.arg, Table):
         memo = memoized(node.lhs)
         if memo is not None:
-            from lazysparse.api.building import fresh_fields
-
             return Subquery(node.lhs, Table(Immediate(memo), fresh_fields(memo.ndim)))
     return None
 
 
 def build_plan(arrays: tuple[LazyArray, ...]) -> Plan:
     """One plan computing every array in ``arrays``: a query each, then ``Produces``."""
-    from lazysparse.api.building import fresh_alias, fresh_fields
-
     cache: dict[int, LogicNode] = {}
     queries: list[LogicNode] = []
     outs: list[Alias] = []

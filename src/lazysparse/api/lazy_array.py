@@ -533,10 +533,8 @@ class LazyArray:
         return matrix_transpose(self)
 
     def _matmul_fn(self) -> Any:
-        try:
-            from lazysparse.api.linalg import matmul
-        except ImportError as e:  # pragma: no cover - api-compute's module
-            raise TypeError("matmul is not available in this build") from e
+        from lazysparse.api.linalg import matmul
+
         return matmul
 
     def __matmul__(self, other: Any, /) -> LazyArray:

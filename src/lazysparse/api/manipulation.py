@@ -22,6 +22,7 @@ from lazysparse.api.building import broadcast_shapes, fresh_fields, identify
 from lazysparse.api.lazy_array import LazyArray
 from lazysparse.api.operands import as_array, is_array_like
 from lazysparse.api.views import unit_view
+from lazysparse.formats.dtypes import same_value
 from lazysparse.logic import dtypes as _dt
 from lazysparse.logic.nodes import Immediate, MapJoin, Relabel, Reorder
 from lazysparse.logic.operators import get_operator
@@ -222,10 +223,11 @@ def concat(arrays: tuple[LazyArray, ...] | list[LazyArray], /, *,
 
     compute(*arrays)
     tensors = [a.tensor() for a in arrays]
-    fills = {_fill_key(t.fill_value, d) for t in tensors}
+    fill = np.asarray(tensors[0].fill_value).astype(d)[()]
+    one_fill = all(same_value(np.asarray(t.fill_value).astype(d)[()], fill) for t in tensors)
     shape = list(arrays[0].shape)
     shape[ax] = sum(a.shape[ax] for a in arrays)
-    if all(not T.is_dense(t) for t in tensors) and len(fills) == 1:
+    if all(not T.is_dense(t) for t in tensors) and one_fill:
         cs, vs, off = [], [], 0
         for t in tensors:
             c, v = T.coo_parts(t)
@@ -239,11 +241,6 @@ def concat(arrays: tuple[LazyArray, ...] | list[LazyArray], /, *,
         return T.leaf(t, arrays[0])
     out = np.concatenate([t.to_numpy().astype(d, copy=False) for t in tensors], axis=ax)
     return T.leaf(T.dense(out), arrays[0])
-
-
-def _fill_key(v: Any, d: np.dtype) -> Any:
-    s = np.asarray(v).astype(d)[()]
-    return ("nan",) if s != s else (s.item(),)
 
 
 def stack(arrays: tuple[LazyArray, ...] | list[LazyArray], /, *, axis: int = 0) -> LazyArray:

@@ -3,13 +3,11 @@
 Collected here from the api modules (elementwise functions are generated from the operator
 registry); ``lazysparse/__init__.py`` re-exports ``NAMESPACE``. The computational modules
 (statistical, searching, sorting, sets, utility, linalg, fft, einsum) contribute their
-``__all__`` when present.
+``__all__``.
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import math
 from types import ModuleType
 from typing import Any
@@ -19,12 +17,20 @@ import numpy as np
 from lazysparse.api import (
     creation,
     data_types,
+    einsum,
     elementwise,
+    fft,
     indexing,
     info,
     interop,
+    linalg,
     manipulation,
     numpy_dispatch,
+    searching,
+    sets,
+    sorting,
+    statistical,
+    utility,
 )
 from lazysparse.api.execution import compute
 from lazysparse.api.lazy_array import CPU, Device, LazyArray
@@ -48,8 +54,7 @@ DATA_TYPES = ("can_cast", "finfo", "iinfo", "isdtype", "result_type")
 INTEROP = ("asformat", "to_scipy", "to_numpy", "to_cupyx")
 
 # api-compute's modules and the sub-namespaces (extensions) they may provide
-COMPUTE_MODULES = ("statistical", "searching", "sorting", "sets", "utility", "linalg", "fft",
-                   "einsum")
+COMPUTE_MODULES = (statistical, searching, sorting, sets, utility, linalg, fft, einsum)
 
 
 def _public(module: ModuleType) -> dict[str, Any]:
@@ -78,11 +83,8 @@ def build_namespace() -> dict[str, Any]:
     ns["LazyArray"] = LazyArray
     ns["Device"] = Device
     ns["CPU"] = CPU
-    for name in COMPUTE_MODULES:
-        full = f"lazysparse.api.{name}"
-        if importlib.util.find_spec(full) is None:
-            continue
-        module = importlib.import_module(full)
+    for module in COMPUTE_MODULES:
+        name = module.__name__.rsplit(".", 1)[-1]
         for key, val in _public(module).items():
             if key in ("linalg", "fft") and isinstance(val, ModuleType):
                 ns[key] = val

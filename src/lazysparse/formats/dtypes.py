@@ -108,13 +108,34 @@ def _same(part: np.ndarray, value: float) -> np.ndarray:
     return np.isnan(part) if math.isnan(value) else part == value
 
 
-def fill_key(fill: np.generic) -> tuple[str, ...]:
-    """A hashable, NaN-safe key for a fill value (every NaN gives the same key)."""
-    dt = np.asarray(fill).dtype
+def fill_key(fill: Any) -> tuple[str, ...]:
+    """A hashable key of a fill value: its dtype and its value, every NaN the same and
+    ``-0.0`` apart from ``0.0`` (the identity of a fill in tensor signatures and kernel
+    keys). Values of any dtypes are compared with :func:`same_value`."""
+    value = np.asarray(fill)[()]
+    dt = value.dtype
     if dt.kind == "c":
-        parts = (complex(fill).real, complex(fill).imag)
+        parts = (complex(value).real, complex(value).imag)
     elif dt.kind == "f":
-        parts = (float(fill),)
+        parts = (float(value),)
     else:
-        return (dt.str, repr(fill.item()))
+        return (dt.str, repr(value.item()))
     return (dt.str, *("nan" if math.isnan(p) else repr(p) for p in parts))
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """Whether scalars ``a`` and ``b`` are the same number whatever their dtypes, NaN equal
+    to NaN (a NaN in either part of a complex counts); False for None or a non-number."""
+    if a is None or b is None:
+        return False
+    try:
+        x, y = complex(a), complex(b)
+    except (TypeError, ValueError):
+        return False
+    if x == y:
+        return True
+    return _has_nan(x) and _has_nan(y)
+
+
+def _has_nan(c: complex) -> bool:
+    return math.isnan(c.real) or math.isnan(c.imag)

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from lazysparse.formats.dtypes import fill_key, same_value
 from lazysparse.formats.levels.base import LevelCapabilities, LevelProperties
 from lazysparse.formats.specs import FormatSpec
 from lazysparse.formats.tensor import Tensor
@@ -187,26 +188,6 @@ class QueryData:
 
 # the fill key of an operand whose every level is located (dense): its fill is unused
 DENSE_FILL = ("dense",)
-
-
-def fill_key(v: Any) -> Any:
-    """Hashable, NaN-safe identity of a fill value (dtype and value)."""
-    arr = np.asarray(v)
-    c = complex(arr[()]) if arr.dtype.kind in "biufc" else arr[()]
-    if isinstance(c, complex):
-        c = tuple("nan" if np.isnan(x) else x for x in (c.real, c.imag))
-    return (str(arr.dtype), c)
-
-
-def same_value(a: Any, b: Any) -> bool:
-    """Equality that treats NaN as equal to NaN."""
-    try:
-        ca, cb = complex(a), complex(b)
-    except (TypeError, ValueError):
-        return bool(a == b)
-    if np.isnan(ca) or np.isnan(cb):
-        return bool(np.isnan(ca) and np.isnan(cb))
-    return ca == cb
 
 
 def _unwrap_query(query: Query) -> tuple[FormatSpec, Any]:

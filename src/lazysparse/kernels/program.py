@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from lazysparse.formats.dtypes import fill_key
 from lazysparse.kernels.analysis import (
     DENSE_FILL,
     KernelInfo,
@@ -25,7 +26,6 @@ from lazysparse.kernels.analysis import (
     const_decided,
     decisions_hold,
     eval_fill,
-    fill_key,
 )
 from lazysparse.kernels.execute import (
     HostRunner,

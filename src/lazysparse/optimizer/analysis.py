@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from lazysparse.formats.config import check_densify, get_densify_limit
+from lazysparse.formats.dtypes import same_value
 from lazysparse.logic.dtypes import scalar_as
 from lazysparse.logic.nodes import (
     Aggregate,
@@ -84,19 +85,6 @@ def op_of(node: Immediate) -> Operator:
     if not isinstance(node, Immediate) or not isinstance(node.val, Operator):
         raise TypeError(f"expected Immediate(Operator), got {node!r}")
     return node.val
-
-
-def same_value(a: Any, b: Any) -> bool:
-    """Scalar equality where NaN equals NaN (False for None)."""
-    if a is None or b is None:
-        return False
-    try:
-        x, y = complex(a), complex(b)
-    except (TypeError, ValueError):
-        return False
-    if x == y:
-        return True
-    return (math.isnan(x.real) or math.isnan(x.imag)) and (math.isnan(y.real) or math.isnan(y.imag))
 
 
 def tensor_info(tns: Any) -> AliasInfo:

@@ -38,6 +38,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
+from lazysparse.formats.dtypes import same_value
 from lazysparse.logic.nodes import (
     Aggregate,
     Alias,
@@ -48,7 +49,7 @@ from lazysparse.logic.nodes import (
     Relabel,
 )
 from lazysparse.logic.operators import Operator, mapjoin_fill
-from lazysparse.optimizer.analysis import AliasInfo, expr_dtype, expr_fill, op_of, same_value
+from lazysparse.optimizer.analysis import AliasInfo, expr_dtype, expr_fill, op_of
 from lazysparse.optimizer.conjunctive import (
     CQ,
     Clause,

@@ -15,6 +15,7 @@ An aggregate with no reduced fields becomes ``mapjoin(op, init, arg)``.
 
 from __future__ import annotations
 
+from lazysparse.formats.dtypes import same_value
 from lazysparse.logic.nodes import (
     Aggregate,
     Alias,
@@ -36,7 +37,6 @@ from lazysparse.optimizer.analysis import (
     op_of,
     query_parts,
     result_axes,
-    same_value,
     selection_distributes,
 )
 from lazysparse.optimizer.push_fields import rename_fields
