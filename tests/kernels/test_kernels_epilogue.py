@@ -14,6 +14,7 @@ from helpers import F, acc, agg, compute, dense, mj, plan, tensor
 from lazysparse.kernels import compile_query, execute_plan
 from lazysparse.kernels.analysis import analyze_query
 from lazysparse.kernels.execute import structure_key
+from lazysparse.kernels.workspace import OutputMode
 from lazysparse.logic import check_normal_form, interpret
 from lazysparse.logic.nodes import Alias, Immediate, Reorder
 
@@ -127,7 +128,7 @@ def test_sparse_output_maps_each_appended_entry(out_fmt):
     body = mj("multiply", agg("add", 0.0, Reorder(acc("A", "i", "j", "k"), F("i", "j", "k")),
                               "k"), Immediate(3.0))
     p = plan({"A": t}, compute("out", out_fmt, 2, body))
-    assert _kernel(p).lowered.output.mode == "append"
+    assert _kernel(p).lowered.output.mode is OutputMode.APPEND
     g = _run(p, a.sum(axis=2) * 3.0)
     assert g.format != "dense"
 
@@ -138,7 +139,7 @@ def test_sparse_workspace_output_maps_each_drained_entry():
     body = mj("multiply", agg("add", 0.0, Reorder(acc("A", "i", "j"), F("i", "j")), "i"),
               Immediate(-1.0))
     p = plan({"A": tensor(a, "csr")}, compute("out", "csf", 1, body))
-    assert _kernel(p).lowered.output.mode == "rowws"
+    assert _kernel(p).lowered.output.mode is OutputMode.ROWWS
     _run(p, -a.sum(axis=0))
 
 
@@ -199,7 +200,7 @@ def test_insert_sort_merge_output_maps_each_merged_entry():
     a = np.where(RNG.random((7, 6, 5)) < 0.25, RNG.standard_normal((7, 6, 5)), 0.0)
     body = mj("exp", agg("add", 0.0, Reorder(acc("A", "i", "j", "k"), F("i", "j", "k")), "i"))
     p = plan({"A": tensor(a, "csf")}, compute("out", "dcsr", 2, body))
-    assert _kernel(p).lowered.output.mode == "ism"
+    assert _kernel(p).lowered.output.mode is OutputMode.ISM
     g = _run(p, np.exp(a.sum(axis=0)))
     assert g.fill_value == 1.0
 
@@ -214,19 +215,20 @@ def test_shared_pattern_output_maps_each_stored_entry():
     body = mj("multiply", inner, Immediate(0.5))
     p = plan({"S": tensor(s, "csr"), "U": tensor(u), "V": tensor(v)},
              compute("out", "csr", 2, body))
-    assert _kernel(p).lowered.output.mode == "shared"
+    assert _kernel(p).lowered.output.mode is OutputMode.SHARED
     _run(p, s * (u @ v.T) * 0.5)
 
 
-@pytest.mark.parametrize("fmt, out_mode", [("dense", "dense"), ("csc", "shared"),
-                                           ("csr", "ism")])
+@pytest.mark.parametrize("fmt, out_mode", [("dense", OutputMode.DENSE),
+                                           ("csc", OutputMode.SHARED),
+                                           ("csr", OutputMode.ISM)])
 def test_result_reorder_writes_axes_in_another_order_than_the_loop(fmt, out_mode):
     """``-A.T`` looping over CSR A's rows: the result's axes are (j, i); stored (i, j) it
     shares A's pattern, stored (j, i) the writes go through a sort buffer."""
     a = _matrix()
     body = Reorder(Reorder(mj("negative", acc("A", "i", "j")), F("i", "j")), F("j", "i"))
     p = plan({"A": tensor(a, "csr")}, compute("out", fmt, 2, body))
-    assert _kernel(p).lowered.output.mode == out_mode
+    assert _kernel(p).lowered.output.mode is out_mode
     _run(p, -a.T)
 
 

@@ -9,6 +9,7 @@ import pytest
 from helpers import F, acc, agg, compute, dense, mj, plan, tensor
 
 from lazysparse.kernels import compile_query, execute_plan
+from lazysparse.kernels.coiterate import LoopKind
 from lazysparse.logic import check_normal_form, interpret
 from lazysparse.logic.internal_ops import astype_op
 from lazysparse.logic.nodes import Immediate, MapJoin, Reorder
@@ -101,7 +102,7 @@ def test_fold_visits_only_stored_entries():
     p = plan({"A": A}, compute("out", "dense", 1, body))
     k = compile_query(p.bodies[1], {p.bodies[0].lhs: A})
     assert k.lowered.fold is not None
-    assert k.lowered.plans[1].kind == "driver"
+    assert k.lowered.plans[1].kind is LoopKind.DRIVER
     _run(p)
 
 
@@ -112,7 +113,7 @@ def test_no_repeat_form_falls_back_to_dense_loop():
     body = agg("overwrite", 0.0, Reorder(acc("A", "i", "j"), F("i", "j")), "j")
     p = plan({"A": A}, compute("out", "dense", 1, body))
     k = compile_query(p.bodies[1], {p.bodies[0].lhs: A})
-    assert k.lowered.fold is None and k.lowered.plans[1].kind == "range"
+    assert k.lowered.fold is None and k.lowered.plans[1].kind is LoopKind.RANGE
     _run(p)
 
 

@@ -13,7 +13,14 @@ import scipy.sparse as sps
 import lazysparse as xp
 import lazysparse.kernels.execute as ex
 from lazysparse.kernels import parallel
-from lazysparse.kernels.parallel import ParallelChoice, chunk_count, combine_count
+from lazysparse.kernels.loop_ir import Var
+from lazysparse.kernels.parallel import (
+    FieldExtent,
+    ParallelChoice,
+    ParallelMode,
+    chunk_count,
+    combine_count,
+)
 
 
 def _source(expr) -> str:
@@ -46,9 +53,11 @@ def test_a_merge_at_the_outer_loop_stays_sequential() -> None:
 
 
 def _lw(parallel_: bool, partials: bool, extent: int) -> SimpleNamespace:
-    mode = "partials" if partials else "disjoint" if parallel_ else "sequential"
+    mode = (ParallelMode.PARTIALS if partials else ParallelMode.DISJOINT if parallel_
+            else ParallelMode.SEQUENTIAL)
     return SimpleNamespace(parallel=parallel_, partials=partials,
-                           extent0=("field", "i"), choice=ParallelChoice(mode, "test"))
+                           extent0=FieldExtent("i", Var("n_i")),
+                           choice=ParallelChoice(mode, "test"))
 
 
 def _data(extent: int, stored: int) -> SimpleNamespace:

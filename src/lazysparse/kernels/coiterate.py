@@ -11,6 +11,7 @@ then lowered as a single position loop, a multi-way merge, or a full coordinate 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 import numpy as np
@@ -188,18 +189,30 @@ def _annihilator(op: Any, dtype: np.dtype) -> Any:
     return op.annihilator_for(dtype)
 
 
+class LoopKind(StrEnum):
+    """How a loop visits its coordinates (its value is the name the loop IR's comments use)."""
+
+    RANGE = "range"  # every coordinate 0..n-1 (sparse operands follow)
+    DRIVER = "driver"  # the positions of one operand's level
+    MERGE = "merge"  # a multi-way merge of several drivers under the region formula
+
+    @property
+    def skips(self) -> bool:
+        """Whether the loop visits only its region (positions of its drivers)."""
+        return self is not LoopKind.RANGE
+
+
 @dataclass(frozen=True)
 class LevelPlan:
     """How loop ``depth`` over ``field`` runs: its region, drivers and followers.
 
-    ``kind``: ``"range"`` (every coordinate 0..n-1), ``"driver"`` (one operand's positions),
-    ``"merge"`` (multi-way merge of ``drivers`` under ``region``). ``located`` operands are
-    addressed by coordinate; ``followers`` are iterated operands that seek to each coordinate.
+    ``kind``: see :class:`LoopKind`. ``located`` operands are addressed by coordinate;
+    ``followers`` are iterated operands that seek to each coordinate.
     """
 
     depth: int
     field: str
-    kind: str
+    kind: LoopKind
     region: Region
     drivers: tuple[int, ...]
     followers: tuple[int, ...]
@@ -314,11 +327,12 @@ def plan_level(info: KernelInfo, depth: int, fills: tuple[Any, ...],
         region = ALL
     located = tuple(sorted(full))
     if region == ALL:
-        return LevelPlan(depth, fld, "range", region, (), tuple(sorted(sparse)), located, ())
+        return LevelPlan(depth, fld, LoopKind.RANGE, region, (), tuple(sorted(sparse)), located,
+                         ())
     drivers = atoms(region)
     followers = tuple(s for s in sorted(sparse) if s not in drivers)
     required = drivers if is_conjunction(region) else ()
-    kind = "driver" if len(drivers) == 1 else "merge"
+    kind = LoopKind.DRIVER if len(drivers) == 1 else LoopKind.MERGE
     return LevelPlan(depth, fld, kind, region, drivers, followers, located, required)
 
 

@@ -40,6 +40,7 @@ from lazysparse.kernels.lower import Lowered, lower
 from lazysparse.kernels.numpy_executor import numpy_eligible, run_numpy
 from lazysparse.kernels.parallel import chunk_count, combine_count
 from lazysparse.kernels.relayout import is_relayout, run_relayout
+from lazysparse.kernels.workspace import OutputMode
 from lazysparse.logic.nodes import Alias, Immediate, Plan, Produces, Query, Table
 
 PARALLEL_MIN_ITERATIONS = 2048  # outer iterations that go parallel whatever their work
@@ -182,7 +183,7 @@ def run_chunks(k: Kernel, data: QueryData, args: list[Any]) -> tuple[Any, ...]:
     # a finalize epilogue maps the reduced values (acc dtype) to the output afterwards
     od = info.acc_dtype if lw.epilogue == "finalize" else info.out_dtype
     osize, dsize = int(args[-2]), int(args[-1])
-    if out_plan.mode in ("dense", "shared"):
+    if not out_plan.mode.sparse:
         cnt = np.zeros(osize * (nch if lw.partials else 1) if lw.fold is not None else 0,
                        np.int64)
         extra = (cnt,) if lw.fold is not None else ()
@@ -265,8 +266,8 @@ def _writes_every_output(lw: Lowered) -> bool:
     """Whether the chunk stores every dense output entry exactly once (a scalar accumulator
     under full-range loops over the output fields), so the output needs no initial fill."""
     o = lw.output
-    return (o.mode == "dense" and o.acc_depth is not None and not lw.partials
-            and all(p.kind == "range" for p in lw.plans[:o.acc_depth]))
+    return (o.mode is OutputMode.DENSE and o.acc_depth is not None and not lw.partials
+            and not any(p.kind.skips for p in lw.plans[:o.acc_depth]))
 
 
 def _same_bits(a: Any, b: Any) -> bool:
@@ -543,10 +544,10 @@ def kernel_args(k: Kernel, data: QueryData) -> list[Any]:
              _scalar(ident if ident is not None else init, ad)]
     spec = info.out_spec
     sizes = [data.out_shape[m] for m in spec.mode_order]
-    nst = len(sizes) if lw.output.mode == "dense" else lw.output.dense_prefix
+    nst = len(sizes) if lw.output.mode is OutputMode.DENSE else lw.output.dense_prefix
     for m in range(nst):
         args.append(np.int64(math.prod(sizes[m + 1:nst])))
-    if lw.output.mode == "shared":
+    if lw.output.mode is OutputMode.SHARED:
         osize = data.tensors[lw.output.shared_slot].values.shape[0]  # type: ignore[index]
     else:
         osize = math.prod(sizes)
@@ -561,11 +562,11 @@ def assemble(k: Kernel, data: QueryData, res: tuple[Any, ...]) -> Tensor:
     shape = data.out_shape
     sizes = [shape[m] for m in spec.mode_order]
     fillv = _scalar(data.out_fill, info.out_dtype)
-    if out.mode == "dense":
+    if out.mode is OutputMode.DENSE:
         levels = [Dense(n) for n in sizes]
         return Tensor(shape, levels, spec.mode_order, res[0], fillv, format=spec,
                       check=False)
-    if out.mode == "shared":
+    if out.mode is OutputMode.SHARED:
         src = data.tensors[out.shared_slot]  # type: ignore[index]
         return Tensor(shape, list(src.levels), spec.mode_order, res[0], fillv,
                       format=spec, check=False)

@@ -18,13 +18,26 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from enum import StrEnum
+from typing import Any
 
 import numpy as np
 
 from lazysparse.kernels.analysis import QueryData
+from lazysparse.kernels.coiterate import LoopKind
 from lazysparse.kernels.ir_build import C, V, add, cast
-from lazysparse.kernels.loop_ir import Assign, Bin, Expr, For, Function, Load, Stmt, Store
+from lazysparse.kernels.loop_ir import (
+    Assign,
+    Bin,
+    Const,
+    Expr,
+    For,
+    Function,
+    Load,
+    Stmt,
+    Store,
+)
+from lazysparse.kernels.workspace import OutputMode
 
 # per-call thresholds (see chunk_count)
 PARALLEL_MIN_WORK = 1 << 15  # stored entries visited: below, the thread hand-off dominates
@@ -33,57 +46,105 @@ PARTIALS_WORK_PER_OUTPUT = 2  # work per partial entry (per chunk) that pays for
 SMALL_PARTIALS = 1 << 16  # partial entries in all that stay cheap (more chunks, balanced)
 COMBINE_MIN_OUTPUT = 1 << 15  # output entries from which combine itself runs in chunks
 
-Mode = Literal["sequential", "disjoint", "partials"]
+class ParallelMode(StrEnum):
+    """How the outermost loop's chunks share the work."""
+
+    SEQUENTIAL = "sequential"  # one chunk, in order
+    DISJOINT = "disjoint"  # each chunk writes its own outputs
+    PARTIALS = "partials"  # each chunk reduces into its own copy of a dense output
+
+    def note(self, why: str) -> str:
+        """The kernel-notes line for this mode, decided by ``why``."""
+        head = {ParallelMode.SEQUENTIAL: "sequential",
+                ParallelMode.DISJOINT: "chunks run in parallel",
+                ParallelMode.PARTIALS: "chunks run in parallel into per-chunk partials"}
+        return f"{head[self]} ({why})"
 
 
 @dataclass(frozen=True)
 class ParallelChoice:
-    """How the outermost loop is split among threads: ``disjoint`` chunks (each writes its
-    own outputs), ``partials`` (each reduces into its own copy of a dense output), or
-    ``sequential``; ``why`` says which structure decided it (shown in the kernel's notes)."""
+    """How the outermost loop is split among threads (see :class:`ParallelMode`); ``why``
+    says which structure decided it (shown in the kernel's notes)."""
 
-    mode: Mode
+    mode: ParallelMode
     why: str
 
     @property
     def parallel(self) -> bool:
         """Whether the outermost loop may run as several chunks at once."""
-        return self.mode != "sequential"
+        return self.mode is not ParallelMode.SEQUENTIAL
 
     @property
     def partials(self) -> bool:
         """Whether chunks reduce into per-chunk partials combined afterwards."""
-        return self.mode == "partials"
+        return self.mode is ParallelMode.PARTIALS
 
     def note(self) -> str:
         """The line the loop IR and ``xp.explain`` show."""
-        if self.mode == "disjoint":
-            return f"chunks run in parallel ({self.why})"
-        if self.mode == "partials":
-            return f"chunks run in parallel into per-chunk partials ({self.why})"
-        return f"sequential ({self.why})"
+        return self.mode.note(self.why)
+
+
+@dataclass(frozen=True)
+class FieldExtent:
+    """The outermost loop ranges over field ``field``; ``expr`` is its extent argument."""
+
+    field: str
+    expr: Expr
+
+    def count(self, data: QueryData) -> int:
+        """Iterations on ``data``."""
+        return int(data.extents[self.field])
+
+
+@dataclass(frozen=True)
+class PositionsExtent:
+    """The outermost loop visits operand ``slot``'s level-0 positions; ``expr`` counts them
+    over the kernel arguments."""
+
+    slot: int
+    expr: Expr
+
+    def count(self, data: QueryData) -> int:
+        """Iterations on ``data``."""
+        ptr = data.tensors[self.slot].levels[0].ptr
+        return int(ptr[1]) - int(ptr[0])
+
+
+@dataclass(frozen=True)
+class UnitExtent:
+    """A kernel without loops: one iteration."""
+
+    expr: Expr = Const(1)
+
+    def count(self, data: QueryData) -> int:
+        """Iterations on ``data``."""
+        return 1
+
+
+OuterExtent = FieldExtent | PositionsExtent | UnitExtent
 
 
 def choose_parallel(info: Any, plans: tuple[Any, ...], out: Any) -> ParallelChoice:
     """The parallel loop of a kernel (``info``: its ``KernelInfo``; ``plans``: the
     co-iteration plan per loop; ``out``: its ``OutputPlan``). Only the outermost loop is
     split: inner loops are short (a row's entries) and would pay the hand-off per row."""
+    seq = ParallelMode.SEQUENTIAL
     if not plans:
-        return ParallelChoice("sequential", "no loops")
-    if plans[0].kind == "merge":
-        return ParallelChoice("sequential", "the outer loop merges several operands")
+        return ParallelChoice(seq, "no loops")
+    if plans[0].kind is LoopKind.MERGE:
+        return ParallelChoice(seq, "the outer loop merges several operands")
     f0 = info.loop_order[0]
     if f0 in info.out_fields:
-        if out.mode in ("rowws", "ism") and out.ws_depth == 0:
-            return ParallelChoice("sequential", "one workspace spans the outer loop")
-        return ParallelChoice("disjoint", f"chunks of {f0} write disjoint outputs")
+        if out.mode.workspace and out.ws_depth == 0:
+            return ParallelChoice(seq, "one workspace spans the outer loop")
+        return ParallelChoice(ParallelMode.DISJOINT, f"chunks of {f0} write disjoint outputs")
     rop = info.reduce_op
-    if out.mode != "dense":
-        return ParallelChoice("sequential", f"{f0} is reduced into a sparse output")
+    if out.mode is not OutputMode.DENSE:
+        return ParallelChoice(seq, f"{f0} is reduced into a sparse output")
     if rop is None or rop.identity_for(info.acc_dtype) is None:
-        return ParallelChoice("sequential", f"{f0} is reduced by an operator with no "
-                                            "identity to preset partials with")
-    return ParallelChoice("partials", f"{f0} is reduced")
+        return ParallelChoice(seq, f"{f0} is reduced by an operator with no identity to "
+                                   "preset partials with")
+    return ParallelChoice(ParallelMode.PARTIALS, f"{f0} is reduced")
 
 
 def combine_functions(reduce: Callable[[Expr, Expr], Expr], acc_dtype: np.dtype
@@ -115,13 +176,7 @@ def combine_functions(reduce: Callable[[Expr, Expr], Expr], acc_dtype: np.dtype
 
 def outer_extent(lw: Any, data: QueryData) -> int:
     """Iterations of the outermost loop (``lw``: the kernel's ``Lowered``)."""
-    kind, what = lw.extent0
-    if kind == "field":
-        return int(data.extents[what])
-    if kind == "positions":
-        ptr = data.tensors[what].levels[0].ptr
-        return int(ptr[1]) - int(ptr[0])
-    return 1
+    return lw.extent0.count(data)
 
 
 def stored_work(data: QueryData) -> int:
@@ -160,5 +215,6 @@ def combine_count(osize: int, nthreads: int) -> int:
     return max(1, min(nthreads, osize // COMBINE_MIN_OUTPUT))
 
 
-__all__ = ["ParallelChoice", "choose_parallel", "chunk_count", "combine_count",
+__all__ = ["FieldExtent", "OuterExtent", "ParallelChoice", "ParallelMode", "PositionsExtent",
+           "UnitExtent", "choose_parallel", "chunk_count", "combine_count",
            "outer_extent", "stored_work"]

@@ -12,24 +12,43 @@ workspace with a touched list (Gustavson), 2 or more an insert-sort-merge buffer
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
 from lazysparse.kernels.analysis import KernelInfo
-from lazysparse.kernels.coiterate import LevelPlan
+from lazysparse.kernels.coiterate import LevelPlan, LoopKind
+
+
+class OutputMode(StrEnum):
+    """How a kernel writes its result (the value is the name the loop IR's notes use)."""
+
+    DENSE = "dense"  # insert into a dense array
+    SHARED = "shared"  # one value per stored entry of an operand whose pattern it reuses
+    APPEND = "append"  # sparse, in storage order: count then fill
+    ROWWS = "rowws"  # sparse through a dense row workspace with a touched list
+    ISM = "ism"  # sparse through an insert-sort-merge buffer
+
+    @property
+    def sparse(self) -> bool:
+        """Whether the result gets new index arrays (a count phase, then a fill phase)."""
+        return self in (OutputMode.APPEND, OutputMode.ROWWS, OutputMode.ISM)
+
+    @property
+    def workspace(self) -> bool:
+        """Whether writes scatter into a workspace that drains in storage order."""
+        return self in (OutputMode.ROWWS, OutputMode.ISM)
 
 
 @dataclass(frozen=True)
 class OutputPlan:
     """The output strategy of one kernel.
 
-    mode: ``"dense"`` (insert into a dense array), ``"shared"`` (one value per stored entry
-    of operand ``shared_slot``, whose index arrays the result reuses), ``"append"`` (sparse,
-    in order, two phases: count then fill), ``"rowws"`` / ``"ism"`` (sparse through a
-    workspace starting at loop ``ws_depth``).
+    mode: see :class:`OutputMode` (``shared``: operand ``shared_slot``'s index arrays are
+    the result's; ``rowws`` / ``ism``: the workspace starts at loop ``ws_depth``).
     acc_depth: loops at depth >= acc_depth are all reduced and accumulate into a scalar;
     None when some reduced loop encloses an output loop (accumulate in place / workspace).
     """
 
-    mode: str
+    mode: OutputMode
     acc_depth: int | None
     ws_depth: int | None
     ws_fields: tuple[str, ...]
@@ -77,10 +96,10 @@ def plan_output(info: KernelInfo, plans: tuple[LevelPlan, ...]) -> OutputPlan:
     acc = _acc_depth(info)
     dense_prefix, groups = _groups(info)
     if not groups:
-        return OutputPlan("dense", acc, None, (), None, (), dense_prefix)
+        return OutputPlan(OutputMode.DENSE, acc, None, (), None, (), dense_prefix)
     shared = _shared_operand(info, plans, acc)
     if shared is not None:
-        return OutputPlan("shared", acc, None, (), shared, groups, dense_prefix)
+        return OutputPlan(OutputMode.SHARED, acc, None, (), shared, groups, dense_prefix)
     order = info.loop_order
     storage = info.out_storage_fields
     out_in_loop = [f for f in order if f in info.out_fields]
@@ -96,11 +115,11 @@ def plan_output(info: KernelInfo, plans: tuple[LevelPlan, ...]) -> OutputPlan:
             ws_depth = d if ws_depth is None else min(ws_depth, d)
             break
     if ws_depth is None:
-        return OutputPlan("append", acc, None, (), None, groups, dense_prefix)
+        return OutputPlan(OutputMode.APPEND, acc, None, (), None, groups, dense_prefix)
     before = [f for f in order[:ws_depth] if f in info.out_fields]
     ws_fields = storage[len(before):]
-    mode = "rowws" if len(ws_fields) == 1 else "ism"
-    if len(before) < dense_prefix and mode == "rowws":
+    mode = OutputMode.ROWWS if len(ws_fields) == 1 else OutputMode.ISM
+    if len(before) < dense_prefix and mode is OutputMode.ROWWS:
         raise ValueError(f"output {info.out_spec}: dense output levels must be looped "
                          f"before the scattered writes at loop {order[ws_depth]!r}")
     return OutputPlan(mode, acc, ws_depth, tuple(ws_fields), None, groups, dense_prefix)
@@ -109,9 +128,12 @@ def plan_output(info: KernelInfo, plans: tuple[LevelPlan, ...]) -> OutputPlan:
 def _shared_operand(info: KernelInfo, plans: tuple[LevelPlan, ...],
                     acc: int | None) -> int | None:
     """An operand whose stored pattern is exactly the result's: the output reuses its index
-    arrays (intersection with one sparse operand, everything else located)."""
+    arrays (intersection with one sparse operand, everything else located, and every reduced
+    loop visits its whole extent, so each entry receives a value)."""
     if info.reduce_op is not None and acc is None:
         return None
+    if any(lp.kind != "range" for lp in plans if lp.field in info.reduced):
+        return None  # a reduced loop that skips may leave an entry at the fill: not stored
     storage = info.out_storage_fields
     out_kinds = info.out_spec.level_kinds
     for op in info.operands:
@@ -130,9 +152,10 @@ def _shared_operand(info: KernelInfo, plans: tuple[LevelPlan, ...],
             k = op.level_of(lp.field)
             lv = op.levels[k]  # type: ignore[index]
             if lv.located:
-                ok = ok and lp.kind == "range" and not lp.followers
+                ok = ok and lp.kind is LoopKind.RANGE and not lp.followers
             else:
-                ok = ok and lp.kind == "driver" and lp.drivers == (op.slot,) and not lp.followers
+                ok = (ok and lp.kind is LoopKind.DRIVER and lp.drivers == (op.slot,)
+                      and not lp.followers)
         if ok:
             return op.slot
     return None

@@ -26,6 +26,7 @@ import numpy as np
 from lazysparse.kernels.cuda.codegen_cuda import CudaProgram, Launch
 from lazysparse.kernels.cuda.host import Grid
 from lazysparse.kernels.cuda.prelude import BACKEND_HELPERS
+from lazysparse.kernels.cuda.strategies import LaunchMode
 from lazysparse.logic.cuda_ops import CUDA_PRELUDE
 
 CXX = shutil.which("g++") or shutil.which("clang++")
@@ -145,10 +146,10 @@ class EmulatedModule:
                 else:
                     assert isinstance(a, np.ndarray) and a.flags.c_contiguous
                     cargs.append(ctypes.c_void_p(a.ctypes.data))
-            if ln.mode == "warp":
+            if ln.mode is LaunchMode.WARP:
                 self._run_warp(fn, cargs)
             else:
-                n = 1 if ln.mode == "serial" else max(1, min(workers, grid.workers))
+                n = 1 if ln.mode is LaunchMode.SERIAL else max(1, min(workers, grid.workers))
                 for tx in range(n):
                     self.lib.ls_emu_set(0, tx, n, 1)
                     fn(*cargs)

@@ -29,6 +29,7 @@ from lazysparse.kernels.cuda.render import (
     infer_types,
     literal,
 )
+from lazysparse.kernels.cuda.strategies import LaunchMode
 from lazysparse.kernels.loop_ir import (
     ArgSortRange,
     Assign,
@@ -37,6 +38,7 @@ from lazysparse.kernels.loop_ir import (
     Load,
     Var,
 )
+from lazysparse.kernels.workspace import OutputMode
 from lazysparse.logic.nodes import Reorder
 from tests.kernels.cuda.cases import CASES, T, all_built, build, rand_sparse
 from tests.kernels.helpers import F, acc, agg, compute, mj, plan
@@ -106,7 +108,7 @@ def test_nzsplit_kernel_shape() -> None:
     prog = build(_case("spmv_skew"), "nzsplit").program
     assert prog.strategy == "nzsplit"
     assert "ls_atomic_add_float64" in prog.source and "atomicCAS" in prog.source
-    assert any(isinstance(s, Launch) and s.mode == "nzsplit" for s in prog.steps)
+    assert any(isinstance(s, Launch) and s.mode is LaunchMode.NZSPLIT for s in prog.steps)
 
 
 def test_fallback_to_thread_where_strategy_does_not_apply() -> None:
@@ -158,7 +160,7 @@ def test_ism_workspace_is_a_clear_error() -> None:
     p = plan({"A": A, "B": B}, compute("out", "csr", 2, body))
     env = {b.lhs: b.rhs.tns.val for b in p.bodies[:2]}
     gp = plan_query(p.bodies[2], env)
-    assert gp.kernel.lowered.output.mode == "ism"
+    assert gp.kernel.lowered.output.mode is OutputMode.ISM
     with pytest.raises(CudaUnsupported, match="cannot run on the CUDA backend"):
         program_for(gp, "thread")
 
@@ -238,7 +240,7 @@ def test_generate_needs_all_argument_types() -> None:
 def test_combine_runs_one_thread_per_output() -> None:
     prog = build(_case("colsum"), "thread").program
     (comb,) = [s for s in prog.steps if isinstance(s, Launch) and s.name.endswith("combine")]
-    assert comb.mode == "thread" and "osize" in str(comb.count)
+    assert comb.mode is LaunchMode.THREAD and "osize" in str(comb.count)
 
 
 def test_importing_the_backend_does_not_import_cupy() -> None:

@@ -20,6 +20,7 @@ from lazysparse.kernels.cuda.codegen_cuda import (
     Pool,
 )
 from lazysparse.kernels.cuda.host import Grid, grid_for, host_eval, run_steps, to_scalar
+from lazysparse.kernels.cuda.strategies import LaunchMode
 from lazysparse.kernels.loop_ir import Bin, Cast, Const, Load, Not, Select, Var
 
 
@@ -41,19 +42,19 @@ def test_host_eval_value_casts() -> None:
 
 
 def test_grid_geometry() -> None:
-    ln = Launch("k", "thread", Const(0), (), ())
+    ln = Launch("k", LaunchMode.THREAD, Const(0), (), ())
     g = grid_for(ln, 1000, {})
     assert g.workers == g.blocks * g.threads and 1000 <= g.workers < 1000 + host.BLOCK
-    warp = grid_for(Launch("k", "warp", Const(0), (), ()), 10, {})
+    warp = grid_for(Launch("k", LaunchMode.WARP, Const(0), (), ()), 10, {})
     assert warp.threads * warp.blocks >= 320 and warp.workers * 32 == warp.threads * warp.blocks
-    assert grid_for(Launch("k", "serial", Const(0), (), ()), 10, {}) == Grid(1, 1, 1)
-    nz = grid_for(Launch("k", "nzsplit", Const(0), (), ()), 5000, {})
+    assert grid_for(Launch("k", LaunchMode.SERIAL, Const(0), (), ()), 10, {}) == Grid(1, 1, 1)
+    nz = grid_for(Launch("k", LaunchMode.NZSPLIT, Const(0), (), ()), 5000, {})
     assert nz.threads == host.NZ_BLOCK
 
 
 def test_pools_bound_the_workers() -> None:
     pool = Pool("ws", Var("n"), "float64", None)
-    ln = Launch("k", "thread", Const(0), (), (pool,))
+    ln = Launch("k", LaunchMode.THREAD, Const(0), (), (pool,))
     n = 10_000_000  # 80 MB per worker
     g = grid_for(ln, 1000, {"n": n})
     budget = host.POOL_BYTES // (n * 8)
@@ -70,7 +71,7 @@ def test_run_steps_executes_the_schedule() -> None:
     prog = CudaProgram("p", "", (
         HostAssign("m", Bin("+", Var("n"), Const(1))),
         HostAlloc("cnt", Var("n"), "int64", Const(0)),
-        Launch("p_k0", "thread", Var("n"), ("cnt", "scale", "ws__pool"),
+        Launch("p_k0", LaunchMode.THREAD, Var("n"), ("cnt", "scale", "ws__pool"),
                (Pool("ws", Const(4), "bool", Const(False)),), ("", "float32", "")),
         HostAlloc("ptr", Var("m"), "int64", Const(0)),
         HostScan("ptr", "cnt", Var("n")),
@@ -78,7 +79,7 @@ def test_run_steps_executes_the_schedule() -> None:
         HostAlloc("vals", Var("tot"), "float64", None),
         HostStore("ptr", Const(0), Const(0)),
         HostReturn(("ptr", "vals")),
-    ), ("p_k0",), "thread")
+    ), ("p_k0",), LaunchMode.THREAD)
     ptr, vals = run_steps(prog, {"n": 5, "scale": 2.0}, np, launcher)
     np.testing.assert_array_equal(ptr, [0, 0, 1, 3, 6, 10])
     assert vals.shape == (10,)
@@ -89,11 +90,11 @@ def test_run_steps_executes_the_schedule() -> None:
 
 
 def test_empty_launches_are_skipped() -> None:
-    prog = CudaProgram("p", "", (Launch("k", "thread", Var("n"), (), ()),
-                                 HostReturn(("n",))), ("k",), "thread")
+    prog = CudaProgram("p", "", (Launch("k", LaunchMode.THREAD, Var("n"), (), ()),
+                                 HostReturn(("n",))), ("k",), LaunchMode.THREAD)
     assert run_steps(prog, {"n": 0}, np, lambda *a: pytest.fail("launched")) == (0,)
 
 
 def test_program_without_return_is_an_error() -> None:
     with pytest.raises(ValueError, match="no return"):
-        run_steps(CudaProgram("p", "", (), (), "thread"), {}, np, lambda *a: None)
+        run_steps(CudaProgram("p", "", (), (), LaunchMode.THREAD), {}, np, lambda *a: None)

@@ -35,7 +35,7 @@ class FakeModule:
         ln = next(s for s in self.prog.steps if isinstance(s, Launch) and s.name == name)
 
         def call(grid: tuple[int], block: tuple[int], args: tuple[Any, ...]) -> None:
-            workers = grid[0] * block[0] // (32 if ln.mode == "warp" else 1)
+            workers = grid[0] * block[0] // ln.mode.lanes
             self.emu.launcher(workers=3)(ln, Grid(grid[0], block[0], workers), list(args))
 
         return call

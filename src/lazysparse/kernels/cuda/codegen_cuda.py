@@ -41,6 +41,8 @@ from lazysparse.kernels.cuda.schedule import (
     Launch,
     Pool,
 )
+from lazysparse.kernels.cuda.strategies import LaunchMode
+from lazysparse.kernels.cuda.workspaces import WorkspaceKind
 from lazysparse.kernels.loop_ir import (
     Alloc,
     Apply,
@@ -72,9 +74,9 @@ class CudaProgram:
     source: str
     steps: tuple[HostStep, ...]
     kernel_names: tuple[str, ...]
-    strategy: str
+    strategy: LaunchMode
     atomics: tuple[str, ...] = ()
-    workspace: str = "dense"
+    workspace: WorkspaceKind = WorkspaceKind.DENSE
     extra_args: tuple[str, ...] = ()  # host-supplied scalars beyond the loop IR's params
 
     def translation_unit(self, *, cupy_headers: bool = True) -> str:
@@ -191,12 +193,13 @@ class _KernelBuild:
     launch: Launch
 
 
-def build_kernel(name: str, loop: For, types: dict[str, VarType], mode: str) -> _KernelBuild:
+def build_kernel(name: str, loop: For, types: dict[str, VarType],
+                 mode: LaunchMode) -> _KernelBuild:
     """One ``__global__`` kernel running the iterations of a top-level loop."""
     body = loop.body
     pools_a: list[Alloc] = []
     allocs_in(body, pools_a)
-    if mode == "warp" and pools_a:
+    if mode is LaunchMode.WARP and pools_a:
         raise CudaCodegenError("warp-per-row kernels cannot hold per-worker workspaces")
     known = dict(types)
     known["ls_lane"] = VarType(np.dtype(np.int32))
@@ -226,7 +229,7 @@ def build_kernel(name: str, loop: For, types: dict[str, VarType], mode: str) -> 
     sig = ",\n    ".join(params)
     lines = [f'extern "C" __global__ void {name}(\n    {sig}) {{',
              "  const ls_i64 ls_gid = (ls_i64)blockIdx.x * blockDim.x + threadIdx.x;"]
-    if mode == "warp":
+    if mode is LaunchMode.WARP:
         lines += ["  const int ls_lane = threadIdx.x & 31;",
                   "  const ls_i64 ls_wid = ls_gid >> 5;",
                   "  const ls_i64 ls_nworkers = ((ls_i64)gridDim.x * blockDim.x) >> 5;"]
@@ -241,7 +244,7 @@ def build_kernel(name: str, loop: For, types: dict[str, VarType], mode: str) -> 
         size = pr.expr(a.size)
         lines.append(f"  {local[a.var].c} {a.var} = {a.var}__pool + ls_wid * ({size});")
     start, stop = pr.expr(loop.start), pr.expr(loop.stop)
-    if mode == "serial":
+    if mode is LaunchMode.SERIAL:
         lines += ["  if (ls_gid != 0) return;", *pr.block((loop,), 1)]
     else:
         v = loop.var
@@ -250,7 +253,7 @@ def build_kernel(name: str, loop: For, types: dict[str, VarType], mode: str) -> 
                   *pr.block(body, 2), "  }"]
     lines.append("}")
     pools = tuple(Pool(a.var, a.size, a.dtype, a.fill) for a in pools_a)
-    count: Expr = Const(1) if mode == "serial" else Bin("-", loop.stop, loop.start)
+    count: Expr = Const(1) if mode is LaunchMode.SERIAL else Bin("-", loop.stop, loop.start)
     dts = tuple("" if types[n].pointer else str(types[n].dtype) for n in free)
     launch = Launch(name, mode, count, tuple(free) + tuple(f"{a.var}__pool" for a in pools_a),
                     pools, dts + ("",) * len(pools_a))
@@ -268,18 +271,19 @@ def generate(lowered: Lowered, arg_types: dict[str, VarType], *, prefix: str,
     result's dtype; ``strategy`` picks how the chunk loop maps onto the GPU (default: one
     thread per chunk); ``index_dtype`` is the result's index dtype.
     """
-    strategy = strategy or strategies.Strategy("thread")
+    strategy = strategy or strategies.Strategy(LaunchMode.THREAD)
     missing = [p for p in lowered.params if p not in arg_types]
     if missing:
         raise ValueError(f"CUDA codegen needs the types of kernel arguments {missing}")
     sched = schedule.build(lowered, arg_types, out_dtype, index_dtype)
     types = dict(sched.types)
-    if strategy.workspace == "hash":
+    if strategy.workspace is WorkspaceKind.HASH:
         types["ls_hcap"] = VarType(I64)
     steps: list[HostStep] = []
     sources: list[str] = []
     names: list[str] = []
     atomics: dict[str, str] = {}
+    hashed = False
     fns = {f.name: f for f in lowered.functions}
     for st in sched.steps:
         if not isinstance(st, schedule.Run):
@@ -292,13 +296,16 @@ def generate(lowered: Lowered, arg_types: dict[str, VarType], *, prefix: str,
             if not (len(fn.body) == 1 and isinstance(loop, For)):
                 raise CudaCodegenError("combine function is not a single loop")
             loop = For(loop.var, loop.start, loop.stop, loop.body, True)
-            mode = "thread"
+            mode = LaunchMode.THREAD
         else:
-            body, mode, host, count = strategies.rewrite(fn.body, strategy, atomics)
-            for h in host:
+            rw = strategies.rewrite(fn.body, strategy, atomics)
+            hashed = hashed or rw.hashed
+            mode = rw.mode
+            for h in rw.host:
                 types.setdefault(h.var, VarType(type_of(h.value, types)))
                 steps.append(HostAssign(h.var, h.value))
-            loop = For("t", Const(0), count if count is not None else Var("nch"), body, True)
+            count = rw.count if rw.count is not None else Var("nch")
+            loop = For("t", Const(0), count, rw.body, True)
         kb = build_kernel(name, loop, types, mode)
         steps.append(kb.launch)
         sources.append(kb.source)
@@ -309,14 +316,14 @@ def generate(lowered: Lowered, arg_types: dict[str, VarType], *, prefix: str,
     head += [f"// {n}" for n in notes]
     src = "\n".join(head) + "\n" + "".join(atomics.values()) + "\n".join(sources)
     modes = {x.mode for x in steps if isinstance(x, Launch)}
-    applied = next((m for m in ("nzsplit", "warp") if m in modes), "thread")
-    hashed = "ls_hash_probe" in src
-    if strategy.workspace == "hash" and not hashed:
+    applied = next((m for m in (LaunchMode.NZSPLIT, LaunchMode.WARP) if m in modes),
+                   LaunchMode.THREAD)
+    if strategy.workspace is WorkspaceKind.HASH and not hashed:
         raise CudaCodegenError("internal: hash workspace requested for a kernel without a "
                                "row workspace")
     extra = ("ls_max_chunks", "ls_hcap") if hashed else ("ls_max_chunks",)
     return CudaProgram(prefix, src, tuple(steps), tuple(names), applied, tuple(atomics),
-                       "hash" if hashed else "dense", extra)
+                       WorkspaceKind.HASH if hashed else WorkspaceKind.DENSE, extra)
 
 
 def arg_types_of(params: tuple[str, ...], args: list[Any]) -> dict[str, VarType]:

@@ -23,6 +23,7 @@ from lazysparse.kernels.cuda.codegen_cuda import (
     HostStore,
     Launch,
 )
+from lazysparse.kernels.cuda.strategies import LaunchMode
 from lazysparse.kernels.loop_ir import Bin, Cast, Const, Expr, Load, Not, Select, Var
 
 POOL_BYTES = 512 * 2**20  # device memory for per-worker workspaces of one launch
@@ -110,14 +111,15 @@ class Grid:
 def grid_for(launch: Launch, count: int, env: dict[str, Any]) -> Grid:
     """Blocks and threads for ``count`` work items (pools bound the number of workers)."""
     count = max(int(count), 0)
-    if launch.mode == "serial":
+    mode = launch.mode
+    if mode is LaunchMode.SERIAL:
         return Grid(1, 1, 1)
     workers = min(max(count, 1), MAX_WORKERS)
     per = sum(int(host_eval(p.size, env)) * np.dtype(p.dtype).itemsize for p in launch.pools)
     if per:
         workers = max(1, min(workers, POOL_BYTES // per))
-    lanes = 32 if launch.mode == "warp" else 1
-    block = NZ_BLOCK if launch.mode == "nzsplit" else BLOCK
+    lanes = mode.lanes
+    block = NZ_BLOCK if mode is LaunchMode.NZSPLIT else BLOCK
     blocks = max(1, math.ceil(workers * lanes / block))
     # every launched thread (warp) is a worker with its own pool slice, the last block's too
     return Grid(blocks, block, blocks * block // lanes)

@@ -8,16 +8,20 @@ offline (``kernels.cuda.nvcc``). Tensors may hold NumPy or CuPy storage arrays.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from lazysparse.kernels.analysis import KernelInfo, QueryData, analyze_query
+from lazysparse.kernels.coiterate import LoopKind
 from lazysparse.kernels.cuda import strategies
 from lazysparse.kernels.cuda.codegen_cuda import CudaProgram, arg_types_of, generate
 from lazysparse.kernels.cuda.render import CudaCodegenError
+from lazysparse.kernels.cuda.strategies import LaunchMode
+from lazysparse.kernels.cuda.workspaces import WorkspaceKind
 from lazysparse.kernels.execute import kernel_args, structure_key
 from lazysparse.kernels.loop_ir import format_function
 from lazysparse.kernels.lower import Lowered, lower
+from lazysparse.kernels.workspace import OutputMode
 from lazysparse.logic.nodes import Alias, Query
 
 
@@ -43,7 +47,7 @@ class GpuKernelPlan:
     info: KernelInfo
     data: QueryData
     base: strategies.Strategy
-    eligible: frozenset[str]
+    eligible: frozenset[LaunchMode]
     stats_ptr: str | None
     hash_operands: tuple[str, str, str, str] | None = None  # A ptr, A idx, B ptr, width
     partials: bool = False  # a full reduction combining per-chunk partial results
@@ -65,10 +69,11 @@ def plan_query(query: Query, env: dict[Alias, Any]) -> GpuKernelPlan:
     rop = info.reduce_op
     ad = str(info.acc_dtype) if rop is not None else None
     nz_ptr = nz_rows = None
-    eligible = {"thread"}
-    if strategies.warp_capable(rop, ad) and lw.output.mode in ("dense", "shared"):
-        eligible.add("warp")
-    if len(info.loop_order) >= 2 and lw.plans[1].kind == "driver" and len(lw.plans[1].drivers) == 1:
+    eligible = {LaunchMode.THREAD}
+    if strategies.warp_capable(rop, ad) and not lw.output.mode.sparse:
+        eligible.add(LaunchMode.WARP)
+    if (len(info.loop_order) >= 2 and lw.plans[1].kind is LoopKind.DRIVER
+            and len(lw.plans[1].drivers) == 1):
         s = lw.plans[1].drivers[0]
         op = info.operands[s]
         if (len(op.levels) >= 2 and op.levels[0].located
@@ -76,10 +81,10 @@ def plan_query(query: Query, env: dict[Alias, Any]) -> GpuKernelPlan:
                 and not op.levels[1].located and not op.levels[1].chained):
             nz_ptr = f"a{s}_ptr1"
             nz_rows = next(p for p in lw.params if p.startswith("n_"))
-            if ("warp" in eligible and lw.output.mode == "dense"
+            if (LaunchMode.WARP in eligible and lw.output.mode is OutputMode.DENSE
                     and lw.output.acc_depth == 1 and lw.parallel):
-                eligible.add("nzsplit")
-    base = strategies.Strategy("thread", rop, ad, nz_ptr, nz_rows)
+                eligible.add(LaunchMode.NZSPLIT)
+    base = strategies.Strategy(LaunchMode.THREAD, rop, ad, nz_ptr, nz_rows)
     return GpuKernelPlan(kernel, info, data, base, frozenset(eligible), nz_ptr,
                          _hash_operands(info, lw), bool(lw.partials))
 
@@ -87,11 +92,12 @@ def plan_query(query: Query, env: dict[Alias, Any]) -> GpuKernelPlan:
 def _hash_operands(info: KernelInfo, lw: Lowered) -> tuple[str, str, str, str] | None:
     """Gustavson SpGEMM shape (loop i,k,j; A drives k from row i, B drives j from row k,
     row workspace over j): the arguments that bound a row's distinct columns."""
-    if lw.output.mode != "rowws" or len(info.loop_order) != 3 or lw.output.ws_depth != 1:
+    if (lw.output.mode is not OutputMode.ROWWS or len(info.loop_order) != 3
+            or lw.output.ws_depth != 1):
         return None
     p1, p2 = lw.plans[1], lw.plans[2]
-    if p1.kind != "driver" or p2.kind != "driver" or len(p1.drivers) != 1 or len(
-            p2.drivers) != 1:
+    if (p1.kind is not LoopKind.DRIVER or p2.kind is not LoopKind.DRIVER
+            or len(p1.drivers) != 1 or len(p2.drivers) != 1):
         return None
     a, b = info.operands[p1.drivers[0]], info.operands[p2.drivers[0]]
     i, k, j = info.loop_order
@@ -116,31 +122,43 @@ def index_dtype_of(plan: GpuKernelPlan) -> str:
     return "int64" if max(plan.data.out_shape, default=0) >= 2**31 - 1 else "int32"
 
 
-def program_for(plan: GpuKernelPlan, kind: str = "thread", *, workspace: str = "dense",
+def program_for(plan: GpuKernelPlan, kind: str = LaunchMode.THREAD, *,
+                workspace: str = WorkspaceKind.DENSE,
                 args: list[Any] | None = None) -> CudaProgram:
     """The CUDA program of a planned query under strategy ``kind`` (falls back to thread
     where the kernel's shape does not allow ``kind``); ``workspace="hash"`` replaces a
     SpGEMM's dense-row workspace by a hash table (``ls_hcap`` slots, a host argument)."""
-    if kind not in ("thread", "warp", "nzsplit"):
-        raise ValueError(f"unknown CUDA strategy {kind!r}; expected thread, warp or nzsplit")
-    if workspace not in ("dense", "hash"):
-        raise ValueError(f"unknown workspace {workspace!r}; expected dense or hash")
-    if workspace == "hash" and plan.hash_operands is None:
+    mode, ws = _launch_mode(kind), _workspace_kind(workspace)
+    if ws is WorkspaceKind.HASH and plan.hash_operands is None:
         raise ValueError("hash workspaces apply to row-workspace SpGEMM kernels only")
     lw = plan.kernel.lowered
     args = args if args is not None else gpu_args(plan)
     types = arg_types_of(lw.params, args)
-    st = strategies.Strategy(kind, plan.base.reduce_op, plan.base.acc_dtype, plan.base.nz_ptr,
-                             plan.base.nz_rows, workspace=workspace)
+    st = replace(plan.base, kind=mode, workspace=ws)
     idt = index_dtype_of(plan)
     sig = "|".join(f"{p}:{types[p].c}" for p in lw.params)
-    digest = hashlib.sha256(f"{plan.kernel.key}|{sig}|{idt}|{kind}|{workspace}".encode()
+    digest = hashlib.sha256(f"{plan.kernel.key}|{sig}|{idt}|{mode}|{ws}".encode()
                             ).hexdigest()[:16]
     try:
         return generate(lw, types, prefix=f"lsk_{digest}", out_dtype=str(plan.info.out_dtype),
                         strategy=st, index_dtype=idt)
     except CudaCodegenError as e:
         raise CudaUnsupported(f"this kernel cannot run on the CUDA backend: {e}") from e
+
+
+def _launch_mode(kind: str) -> LaunchMode:
+    """The strategy named ``kind`` (``serial`` is no strategy: only ``combine`` runs so)."""
+    if kind not in (LaunchMode.THREAD, LaunchMode.WARP, LaunchMode.NZSPLIT):
+        raise ValueError(f"unknown CUDA strategy {kind!r}; expected thread, warp or nzsplit")
+    return LaunchMode(kind)
+
+
+def _workspace_kind(workspace: str) -> WorkspaceKind:
+    """The row workspace named ``workspace``."""
+    try:
+        return WorkspaceKind(workspace)
+    except ValueError:
+        raise ValueError(f"unknown workspace {workspace!r}; expected dense or hash") from None
 
 
 def cache_key(plan: GpuKernelPlan, args: list[Any], kind: str,

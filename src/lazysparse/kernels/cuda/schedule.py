@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from lazysparse.kernels.cuda.render import I64, VarType
+from lazysparse.kernels.cuda.strategies import LaunchMode
 from lazysparse.kernels.loop_ir import Bin, Cast, Const, Expr, Load, Var
 from lazysparse.kernels.lower import Lowered
 
@@ -75,11 +76,11 @@ class Pool:
 
 @dataclass(frozen=True)
 class Launch:
-    """Run kernel ``name`` over ``count`` work items (``mode``: thread | warp | nzsplit);
+    """Run kernel ``name`` over ``count`` work items mapped onto threads by ``mode``;
     ``args`` name its arguments in order, pools as ``<var>__pool``."""
 
     name: str
-    mode: str
+    mode: LaunchMode
     count: Expr
     args: tuple[str, ...]
     pools: tuple[Pool, ...]
@@ -111,19 +112,6 @@ class Schedule:
     types: dict[str, VarType]
 
 
-def _extent0(lw: Lowered) -> Expr:
-    """Iterations of the outermost loop, over the kernel's arguments."""
-    kind, what = lw.extent0
-    if kind == "field":
-        fields = [p.field for p in lw.plans]
-        extents = [p for p in lw.params if p.startswith("n_")]
-        return Var(extents[fields.index(what)])
-    if kind == "positions":
-        ptr = f"a{what}_ptr0"
-        return Bin("-", Cast("int64", Load(ptr, Const(1))), Cast("int64", Load(ptr, Const(0))))
-    return Const(1)
-
-
 def build(lw: Lowered, arg_types: dict[str, VarType], out_dtype: str,
           index_dtype: str) -> Schedule:
     """The host schedule of a lowered kernel (see the module docstring)."""
@@ -133,7 +121,7 @@ def build(lw: Lowered, arg_types: dict[str, VarType], out_dtype: str,
         types[n] = VarType(I64)
     steps: list[HostStep | Run] = []
     if lw.parallel:
-        nch: Expr = Bin("max", Const(1), Bin("min", _extent0(lw), Var("ls_max_chunks")))
+        nch: Expr = Bin("max", Const(1), Bin("min", lw.extent0.expr, Var("ls_max_chunks")))
     else:
         nch = Const(1)
     steps.append(HostAssign("nch", nch))
@@ -143,7 +131,7 @@ def build(lw: Lowered, arg_types: dict[str, VarType], out_dtype: str,
     def arr(name: str, dtype: str) -> None:
         types[name] = VarType(np.dtype(dtype), True)
 
-    if out.mode in ("dense", "shared"):
+    if not out.mode.sparse:
         arr("out", od)
         if lw.partials:
             arr("res", od)

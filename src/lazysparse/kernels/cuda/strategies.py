@@ -16,6 +16,7 @@ else thread.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from enum import StrEnum
 from typing import Any
 
 import numpy as np
@@ -29,7 +30,7 @@ from lazysparse.kernels.cuda.render import (
     WarpReduce,
     expr_c,
 )
-from lazysparse.kernels.cuda.workspaces import hash_rewrite
+from lazysparse.kernels.cuda.workspaces import WorkspaceKind, hash_rewrite
 from lazysparse.kernels.loop_ir import (
     Apply,
     Assign,
@@ -53,28 +54,42 @@ SKEW_MIN_MAX = 256  # ...provided the longest row is at least this long
 NZ_PER_ITEM = 16  # nonzeros per nonzero-split work item (the paper's 16 per thread)
 
 
+class LaunchMode(StrEnum):
+    """How a kernel's work items map onto GPU threads (the value names it in comments)."""
+
+    THREAD = "thread"  # one thread per work item (a chunk of the parallel loop)
+    WARP = "warp"  # one warp per row, its accumulation loop split across the lanes
+    NZSPLIT = "nzsplit"  # equal pieces of the driving level's nonzeros per work item
+    SERIAL = "serial"  # one thread runs every item in order
+
+    @property
+    def lanes(self) -> int:
+        """Threads that make up one worker."""
+        return 32 if self is LaunchMode.WARP else 1
+
+
 @dataclass(frozen=True)
 class Strategy:
     """A GPU mapping: ``kind`` plus the reduction it may need (op, accumulator dtype) and,
     for ``nzsplit``, the driving operand's pointer array and row-count argument names."""
 
-    kind: str
+    kind: LaunchMode
     reduce_op: Any = None
     acc_dtype: str | None = None
     nz_ptr: str | None = None
     nz_rows: str | None = None
     nz_per_item: int = NZ_PER_ITEM
-    workspace: str = "dense"  # row workspaces: "dense" (loop IR's) or "hash"
+    workspace: WorkspaceKind = WorkspaceKind.DENSE  # row workspaces: the loop IR's, or hash
 
 
-def choose(eligible: set[str], mean_row: float, max_row: int) -> str:
+def choose(eligible: set[str], mean_row: float, max_row: int) -> LaunchMode:
     """The strategy for these row-length statistics among the eligible ones."""
-    if ("nzsplit" in eligible and max_row >= SKEW_MIN_MAX
+    if (LaunchMode.NZSPLIT in eligible and max_row >= SKEW_MIN_MAX
             and max_row > SKEW_RATIO * max(mean_row, 1.0)):
-        return "nzsplit"
-    if "warp" in eligible and mean_row >= WARP_MEAN_ROW:
-        return "warp"
-    return "thread"
+        return LaunchMode.NZSPLIT
+    if LaunchMode.WARP in eligible and mean_row >= WARP_MEAN_ROW:
+        return LaunchMode.WARP
+    return LaunchMode.THREAD
 
 
 def row_stats(ptr: Any, xp: Any = np) -> tuple[float, int]:
@@ -156,7 +171,7 @@ def _search(name: str, ptr: str, lo: Expr, hi: Expr, key: Expr, strict: bool) ->
 
 
 def nzsplit_rewrite(body: tuple[Stmt, ...], st: Strategy,
-                    atomics: dict[str, str]) -> tuple[tuple[Stmt, ...], list[Stmt], Expr] | None:
+                    atomics: dict[str, str]) -> tuple[tuple[Stmt, ...], list[Assign], Expr] | None:
     """The chunk body of a row-reduction kernel re-cut by nonzeros: (body, host assigns,
     new work-item count), or None where the kernel does not have that shape."""
     if not warp_capable(st.reduce_op, st.acc_dtype) or st.nz_ptr is None:
@@ -224,24 +239,39 @@ def nzsplit_rewrite(body: tuple[Stmt, ...], st: Strategy,
     head += _search("ls_last", ptr, Var("clo"), n, qb, strict=False)
     head.append(Assign("chi", Var("ls_last")))
     new_body = (*head, For(row.var, Var("clo"), Var("chi"), tuple(new_row_body)))
-    host = [Assign("ls_nnz", Bin("-", end, base)),
+    host: list[Assign] = [Assign("ls_nnz", Bin("-", end, base)),
             Assign("ls_items", Bin("//", Bin("+", Var("ls_nnz"), Const(st.nz_per_item - 1)),
                                    Const(st.nz_per_item)))]
     return new_body, host, Var("ls_items")
 
 
-def rewrite(body: tuple[Stmt, ...], st: Strategy, atomics: dict[str, str]
-            ) -> tuple[tuple[Stmt, ...], str, list[Stmt], Expr | None]:
-    """Apply ``st`` to a parallel loop's body: (body, launch mode, host assigns to run
-    before the launch, replacement work-item count or None). Falls back to ``thread``."""
-    if st.workspace == "hash":
-        body = hash_rewrite(body) or body
-    if st.kind == "warp":
+@dataclass(frozen=True)
+class Rewritten:
+    """A chunk body mapped onto the GPU: the body, its launch mode, host assigns to run
+    before the launch, the work-item count replacing ``nch`` (or None), and whether a
+    hash workspace replaced its row workspace."""
+
+    body: tuple[Stmt, ...]
+    mode: LaunchMode
+    host: tuple[Assign, ...] = ()
+    count: Expr | None = None
+    hashed: bool = False
+
+
+def rewrite(body: tuple[Stmt, ...], st: Strategy, atomics: dict[str, str]) -> Rewritten:
+    """Apply ``st`` to a parallel loop's body (falls back to ``thread`` where the body does
+    not have the strategy's shape)."""
+    hashed = False
+    if st.workspace is WorkspaceKind.HASH:
+        hashed_body = hash_rewrite(body)
+        hashed = hashed_body is not None
+        body = hashed_body or body
+    if st.kind is LaunchMode.WARP:
         out = warp_rewrite(body, st)
         if out is not None:
-            return out, "warp", [], None
-    if st.kind == "nzsplit":
+            return Rewritten(out, LaunchMode.WARP, hashed=hashed)
+    if st.kind is LaunchMode.NZSPLIT:
         res = nzsplit_rewrite(body, st, atomics)
         if res is not None:
-            return res[0], "nzsplit", res[1], res[2]
-    return body, "thread", [], None
+            return Rewritten(res[0], LaunchMode.NZSPLIT, tuple(res[1]), res[2], hashed)
+    return Rewritten(body, LaunchMode.THREAD, hashed=hashed)

@@ -17,6 +17,7 @@ produce, bounded from the operands' row lengths (:func:`spgemm_row_bound`):
 from __future__ import annotations
 
 from dataclasses import fields, is_dataclass, replace
+from enum import StrEnum
 from typing import Any
 
 from lazysparse.kernels.cuda.render import HashProbe
@@ -39,6 +40,13 @@ from lazysparse.kernels.loop_ir import (
 )
 
 CAP = Var("ls_hcap")
+
+
+class WorkspaceKind(StrEnum):
+    """A SpGEMM row workspace on the GPU: the loop IR's dense row, or a hash table."""
+
+    DENSE = "dense"
+    HASH = "hash"
 
 
 def _names(tag: str) -> dict[str, str]:

@@ -1,0 +1,213 @@
+"""What every part of lowering reads: the kernel plan, the phase being lowered, and the
+names of the loop variables and kernel arrays; plus the expressions over operands that
+loops and outputs share (values, reductions, positions at a level).
+
+One :class:`LowerContext` per phase is passed explicitly to the loop nest
+(:mod:`kernels.lower_loops`), the merge lattice (:mod:`kernels.lower_merges`) and the
+output strategies (:mod:`kernels.lower_outputs`); none of them calls back into another.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+
+import numpy as np
+
+from lazysparse.kernels.analysis import KernelInfo, PAccess, PApply, PConst, PField, PNode
+from lazysparse.kernels.coiterate import LevelPlan
+from lazysparse.kernels.ir_build import I64, C, OpState, State, V, add, cast, native, sel
+from lazysparse.kernels.loop_ir import (
+    Apply,
+    Assign,
+    Bin,
+    Cast,
+    Const,
+    Expr,
+    Load,
+    Stmt,
+    Var,
+    While,
+)
+from lazysparse.kernels.plan import KernelPlan
+from lazysparse.kernels.workspace import OutputPlan
+
+
+class Phase(StrEnum):
+    """A pass of a kernel over its chunks: ``count`` sizes a sparse result, ``fill`` writes
+    it (in-place outputs have only a fill pass, the ``chunk`` function)."""
+
+    COUNT = "count"
+    FILL = "fill"
+
+    def tag(self, name: str) -> str:
+        """A phase-local variable name (the count and fill loops keep separate locals)."""
+        return f"{name}_c" if self is Phase.COUNT else name
+
+
+def _ident(name: str, d: int) -> str:
+    return name if re.fullmatch(r"[A-Za-z][A-Za-z0-9]{0,8}", name) else f"f{d}"
+
+
+def loop_vars(info: KernelInfo) -> dict[str, str]:
+    """The coordinate variable of each loop field (``i_<field>``, or ``i_f<depth>`` for a
+    field whose name is not a short identifier)."""
+    return {f: f"i_{_ident(f, d)}" for d, f in enumerate(info.loop_order)}
+
+
+@dataclass(frozen=True, eq=False)
+class LowerContext:
+    """The plan and phase one lowering pass reads (immutable: a phase gets its own)."""
+
+    plan: KernelPlan
+    phase: Phase = Phase.FILL
+    cvar: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, plan: KernelPlan, phase: Phase = Phase.FILL) -> LowerContext:
+        """The context of ``plan`` in ``phase``."""
+        return cls(plan, phase, loop_vars(plan.info))
+
+    def with_phase(self, phase: Phase) -> LowerContext:
+        """The same plan lowered in another phase."""
+        return replace(self, phase=phase)
+
+    # ------------------------------------------------------------------ plan facts
+    @property
+    def info(self) -> KernelInfo:
+        """The kernel's structure."""
+        return self.plan.info
+
+    @property
+    def plans(self) -> tuple[LevelPlan, ...]:
+        """How each loop iterates."""
+        return self.plan.levels
+
+    @property
+    def out(self) -> OutputPlan:
+        """How the result is written."""
+        return self.plan.output
+
+    @property
+    def K(self) -> int:  # noqa: N802 - the loop count, as in the papers
+        """Number of loops."""
+        return len(self.plan.levels)
+
+    @property
+    def fill(self) -> bool:
+        """Whether this pass writes values (the fill phase)."""
+        return self.phase is Phase.FILL
+
+    @property
+    def storage(self) -> tuple[str, ...]:
+        """Result fields in storage order."""
+        return self.info.out_storage_fields
+
+    # ------------------------------------------------------------------ names
+    def tag(self, name: str) -> str:
+        """Phase-local variable name."""
+        return self.phase.tag(name)
+
+    @staticmethod
+    def arr(s: int, what: str, k: int | None = None) -> str:
+        """Name of operand ``s``'s array ``what`` (of level ``k``)."""
+        return f"a{s}_{what}" if k is None else f"a{s}_{what}{k}"
+
+    def extent(self, fld: str) -> Var:
+        """The extent argument of loop field ``fld``."""
+        return V(f"n_{self.cvar[fld]}")
+
+    # ------------------------------------------------------------------ values
+    def value(self, node: PNode, st: State) -> Expr:
+        """The pointwise tree's value at the current coordinates."""
+        match node:
+            case PAccess(slot=s):
+                o = st.ops[s]
+                if o.level != len(self.info.operands[s].levels) or o.pos is None:
+                    raise ValueError("internal: access value read before its last level")
+                if isinstance(o.present, Const) and o.present.value is False:
+                    return V(f"a{s}_fill")
+                return sel(o.present, Load(self.arr(s, "vals"), o.pos), V(f"a{s}_fill"))
+            case PConst(slot=k):
+                return V(f"k{k}")
+            case PField(name=name):
+                return st.coords[name]
+            case PApply(op=op, args=args, operand_dtypes=opds, dtype=rd):
+                vals = tuple(cast(d, self.value(a, st), a.dtype) for a, d in  # type: ignore
+                             zip(args, opds, strict=True))
+                app = Apply(op, vals, tuple(str(d) for d in opds))
+                return app if native(rd) else Cast(str(rd), app)
+        raise TypeError(f"unknown pointwise node {node!r}")
+
+    def reduce(self, acc: Expr, val: Expr) -> Expr:
+        """``acc ⊕ val`` with the kernel's reduction, in the accumulator's dtype."""
+        rop = self.info.reduce_op
+        assert rop is not None
+        ad = self.info.acc_dtype
+        ods = tuple(np.dtype(d) for d in rop.operand_dtypes(ad, self.info.expr.dtype))
+        app = Apply(rop, (cast(ods[0], acc, ad), cast(ods[1], val, self.info.expr.dtype)),
+                    tuple(str(d) for d in ods))
+        return app if native(ad) and ods[0] == ad else Cast(str(ad), app)
+
+    # ------------------------------------------------------------------ operand levels
+    def level_range(self, s: int, st: State) -> tuple[list[Stmt], Expr, Expr]:
+        """Statements and bounds of operand ``s``'s positions at its next (iterated) level."""
+        o = st.ops[s]
+        k = o.level
+        lv = self.info.operands[s].levels[k]
+        lo_n, hi_n = f"lo{s}_{k}", f"hi{s}_{k}"
+        if lv.chained:
+            if o.rng is not None:
+                lo, hi = o.rng
+            else:
+                assert o.pos is not None
+                lo, hi = o.pos, add(o.pos, C(1))
+            hi = sel(o.present, hi, lo)
+        else:
+            if o.pos is None:
+                raise ValueError(f"operand {self.info.operands[s].alias}: a compressed level "
+                                 "below a non-unique level is not supported")
+            ptr = self.arr(s, "ptr", k)
+            lo, hi = Cast(I64, Load(ptr, o.pos)), Cast(I64, Load(ptr, add(o.pos, C(1))))
+            if isinstance(o.present, Const) and o.present.value is False:
+                lo, hi = C(0), C(0)
+            else:
+                lo, hi = sel(o.present, lo, C(0)), sel(o.present, hi, C(0))
+        return [Assign(lo_n, lo), Assign(hi_n, hi)], V(lo_n), V(hi_n)
+
+    def crd(self, s: int, k: int, q: Expr) -> Expr:
+        """Operand ``s``'s coordinate at position ``q`` of level ``k``."""
+        return Cast(I64, Load(self.arr(s, "idx", k), q))
+
+    def unique(self, s: int, k: int) -> bool:
+        """Whether operand ``s``'s level ``k`` holds each coordinate once per parent."""
+        return self.info.operands[s].levels[k].props.unique
+
+    def seg_end(self, s: int, k: int, q: Expr, hi: Expr, c: Expr) -> list[Stmt]:
+        """``e = end of the run of coordinate c starting at q`` for a non-unique level."""
+        e = f"e{s}_{k}"
+        return [Assign(e, add(q, C(1))),
+                While(Bin("and", Bin("<", V(e), hi), Bin("==", self.crd(s, k, V(e)), c)),
+                      (Assign(e, add(V(e), C(1))),))]
+
+    def child(self, s: int, st: State, q: Expr, present: Expr | None) -> OpState:
+        """Operand ``s``'s state after stepping to position ``q`` of its current level."""
+        k = st.ops[s].level
+        if self.unique(s, k):
+            return OpState(k + 1, q, None, present)
+        return OpState(k + 1, None, (q, V(f"e{s}_{k}")), present)
+
+    def locate(self, s: int, st: State, c: Expr) -> tuple[OpState, Stmt]:
+        """Operand ``s``'s state at coordinate ``c`` of a located level, and its position."""
+        o = st.ops[s]
+        k = o.level
+        if o.pos is None:
+            raise ValueError(f"operand {self.info.operands[s].alias}: a dense level below a "
+                             "non-unique level is not supported")
+        name = f"p{s}_{k}"
+        p = add(Bin("*", o.pos, V(self.arr(s, "n", k))), c)
+        return OpState(k + 1, V(name), None, o.present), Assign(name, p)
+
+
+__all__ = ["LowerContext", "Phase", "loop_vars"]

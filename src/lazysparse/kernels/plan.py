@@ -1,0 +1,144 @@
+"""The kernel plan: every decision that shapes one kernel, taken before any loop IR exists.
+
+From a :class:`KernelInfo` and the call's fill values: how each loop iterates
+(:mod:`kernels.coiterate`), how the result is written (:mod:`kernels.workspace`), which loop
+runs in parallel (:mod:`kernels.parallel`), which loops skip entries the host folds in, and
+where an epilogue runs. Lowering (:mod:`kernels.lower`) reads the plan and decides nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from lazysparse.kernels.analysis import KernelInfo
+from lazysparse.kernels.coiterate import LevelPlan, LoopKind, fold_levels, plan_level
+from lazysparse.kernels.parallel import ParallelChoice, choose_parallel
+from lazysparse.kernels.workspace import OutputMode, OutputPlan, plan_output
+
+
+class EpiloguePlace(StrEnum):
+    """Where a kernel maps each result entry's reduced value (the normal form's epilogue)."""
+
+    ENTRY = "entry"  # as each entry is written (it is final there)
+    FINALIZE = "finalize"  # in a pass over the dense output after partials and folding
+
+
+@dataclass(frozen=True)
+class KernelPlan:
+    """The decisions behind one kernel: per-loop iteration, output strategy, parallel loop,
+    folded loops (None: the kernel visits every entry it must) and epilogue place."""
+
+    info: KernelInfo
+    levels: tuple[LevelPlan, ...]
+    output: OutputPlan
+    choice: ParallelChoice
+    fold: tuple[int, ...] | None
+    epilogue: EpiloguePlace | None
+
+    @property
+    def partials(self) -> bool:
+        """Whether chunks reduce into per-chunk partials."""
+        return self.choice.partials
+
+    def row_count_depth(self) -> int | None:
+        """Loop depth of the last dense output level above sparse ones (its positions get
+        their entry counts, from which the first sparse group's ``ptr`` is summed)."""
+        o = self.output
+        if not o.mode.sparse or not o.dense_prefix:
+            return None
+        fld = self.info.out_storage_fields[o.dense_prefix - 1]
+        d = self.info.loop_order.index(fld)
+        if o.ws_depth is not None and d >= o.ws_depth:
+            return None
+        return d
+
+
+def plan_kernel(info: KernelInfo, fills: tuple[Any, ...], out_fill: Any,
+                fold: bool = False) -> KernelPlan:
+    """Plan the kernel of ``info`` for operands with ``fills`` and result fill ``out_fill``.
+
+    ``fold``: let reductions skip entries whose value is a non-identity constant and count
+    visits instead (see ``coiterate.fold_levels``); dropped unless the output is dense."""
+    k = len(info.loop_order)
+    folded = fold_levels(info, fills, out_fill) if fold else None
+    levels = tuple(plan_level(info, d, fills, out_fill, folded) for d in range(k))
+    out = plan_output(info, levels)
+    if folded is not None and out.mode is not OutputMode.DENSE:
+        folded = None
+        levels = tuple(plan_level(info, d, fills, out_fill) for d in range(k))
+        out = plan_output(info, levels)
+    choice = choose_parallel(info, levels, out)
+    return KernelPlan(info, levels, out, choice, folded,
+                      epilogue_place(info, levels, out, folded, choice.partials))
+
+
+def epilogue_place(info: KernelInfo, levels: tuple[LevelPlan, ...], out: OutputPlan,
+                   fold: tuple[int, ...] | None, partials: bool) -> EpiloguePlace | None:
+    """Where the epilogue runs: as entries are written when each is stored exactly once
+    (sparse outputs, or a scalar accumulator under full-range loops), else in ``finalize``
+    after partials and folding; None without an epilogue."""
+    if info.epilogue is None:
+        return None
+    if out.mode is not OutputMode.DENSE:
+        return EpiloguePlace.ENTRY
+    once = (out.acc_depth is not None and fold is None and not partials
+            and not any(p.kind.skips for p in levels[:out.acc_depth]))
+    return EpiloguePlace.ENTRY if once else EpiloguePlace.FINALIZE
+
+
+def append_bounds(plan: KernelPlan) -> tuple[tuple[tuple[int, int], ...], ...] | None:
+    """Per output group, the (operand, level) whose position counts sum to a bound on
+    its entries; None unless every group's loop is driven by operands that carry all
+    enclosing output fields (then one fill pass can run without counting first)."""
+    info, out = plan.info, plan.output
+    if out.mode is not OutputMode.APPEND:
+        return None
+    bounds = []
+    for grp in out.groups:
+        fld = info.out_storage_fields[grp[-1]]
+        d = info.loop_order.index(fld)
+        lp = plan.levels[d]
+        if not lp.kind.skips:
+            return None
+        outer = [f for f in info.loop_order[:d] if f in info.out_fields]
+        atoms = []
+        for s in lp.drivers:
+            op = info.operands[s]
+            if any(op.level_of(f) is None for f in outer):
+                return None
+            atoms.append((s, op.level_of(fld)))
+        bounds.append(tuple(atoms))
+    return tuple(bounds)  # type: ignore[arg-type]
+
+
+def workspace_bound(plan: KernelPlan) -> tuple[int, int, int] | None:
+    """``(a, la, b)`` when a row workspace's entries are bounded by the multiplications
+    of a Gustavson SpGEMM: loop 1 driven by operand ``a``'s level ``la`` alone (``a``
+    also stores loop 0's field, so each of its positions is visited once), loop 2 by
+    operand ``b``'s level 1 alone, under ``b``'s level 0 located by loop 1's field.
+    The host sums ``b``'s row lengths at ``a``'s coordinates; None otherwise."""
+    info, o = plan.info, plan.output
+    if (o.mode is not OutputMode.ROWWS or o.ws_depth != 1 or len(info.loop_order) != 3
+            or len(o.groups) != 1 or o.dense_prefix != 1
+            or info.out_storage_fields[0] != info.loop_order[0]):
+        return None
+    f0, f1, f2 = info.loop_order
+    p1, p2 = plan.levels[1], plan.levels[2]
+    if p1.kind is not LoopKind.DRIVER or p2.kind is not LoopKind.DRIVER \
+            or len(p1.drivers) != 1 or len(p2.drivers) != 1:
+        return None
+    (a,), (b,) = p1.drivers, p2.drivers
+    oa, ob = info.operands[a], info.operands[b]
+    la = oa.level_of(f1)
+    if la is None or oa.level_of(f0) is None or oa.levels[la].chained:
+        return None
+    if (len(ob.levels) != 2 or ob.levels[0].field != f1 or not ob.levels[0].located
+            or ob.levels[1].field != f2 or ob.levels[1].chained):
+        return None
+    return a, la, b
+
+
+__all__ = ["EpiloguePlace", "KernelPlan", "append_bounds", "epilogue_place", "plan_kernel",
+           "workspace_bound"]
