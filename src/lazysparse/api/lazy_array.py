@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from lazysparse.api import execution
+from lazysparse.api.numpy_methods import NumpyMethods
 from lazysparse.logic.nodes import Aggregate, Alias, Immediate, Relabel, Reorder, Subquery, Table
 from lazysparse.logic.traversal import walk
 
@@ -200,8 +201,9 @@ _CUDA_SEEN = False
 _REPR_MAX_SPARSE_SIZE = 10_000
 
 
-class LazyArray:
-    """A lazily evaluated (possibly sparse) array of the lazysparse namespace."""
+class LazyArray(NumpyMethods):
+    """A lazily evaluated (possibly sparse) array of the lazysparse namespace (plus the
+    ndarray methods of ``api/numpy_methods.py`` that NumPy-based libraries such as Dask call)."""
 
     __slots__ = ("_expr", "_shape", "_dtype", "_fill_value", "_device", "_format",
                  "_requested_format", "_result", "_update", "_depth", "_size", "_epoch",
@@ -396,6 +398,12 @@ class LazyArray:
                         self._format, self._requested_format)
         out._result = self._result
         return out
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle as the stored tensor (a lazy array is computed first): a plan names its
+        arrays by aliases of this process, which mean other arrays in another one
+        (dask.distributed ships chunks between processes; docs/dask.md)."""
+        return (LazyArray.from_tensor, (self.tensor(), self._device))
 
     # --- observation (each computes once) ---
     def _scalar(self, what: str) -> Any:
