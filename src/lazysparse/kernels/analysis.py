@@ -164,6 +164,10 @@ class KernelInfo:
     # reduction's identity: coordinates whose outside value needs a constant may be skipped
     # (``sum(where(M, x, 0.0))`` with a sparse output)
     fill_identity: bool = False
+    # every reduced field has extent 1 in this call (the size-1 axes a broadcast dropped,
+    # reduced with ``overwrite``): each result entry receives one value, ``op(init, v)``,
+    # so a coordinate where that is ``init`` may be skipped whatever the op's identity
+    unit_reduced: bool = False
     # a map of the reduction's value (``PResult``) applied once per result entry; its
     # operands are dense accesses by result fields, scalars and fields (out_dtype's source)
     epilogue: PNode | None = None
@@ -347,7 +351,8 @@ def analyze_query(query: Query, env: dict[Alias, Any]) -> tuple[KernelInfo, Quer
         reduced=reduced, out_fields=out_fields, out_spec=spec, out_dtype=out_dtype,
         acc_dtype=acc_dtype, fill_keys=tuple(o.fill_key for o in operands),
         const_dtypes=tuple(const_dtypes), epilogue=epilogue,
-        fill_identity=_fill_identity(expr, reduce_op, acc_dtype, tensors, consts))
+        fill_identity=_fill_identity(expr, reduce_op, acc_dtype, tensors, consts),
+        unit_reduced=bool(reduced) and all(extents[f] == 1 for f in reduced))
     data = QueryData(tuple(tensors), tuple(consts), init, extents,
                      tuple(extents[f] for f in out_fields), out_fill)
     return info, data

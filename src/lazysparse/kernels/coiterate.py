@@ -343,11 +343,27 @@ def _may_skip(info: KernelInfo, miss: Missing, out_fill: Any) -> bool:
             return info.fill_identity
         if miss[0] != "known":
             return False
+        v = np.asarray(miss[1]).astype(info.acc_dtype)[()]
         ident = info.reduce_op.identity_for(info.acc_dtype)
-        return ident is not None and same_value(
-            np.asarray(miss[1]).astype(info.acc_dtype)[()], ident)
+        if ident is not None and same_value(v, ident):
+            return True
+        return _keeps_init(info, v, out_fill)
     if miss[0] == "fillexpr":
         return True
     if miss[0] == "known":
         return same_value(np.asarray(miss[1]).astype(info.out_dtype)[()], out_fill)
     return False
+
+
+def _keeps_init(info: KernelInfo, v: Any, init: Any) -> bool:
+    """Whether ``v`` at a skipped coordinate leaves its result entry at ``init`` (the
+    result fill without an epilogue) when every reduced field has extent 1: the entry then
+    receives exactly ``op(init, v)`` (``x[:, None] * y[None, :]`` on sparse matrices
+    reduces the dropped size-1 axes with ``overwrite``, and stays an intersection)."""
+    if not info.unit_reduced or info.epilogue is not None:
+        return False
+    rop = info.reduce_op
+    assert rop is not None
+    with np.errstate(all="ignore"):
+        got = np.asarray(rop.apply(init, v)).astype(info.acc_dtype)[()]
+    return same_value(got, np.asarray(init).astype(info.acc_dtype)[()])
