@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from helpers import F, acc, agg, compute, dense, mj, plan, tensor
 
-import lazysparse.kernels.execute as ex
+import lazysparse.kernels.cpu_host as host
 from lazysparse.kernels import execute_plan
 from lazysparse.logic.nodes import Reorder
 
@@ -22,7 +22,7 @@ def sprand(shape, density=0.25):
 def many_chunks(monkeypatch):
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip("needs two Numba threads")
-    monkeypatch.setattr(ex, "PARALLEL_MIN_ITERATIONS", 1)
+    monkeypatch.setattr(host, "PARALLEL_MIN_ITERATIONS", 1)
     numba.set_num_threads(2)
 
 
@@ -65,8 +65,8 @@ def test_chunked_bounded_append_compacts(op, fmt, monkeypatch):
     """Sparse add/multiply on two threads: bounded regions per chunk, then compaction
     (chunked_append); empty rows and whole empty chunks included."""
     seen = []
-    orig = ex.chunked_single_pass
-    monkeypatch.setattr(ex, "chunked_single_pass",
+    orig = host.chunked_single_pass
+    monkeypatch.setattr(host, "chunked_single_pass",
                         lambda *a, **kw: seen.append(1) or orig(*a, **kw))
     A, B = sprand((53, 31)), sprand((53, 31))
     A[:9] = 0
@@ -85,8 +85,8 @@ def test_chunked_bounded_append_compacts(op, fmt, monkeypatch):
 def test_chunked_bounded_spgemm(monkeypatch):
     """Gustavson SpGEMM on two threads fills bounded regions (no count pass), compacts."""
     seen = []
-    orig = ex.chunked_single_pass
-    monkeypatch.setattr(ex, "chunked_single_pass",
+    orig = host.chunked_single_pass
+    monkeypatch.setattr(host, "chunked_single_pass",
                         lambda *a, **kw: seen.append(1) or orig(*a, **kw))
     A, B = sprand((61, 27), 0.2), sprand((27, 45), 0.3)
     A[:20] = 0  # an empty first chunk

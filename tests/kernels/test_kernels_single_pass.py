@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from helpers import F, acc, agg, compute, dense, mj, plan, tensor
 
+import lazysparse.kernels.cpu_host as host
 import lazysparse.kernels.execute as ex
 from lazysparse.kernels import execute_plan
 from lazysparse.logic.nodes import Alias, Reorder
@@ -47,13 +48,13 @@ def spgemm_kernel(A, B):
 def single_passes(monkeypatch):
     """Records the kernels that ran as one bounded fill pass (no count pass)."""
     seen: list = []
-    orig = ex._single_pass  # noqa: SLF001
+    orig = host._single_pass  # noqa: SLF001
 
     def spy(k, *a, **kw):
         seen.append(k)
         return orig(k, *a, **kw)
 
-    monkeypatch.setattr(ex, "_single_pass", spy)
+    monkeypatch.setattr(host, "_single_pass", spy)
     return seen
 
 
@@ -73,8 +74,8 @@ def test_spgemm_single_pass_skips_count(dtype, single_passes):
 
 
 def test_spgemm_count_fill_when_bound_too_loose(monkeypatch, single_passes):
-    monkeypatch.setattr(ex, "SINGLE_PASS_SLACK", 0)
-    monkeypatch.setattr(ex, "SINGLE_PASS_MIN", 0)
+    monkeypatch.setattr(host, "SINGLE_PASS_SLACK", 0)
+    monkeypatch.setattr(host, "SINGLE_PASS_MIN", 0)
     A, B = sprand((25, 20), 0.3), sprand((20, 35), 0.3)
     np.testing.assert_allclose(dense(spgemm(A, B)), A @ B)
     assert spgemm_kernel(A, B).lowered.ws_bound is not None
@@ -141,7 +142,7 @@ def test_dense_output_without_preset_and_reassoc_flags():
     out = execute_plan(plan({"A": env[Alias("A")], "x": env[Alias("x")]}, q))[0]
     np.testing.assert_allclose(dense(out), 0.5 + A @ x)
     k = ex.compile_query(q, env)
-    assert ex._writes_every_output(k.lowered)  # noqa: SLF001
+    assert host._writes_every_output(k.lowered)  # noqa: SLF001
     assert ex.reassoc_ok(k.info) and "fastmath={'reassoc'}" in k.source
 
 

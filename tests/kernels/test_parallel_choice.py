@@ -11,8 +11,7 @@ import pytest
 import scipy.sparse as sps
 
 import lazysparse as xp
-import lazysparse.kernels.execute as ex
-from lazysparse.kernels import parallel
+from lazysparse.kernels import cpu_host, parallel
 from lazysparse.kernels.loop_ir import Var
 from lazysparse.kernels.parallel import (
     FieldExtent,
@@ -88,7 +87,7 @@ def test_chunk_count_rules() -> None:
 def two_threads(monkeypatch):
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip("needs two Numba threads")
-    monkeypatch.setattr(ex, "PARALLEL_MIN_ITERATIONS", 1)
+    monkeypatch.setattr(cpu_host, "PARALLEL_MIN_ITERATIONS", 1)
     monkeypatch.setattr(parallel, "PARTIALS_WORK_PER_OUTPUT", 0)
     monkeypatch.setattr(parallel, "COMBINE_MIN_OUTPUT", 4)
     old = numba.get_num_threads()

@@ -157,27 +157,27 @@ def block_src(body: tuple[Stmt, ...], ind: int) -> list[str]:
     return lines or ["    " * ind + "pass"]
 
 
-def _sized_by_extents(e: Expr, params: tuple[str, ...]) -> bool:
-    """Whether ``e`` is built from constants and loop extents (``n_*`` parameters) only."""
+def _sized_by_extents(e: Expr, extents: frozenset[str]) -> bool:
+    """Whether ``e`` is built from constants and loop extents (``extents``) only."""
     match e:
         case Const(value, _):
             return isinstance(value, int) and not isinstance(value, bool)
         case Var(name):
-            return name.startswith("n_") and name in params
+            return name in extents
         case Bin(op, a, b):
-            return op in ("+", "*") and _sized_by_extents(a, params) and \
-                _sized_by_extents(b, params)
+            return op in ("+", "*") and _sized_by_extents(a, extents) and \
+                _sized_by_extents(b, extents)
     return False
 
 
-def hoist_workspaces(fns: tuple[Function, ...]) -> tuple[tuple[Function, ...],
-                                                          dict[str, tuple[Alloc, ...]]]:
+def hoist_workspaces(fns: tuple[Function, ...], extents: frozenset[str]
+                     ) -> tuple[tuple[Function, ...], dict[str, tuple[Alloc, ...]]]:
     """Move each function's chunk-level workspace allocations (sized by loop extents) to
     trailing parameters the host allocates once per worker thread (the kernels leave a
     workspace as they found it: a row workspace's drain clears its marks). Saves the
     allocations per chunk and Numba's compile of the NumPy constructors (0.2-0.3 s on the
-    first such kernel of a process). Returns the functions and, per name, the hoisted
-    allocations in parameter order."""
+    first such kernel of a process). ``extents``: the loop-extent parameters' names.
+    Returns the functions and, per name, the hoisted allocations in parameter order."""
     out: list[Function] = []
     hoisted: dict[str, tuple[Alloc, ...]] = {}
     for fn in fns:
@@ -185,7 +185,7 @@ def hoist_workspaces(fns: tuple[Function, ...]) -> tuple[tuple[Function, ...],
         moved: list[Alloc] = []
         for st in fn.body:
             if (isinstance(st, Alloc) and st.var.startswith("ws_")
-                    and _sized_by_extents(st.size, fn.params)
+                    and _sized_by_extents(st.size, extents)
                     and (st.fill is None or isinstance(st.fill, Const))):
                 moved.append(st)
             else:

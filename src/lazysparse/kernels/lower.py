@@ -36,6 +36,7 @@ from lazysparse.kernels.parallel import (
     UnitExtent,
     combine_functions,
 )
+from lazysparse.kernels.params import KernelParams, kernel_params
 from lazysparse.kernels.plan import (
     EpiloguePlace,
     KernelPlan,
@@ -63,7 +64,7 @@ class Lowered:
     plans: tuple[LevelPlan, ...]
     output: OutputPlan
     choice: ParallelChoice  # which loop runs in parallel, and how (kernels.parallel)
-    params: tuple[str, ...]
+    signature: KernelParams  # the leading parameters of every chunk function, with roles
     extent0: OuterExtent  # how the host computes the outermost loop's iterations
     bounds: tuple[tuple[tuple[int, int], ...], ...] | None  # see plan.append_bounds
     # loops that skip entries whose value the host folds in afterwards (from per-output
@@ -76,6 +77,11 @@ class Lowered:
     row_ends: bool = False
     # where the epilogue runs
     epilogue: EpiloguePlace | None = None
+
+    @property
+    def params(self) -> tuple[str, ...]:
+        """The leading parameters' names (the loop IR's variables), in order."""
+        return self.signature.names
 
     @property
     def parallel(self) -> bool:
@@ -156,27 +162,6 @@ def phase_body(ctx: LowerContext, output: OutputLowering) -> list[Stmt]:
     return body + output.chunk_end()
 
 
-def kernel_params(ctx: LowerContext) -> tuple[str, ...]:
-    """The parameters every chunk function takes first (``execute.kernel_args`` order)."""
-    info = ctx.info
-    out: list[str] = []
-    for op in info.operands:
-        s = op.slot
-        for k, lv in enumerate(op.levels):
-            if lv.located:
-                out.append(ctx.arr(s, "n", k))
-            else:
-                if not lv.chained:
-                    out.append(ctx.arr(s, "ptr", k))
-                out.append(ctx.arr(s, "idx", k))
-        out += [ctx.arr(s, "vals"), f"a{s}_fill"]
-    out += [ctx.extent(f).name for f in info.loop_order]
-    out += [f"k{i}" for i in range(len(info.const_dtypes))]
-    out += ["init", "ofill", "red_id"]
-    out += [f"os{m}" for m in range(ctx.out.dense_prefix)]
-    return (*out, "osize", "dsize")
-
-
 def _notes(plan: KernelPlan) -> tuple[str, ...]:
     out = plan.output
     ws = f" (workspace at loop {out.ws_depth})" if out.ws_depth is not None else ""
@@ -184,13 +169,13 @@ def _notes(plan: KernelPlan) -> tuple[str, ...]:
             f"output {plan.info.out_spec.name} via {out.mode}{ws}", plan.choice.note())
 
 
-def kernel_functions(ctx: LowerContext) -> tuple[Function, ...]:
+def kernel_functions(ctx: LowerContext, signature: KernelParams) -> tuple[Function, ...]:
     """The kernel's chunk functions: ``chunk`` (in-place outputs, plus ``combine`` for
     per-chunk partials and ``finalize`` for an epilogue after them) or ``count`` then
     ``fill`` (sparse outputs). The host runs each over chunks ``t = 0..nch-1``, in parallel
-    threads when the plan's choice is parallel."""
+    threads when the plan's choice is parallel (``signature``: the leading parameters)."""
     plan = ctx.plan
-    common = kernel_params(ctx)
+    common = signature.names
     fns: list[Function] = []
     for name, phase in OUTPUTS[plan.output.mode].functions:
         pctx = ctx.with_phase(phase)
@@ -212,9 +197,10 @@ def lower(info: KernelInfo, fills: tuple[Any, ...], out_fill: Any,
     visits instead (the host folds the skipped ones in; see ``coiterate.fold_levels``)."""
     plan = plan_kernel(info, fills, out_fill, fold)
     ctx = LowerContext.of(plan)
-    return Lowered(kernel_functions(ctx), plan.levels, plan.output, plan.choice,
-                   kernel_params(ctx), extent0(ctx), append_bounds(plan), plan.fold,
-                   workspace_bound(plan), plan.row_count_depth() is not None, plan.epilogue)
+    sig = kernel_params(info, plan.output, ctx.cvar)
+    return Lowered(kernel_functions(ctx, sig), plan.levels, plan.output, plan.choice, sig,
+                   extent0(ctx), append_bounds(plan), plan.fold, workspace_bound(plan),
+                   plan.row_count_depth() is not None, plan.epilogue)
 
 
-__all__ = ["OUTPUTS", "Lowered", "kernel_functions", "kernel_params", "lower", "replace"]
+__all__ = ["OUTPUTS", "Lowered", "kernel_functions", "lower", "replace"]

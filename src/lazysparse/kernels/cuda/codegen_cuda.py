@@ -193,6 +193,30 @@ class _KernelBuild:
     launch: Launch
 
 
+def _params(free: list[str], types: dict[str, VarType], body: tuple[Stmt, ...],
+            pools: list[Alloc], local: dict[str, VarType]) -> list[str]:
+    """The kernel's C parameters: the names it reads (arrays it never writes ``const``),
+    then one pool pointer per in-kernel allocation."""
+    written: set[str] = set()
+    written_arrays(body, written)
+    params: list[str] = []
+    for n in free:
+        vt = types[n]
+        const = "" if vt.pointer and n in written else "const "
+        params.append(f"{const}{vt.c} {n}")
+    return params + [f"{local[a.var].c} {a.var}__pool" for a in pools]
+
+
+def _worker_ids(mode: LaunchMode) -> list[str]:
+    """The kernel's worker id and worker count (a warp per worker in warp mode)."""
+    if mode is LaunchMode.WARP:
+        return ["  const int ls_lane = threadIdx.x & 31;",
+                "  const ls_i64 ls_wid = ls_gid >> 5;",
+                "  const ls_i64 ls_nworkers = ((ls_i64)gridDim.x * blockDim.x) >> 5;"]
+    return ["  const ls_i64 ls_wid = ls_gid;",
+            "  const ls_i64 ls_nworkers = (ls_i64)gridDim.x * blockDim.x;"]
+
+
 def build_kernel(name: str, loop: For, types: dict[str, VarType],
                  mode: LaunchMode) -> _KernelBuild:
     """One ``__global__`` kernel running the iterations of a top-level loop."""
@@ -201,56 +225,33 @@ def build_kernel(name: str, loop: For, types: dict[str, VarType],
     allocs_in(body, pools_a)
     if mode is LaunchMode.WARP and pools_a:
         raise CudaCodegenError("warp-per-row kernels cannot hold per-worker workspaces")
-    known = dict(types)
-    known["ls_lane"] = VarType(np.dtype(np.int32))
-    local = infer_types((For(loop.var, loop.start, loop.stop, body),), known)
-    pool_vars = {a.var for a in pools_a}
-    all_types = {**known, **local}
+    known = {**types, "ls_lane": VarType(np.dtype(np.int32))}
+    whole = (For(loop.var, loop.start, loop.stop, body),)
+    local = infer_types(whole, known)
     used: dict[str, None] = {}
-    names_in((For(loop.var, loop.start, loop.stop, body),), used)
+    names_in(whole, used)
     for a in pools_a:
         names_in_expr(a.size, used)
     free = [n for n in used if n not in local and n != "ls_lane"]
     for n in free:
         if n not in types:
             raise CudaCodegenError(f"internal: kernel {name} reads {n!r}, which has no type")
-    written: set[str] = set()
-    written_arrays(body, written)
-    params: list[str] = []
-    for n in free:
-        vt = types[n]
-        if vt.pointer:
-            const = "" if n in written else "const "
-            params.append(f"{const}{vt.c} {n}")
-        else:
-            params.append(f"const {vt.c} {n}")
-    params += [f"{local[a.var].c} {a.var}__pool" for a in pools_a]
-    pr = CudaStmtPrinter(all_types, {a.var: a.size for a in pools_a})
-    sig = ",\n    ".join(params)
+    pr = CudaStmtPrinter({**known, **local}, {a.var: a.size for a in pools_a})
+    sig = ",\n    ".join(_params(free, types, body, pools_a, local))
     lines = [f'extern "C" __global__ void {name}(\n    {sig}) {{',
-             "  const ls_i64 ls_gid = (ls_i64)blockIdx.x * blockDim.x + threadIdx.x;"]
-    if mode is LaunchMode.WARP:
-        lines += ["  const int ls_lane = threadIdx.x & 31;",
-                  "  const ls_i64 ls_wid = ls_gid >> 5;",
-                  "  const ls_i64 ls_nworkers = ((ls_i64)gridDim.x * blockDim.x) >> 5;"]
-    else:
-        lines += ["  const ls_i64 ls_wid = ls_gid;",
-                  "  const ls_i64 ls_nworkers = (ls_i64)gridDim.x * blockDim.x;"]
-    for n, vt in local.items():
-        if n in pool_vars:
-            continue
-        lines.append(f"  {vt.c} {n};")
-    for a in pools_a:
-        size = pr.expr(a.size)
-        lines.append(f"  {local[a.var].c} {a.var} = {a.var}__pool + ls_wid * ({size});")
-    start, stop = pr.expr(loop.start), pr.expr(loop.stop)
+             "  const ls_i64 ls_gid = (ls_i64)blockIdx.x * blockDim.x + threadIdx.x;",
+             *_worker_ids(mode)]
+    pool_vars = {a.var for a in pools_a}
+    lines += [f"  {vt.c} {n};" for n, vt in local.items() if n not in pool_vars]
+    lines += [f"  {local[a.var].c} {a.var} = {a.var}__pool + ls_wid * ({pr.expr(a.size)});"
+              for a in pools_a]
     if mode is LaunchMode.SERIAL:
         lines += ["  if (ls_gid != 0) return;", *pr.block((loop,), 1)]
     else:
         v = loop.var
-        lines += [f"  const ls_i64 ls_stop = {stop};",
-                  f"  for ({v} = {start} + ls_wid; {v} < ls_stop; {v} += ls_nworkers) {{",
-                  *pr.block(body, 2), "  }"]
+        lines += [f"  const ls_i64 ls_stop = {pr.expr(loop.stop)};",
+                  f"  for ({v} = {pr.expr(loop.start)} + ls_wid; {v} < ls_stop; "
+                  f"{v} += ls_nworkers) {{", *pr.block(body, 2), "  }"]
     lines.append("}")
     pools = tuple(Pool(a.var, a.size, a.dtype, a.fill) for a in pools_a)
     count: Expr = Const(1) if mode is LaunchMode.SERIAL else Bin("-", loop.stop, loop.start)
@@ -258,6 +259,43 @@ def build_kernel(name: str, loop: For, types: dict[str, VarType],
     launch = Launch(name, mode, count, tuple(free) + tuple(f"{a.var}__pool" for a in pools_a),
                     pools, dts + ("",) * len(pools_a))
     return _KernelBuild(name, "\n".join(lines) + "\n", launch)
+
+
+class _Generator:
+    """Turns each ``Run`` step of a host schedule into a kernel and its launch."""
+
+    def __init__(self, lowered: Lowered, types: dict[str, VarType], prefix: str,
+                 strategy: strategies.Strategy) -> None:
+        self.fns = {f.name: f for f in lowered.functions}
+        self.types, self.prefix, self.strategy = types, prefix, strategy
+        self.steps: list[HostStep] = []
+        self.sources: list[str] = []
+        self.names: list[str] = []
+        self.atomics: dict[str, str] = {}
+        self.hashed = False
+
+    def run(self, st: schedule.Run) -> None:
+        """Add the launch (and any host assigns before it) of ``st``'s function."""
+        fn = self.fns[st.function]
+        if st.elementwise:  # one independent output element per iteration
+            loop = fn.body[0]
+            if not (len(fn.body) == 1 and isinstance(loop, For)):
+                raise CudaCodegenError(f"{fn.name} function is not a single loop")
+            loop = For(loop.var, loop.start, loop.stop, loop.body, True)
+            mode = LaunchMode.THREAD
+        else:
+            rw = strategies.rewrite(fn.body, self.strategy, self.atomics)
+            self.hashed = self.hashed or rw.hashed
+            mode = rw.mode
+            for h in rw.host:
+                self.types.setdefault(h.var, VarType(type_of(h.value, self.types)))
+                self.steps.append(HostAssign(h.var, h.value))
+            count = rw.count if rw.count is not None else Var("nch")
+            loop = For("t", Const(0), count, rw.body, True)
+        kb = build_kernel(f"{self.prefix}_{fn.name}", loop, self.types, mode)
+        self.steps.append(kb.launch)
+        self.sources.append(kb.source)
+        self.names.append(kb.name)
 
 
 def generate(lowered: Lowered, arg_types: dict[str, VarType], *, prefix: str,
@@ -279,51 +317,27 @@ def generate(lowered: Lowered, arg_types: dict[str, VarType], *, prefix: str,
     types = dict(sched.types)
     if strategy.workspace is WorkspaceKind.HASH:
         types["ls_hcap"] = VarType(I64)
-    steps: list[HostStep] = []
-    sources: list[str] = []
-    names: list[str] = []
-    atomics: dict[str, str] = {}
-    hashed = False
-    fns = {f.name: f for f in lowered.functions}
+    gen = _Generator(lowered, types, prefix, strategy)
     for st in sched.steps:
-        if not isinstance(st, schedule.Run):
-            steps.append(st)
-            continue
-        fn = fns[st.function]
-        name = f"{prefix}_{fn.name}"
-        if fn.name == "combine":  # one independent output element per iteration
-            loop = fn.body[0]
-            if not (len(fn.body) == 1 and isinstance(loop, For)):
-                raise CudaCodegenError("combine function is not a single loop")
-            loop = For(loop.var, loop.start, loop.stop, loop.body, True)
-            mode = LaunchMode.THREAD
+        if isinstance(st, schedule.Run):
+            gen.run(st)
         else:
-            rw = strategies.rewrite(fn.body, strategy, atomics)
-            hashed = hashed or rw.hashed
-            mode = rw.mode
-            for h in rw.host:
-                types.setdefault(h.var, VarType(type_of(h.value, types)))
-                steps.append(HostAssign(h.var, h.value))
-            count = rw.count if rw.count is not None else Var("nch")
-            loop = For("t", Const(0), count, rw.body, True)
-        kb = build_kernel(name, loop, types, mode)
-        steps.append(kb.launch)
-        sources.append(kb.source)
-        names.append(name)
+            gen.steps.append(st)
     head = [f"// lazysparse generated CUDA kernels ({prefix}); requested strategy: "
             f"{strategy.kind}, workspace: {strategy.workspace}"]
     notes = lowered.functions[0].notes if lowered.functions else ()
     head += [f"// {n}" for n in notes]
-    src = "\n".join(head) + "\n" + "".join(atomics.values()) + "\n".join(sources)
-    modes = {x.mode for x in steps if isinstance(x, Launch)}
+    src = "\n".join(head) + "\n" + "".join(gen.atomics.values()) + "\n".join(gen.sources)
+    modes = {x.mode for x in gen.steps if isinstance(x, Launch)}
     applied = next((m for m in (LaunchMode.NZSPLIT, LaunchMode.WARP) if m in modes),
                    LaunchMode.THREAD)
-    if strategy.workspace is WorkspaceKind.HASH and not hashed:
+    if strategy.workspace is WorkspaceKind.HASH and not gen.hashed:
         raise CudaCodegenError("internal: hash workspace requested for a kernel without a "
                                "row workspace")
-    extra = ("ls_max_chunks", "ls_hcap") if hashed else ("ls_max_chunks",)
-    return CudaProgram(prefix, src, tuple(steps), tuple(names), applied, tuple(atomics),
-                       WorkspaceKind.HASH if hashed else WorkspaceKind.DENSE, extra)
+    extra = ("ls_max_chunks", "ls_hcap") if gen.hashed else ("ls_max_chunks",)
+    return CudaProgram(prefix, src, tuple(gen.steps), tuple(gen.names), applied,
+                       tuple(gen.atomics), WorkspaceKind.HASH if gen.hashed
+                       else WorkspaceKind.DENSE, extra)
 
 
 def arg_types_of(params: tuple[str, ...], args: list[Any]) -> dict[str, VarType]:

@@ -21,6 +21,7 @@ from lazysparse.kernels.cuda.workspaces import WorkspaceKind
 from lazysparse.kernels.execute import kernel_args, structure_key
 from lazysparse.kernels.loop_ir import format_function
 from lazysparse.kernels.lower import Lowered, lower
+from lazysparse.kernels.params import Role
 from lazysparse.kernels.workspace import OutputMode
 from lazysparse.logic.nodes import Alias, Query
 
@@ -49,7 +50,8 @@ class GpuKernelPlan:
     base: strategies.Strategy
     eligible: frozenset[LaunchMode]
     stats_ptr: str | None
-    hash_operands: tuple[str, str, str, str] | None = None  # A ptr, A idx, B ptr, width
+    # argument positions of A's ptr and idx, B's ptr and the row width (a SpGEMM)
+    hash_operands: tuple[int, int, int, int] | None = None
     partials: bool = False  # a full reduction combining per-chunk partial results
 
 
@@ -62,7 +64,7 @@ def plan_query(query: Query, env: dict[Alias, Any]) -> GpuKernelPlan:
     # visits for a host-side fold (docs/kernels.md, "Folding skipped reduction entries");
     # the warp and nonzero-split strategies have no per-lane visit counter to combine
     lw = lower(info, tuple(t.fill_value for t in data.tensors), data.out_fill, fold=False)
-    if lw.fold is not None or "ocnt" in lw.params:
+    if lw.fold is not None:
         raise CudaUnsupported("internal: a folded reduction reached the CUDA backend")
     text = "\n".join(format_function(f) for f in lw.functions)
     kernel = LoweredKernel(info, lw, hashlib.sha256(text.encode()).hexdigest()[:24])
@@ -79,8 +81,8 @@ def plan_query(query: Query, env: dict[Alias, Any]) -> GpuKernelPlan:
         if (len(op.levels) >= 2 and op.levels[0].located
                 and op.levels[0].field == info.loop_order[0]
                 and not op.levels[1].located and not op.levels[1].chained):
-            nz_ptr = f"a{s}_ptr1"
-            nz_rows = next(p for p in lw.params if p.startswith("n_"))
+            nz_ptr = lw.signature.named(Role.LEVEL_PTR, s, 1)
+            nz_rows = lw.signature.named(Role.EXTENT, field=info.loop_order[0])
             if (LaunchMode.WARP in eligible and lw.output.mode is OutputMode.DENSE
                     and lw.output.acc_depth == 1 and lw.parallel):
                 eligible.add(LaunchMode.NZSPLIT)
@@ -89,9 +91,10 @@ def plan_query(query: Query, env: dict[Alias, Any]) -> GpuKernelPlan:
                          _hash_operands(info, lw), bool(lw.partials))
 
 
-def _hash_operands(info: KernelInfo, lw: Lowered) -> tuple[str, str, str, str] | None:
+def _hash_operands(info: KernelInfo, lw: Lowered) -> tuple[int, int, int, int] | None:
     """Gustavson SpGEMM shape (loop i,k,j; A drives k from row i, B drives j from row k,
-    row workspace over j): the arguments that bound a row's distinct columns."""
+    row workspace over j): the positions of the arguments that bound a row's distinct
+    columns (A's ptr and idx, B's ptr, the extent of j)."""
     if (lw.output.mode is not OutputMode.ROWWS or len(info.loop_order) != 3
             or lw.output.ws_depth != 1):
         return None
@@ -107,8 +110,9 @@ def _hash_operands(info: KernelInfo, lw: Lowered) -> tuple[str, str, str, str] |
           and b.levels[1].field == j and not b.levels[1].located and not b.levels[1].chained)
     if not ok:
         return None
-    width = [p for p in lw.params if p.startswith("n_")][2]
-    return (f"a{a.slot}_ptr1", f"a{a.slot}_idx1", f"a{b.slot}_ptr1", width)
+    sig = lw.signature
+    return (sig.position(Role.LEVEL_PTR, a.slot, 1), sig.position(Role.LEVEL_IDX, a.slot, 1),
+            sig.position(Role.LEVEL_PTR, b.slot, 1), sig.position(Role.EXTENT, field=j))
 
 
 def gpu_args(plan: GpuKernelPlan) -> list[Any]:
@@ -176,8 +180,7 @@ def hash_capacity_for(plan: GpuKernelPlan, args: list[Any], xp: Any) -> tuple[in
 
     if plan.hash_operands is None:
         raise ValueError("not a row-workspace SpGEMM kernel")
-    params = plan.kernel.lowered.params
-    a_ptr, a_idx, b_ptr, width = (args[params.index(n)] for n in plan.hash_operands)
+    a_ptr, a_idx, b_ptr, width = (args[i] for i in plan.hash_operands)
     bound = spgemm_row_bound(a_ptr, a_idx, b_ptr, xp)
     return hash_capacity(bound, int(width)), int(width)
 

@@ -1,6 +1,6 @@
 """The host side of a GPU kernel: allocations, chunk count, launches, scans, result arrays.
 
-It mirrors the CPU driver (``kernels.execute.run_chunks``) step for step, as data: a list
+It mirrors the CPU driver (``kernels.cpu_host.run_chunks``) step for step, as data: a list
 of host steps over named values that :func:`kernels.cuda.host.run_steps` executes with CuPy
 (or NumPy in tests). ``Run(function)`` marks where a chunk function of the loop IR runs;
 code generation replaces it with the launch of that function's ``__global__`` kernel.
@@ -24,6 +24,7 @@ from lazysparse.kernels.cuda.render import I64, VarType
 from lazysparse.kernels.cuda.strategies import LaunchMode
 from lazysparse.kernels.loop_ir import Bin, Cast, Const, Expr, Load, Var
 from lazysparse.kernels.lower import Lowered
+from lazysparse.kernels.params import Role
 
 # ---------------------------------------------------------------- host steps
 
@@ -96,9 +97,12 @@ class HostReturn:
 
 @dataclass(frozen=True)
 class Run:
-    """Placeholder: run the chunk function ``function`` of the loop IR (becomes a Launch)."""
+    """Placeholder: run the chunk function ``function`` of the loop IR (becomes a Launch);
+    ``elementwise``: its single loop has one independent output element per iteration
+    (``combine``), else it is a chunk loop mapped by the strategy."""
 
     function: str
+    elementwise: bool = False
 
 
 HostStep = HostAssign | HostAlloc | HostStore | HostScan | Launch | HostReturn
@@ -112,69 +116,94 @@ class Schedule:
     types: dict[str, VarType]
 
 
+class _Builder:
+    """Accumulates host steps and the types of the names they bind."""
+
+    def __init__(self, lw: Lowered, arg_types: dict[str, VarType], out_dtype: str) -> None:
+        self.lw = lw
+        self.od = str(np.dtype(out_dtype))
+        self.types = dict(arg_types)
+        for n in ("nch", "ls_max_chunks"):
+            self.types[n] = VarType(I64)
+        self.steps: list[HostStep | Run] = []
+        sig = lw.signature
+        self.osize, self.dsize = Var(sig.named(Role.OUT_SIZE)), Var(sig.named(Role.DENSE_SIZE))
+
+    def arr(self, name: str, dtype: str) -> None:
+        """Type ``name`` as a device array of ``dtype``."""
+        self.types[name] = VarType(np.dtype(dtype), True)
+
+    def in_place(self) -> None:
+        """Dense / shared outputs: ``out`` preset, ``chunk`` (into partials, ``combine``)."""
+        lw, od, osize = self.lw, self.od, self.osize
+        self.arr("out", od)
+        if lw.partials:
+            self.arr("res", od)
+            red_id = Var(lw.signature.named(Role.RED_ID))
+            self.steps += [HostAlloc("out", Bin("*", osize, Var("nch")), od, Cast(od, red_id)),
+                           Run("chunk"), HostAlloc("res", osize, od, None),
+                           Run("combine", elementwise=True), HostReturn(("res",))]
+        else:
+            ofill = Var(lw.signature.named(Role.OUT_FILL))
+            self.steps += [HostAlloc("out", osize, od, Cast(od, ofill)), Run("chunk"),
+                           HostReturn(("out",))]
+
+    def count(self) -> None:
+        """Sparse outputs: ``count``, then each group's chunk offsets and total."""
+        out = self.lw.output
+        for g in range(len(out.groups)):
+            self.arr(f"cc{g}", "int64")
+            self.steps.append(HostAlloc(f"cc{g}", Var("nch"), "int64", Const(0)))
+        self.arr("cntpd", "int64")
+        cnt_size = Bin("max", self.dsize, Const(1)) if out.dense_prefix else Const(1)
+        self.steps += [HostAlloc("cntpd", cnt_size, "int64", Const(0)), Run("count")]
+        for g in range(len(out.groups)):
+            self.arr(f"off{g}", "int64")
+            self.types[f"tot{g}"] = VarType(I64)
+            self.steps += [HostAlloc(f"off{g}", Bin("+", Var("nch"), Const(1)), "int64",
+                                     Const(0)),
+                           HostScan(f"off{g}", f"cc{g}", Var("nch")),
+                           HostAssign(f"tot{g}", Load(f"off{g}", Var("nch")))]
+
+    def fill(self, index_dtype: str) -> None:
+        """Sparse outputs: allocate each group's ``ptr`` and index arrays, then ``fill``."""
+        out = self.lw.output
+        results: list[str] = []
+        for g, grp in enumerate(out.groups):
+            ptr = f"o_ptr{grp[0]}"
+            self.arr(ptr, "int64")
+            if g == 0 and out.dense_prefix:
+                self.steps += [HostAlloc(ptr, Bin("+", self.dsize, Const(1)), "int64",
+                                         Const(0)),
+                               HostScan(ptr, "cntpd", self.dsize)]
+            elif g == 0:
+                self.steps += [HostAlloc(ptr, Const(2), "int64", Const(0)),
+                               HostStore(ptr, Const(1), Var("tot0"))]
+            else:
+                self.steps.append(HostAlloc(ptr, Bin("+", Var(f"tot{g - 1}"), Const(1)),
+                                            "int64", Const(0)))
+            results.append(ptr)
+            for m in grp:
+                self.arr(f"o_idx{m}", index_dtype)
+                self.steps.append(HostAlloc(f"o_idx{m}", Var(f"tot{g}"), index_dtype, None))
+                results.append(f"o_idx{m}")
+        self.arr("o_vals", self.od)
+        self.steps += [HostAlloc("o_vals", Var(f"tot{len(out.groups) - 1}"), self.od, None),
+                       Run("fill"), HostReturn((*results, "o_vals"))]
+
+
 def build(lw: Lowered, arg_types: dict[str, VarType], out_dtype: str,
           index_dtype: str) -> Schedule:
     """The host schedule of a lowered kernel (see the module docstring)."""
-    od = str(np.dtype(out_dtype))
-    types = dict(arg_types)
-    for n in ("nch", "ls_max_chunks"):
-        types[n] = VarType(I64)
-    steps: list[HostStep | Run] = []
+    b = _Builder(lw, arg_types, out_dtype)
     if lw.parallel:
         nch: Expr = Bin("max", Const(1), Bin("min", lw.extent0.expr, Var("ls_max_chunks")))
     else:
         nch = Const(1)
-    steps.append(HostAssign("nch", nch))
-    osize, dsize = Var("osize"), Var("dsize")
-    out = lw.output
-
-    def arr(name: str, dtype: str) -> None:
-        types[name] = VarType(np.dtype(dtype), True)
-
-    if not out.mode.sparse:
-        arr("out", od)
-        if lw.partials:
-            arr("res", od)
-            steps += [HostAlloc("out", Bin("*", osize, Var("nch")), od,
-                                Cast(od, Var("red_id"))),
-                      Run("chunk"), HostAlloc("res", osize, od, None), Run("combine"),
-                      HostReturn(("res",))]
-        else:
-            steps += [HostAlloc("out", osize, od, Cast(od, Var("ofill"))), Run("chunk"),
-                      HostReturn(("out",))]
-        return Schedule(tuple(steps), types)
-    ng = len(out.groups)
-    for g in range(ng):
-        arr(f"cc{g}", "int64")
-        steps.append(HostAlloc(f"cc{g}", Var("nch"), "int64", Const(0)))
-    arr("cntpd", "int64")
-    cnt_size = Bin("max", dsize, Const(1)) if out.dense_prefix else Const(1)
-    steps += [HostAlloc("cntpd", cnt_size, "int64", Const(0)), Run("count")]
-    for g in range(ng):
-        arr(f"off{g}", "int64")
-        types[f"tot{g}"] = VarType(I64)
-        steps += [HostAlloc(f"off{g}", Bin("+", Var("nch"), Const(1)), "int64", Const(0)),
-                  HostScan(f"off{g}", f"cc{g}", Var("nch")),
-                  HostAssign(f"tot{g}", Load(f"off{g}", Var("nch")))]
-    results: list[str] = []
-    for g, grp in enumerate(out.groups):
-        ptr = f"o_ptr{grp[0]}"
-        arr(ptr, "int64")
-        if g == 0 and out.dense_prefix:
-            steps += [HostAlloc(ptr, Bin("+", dsize, Const(1)), "int64", Const(0)),
-                      HostScan(ptr, "cntpd", dsize)]
-        elif g == 0:
-            steps += [HostAlloc(ptr, Const(2), "int64", Const(0)),
-                      HostStore(ptr, Const(1), Var("tot0"))]
-        else:
-            steps.append(HostAlloc(ptr, Bin("+", Var(f"tot{g - 1}"), Const(1)), "int64",
-                                   Const(0)))
-        results.append(ptr)
-        for m in grp:
-            arr(f"o_idx{m}", index_dtype)
-            steps.append(HostAlloc(f"o_idx{m}", Var(f"tot{g}"), index_dtype, None))
-            results.append(f"o_idx{m}")
-    arr("o_vals", od)
-    steps += [HostAlloc("o_vals", Var(f"tot{ng - 1}"), od, None), Run("fill"),
-              HostReturn((*results, "o_vals"))]
-    return Schedule(tuple(steps), types)
+    b.steps.append(HostAssign("nch", nch))
+    if lw.output.mode.sparse:
+        b.count()
+        b.fill(index_dtype)
+    else:
+        b.in_place()
+    return Schedule(tuple(b.steps), b.types)

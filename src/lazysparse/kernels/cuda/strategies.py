@@ -170,15 +170,25 @@ def _search(name: str, ptr: str, lo: Expr, hi: Expr, key: Expr, strict: bool) ->
             Assign(name, Var(a))]
 
 
-def nzsplit_rewrite(body: tuple[Stmt, ...], st: Strategy,
-                    atomics: dict[str, str]) -> tuple[tuple[Stmt, ...], list[Assign], Expr] | None:
-    """The chunk body of a row-reduction kernel re-cut by nonzeros: (body, host assigns,
-    new work-item count), or None where the kernel does not have that shape."""
-    if not warp_capable(st.reduce_op, st.acc_dtype) or st.nz_ptr is None:
-        return None
-    ad = np.dtype(st.acc_dtype)
-    if ad.kind not in "iuf" or ad.itemsize not in (4, 8):
-        return None
+@dataclass(frozen=True)
+class _RowReduction:
+    """The shape nonzero split rewrites: the chunk's single row loop ``row`` whose body
+    ``blk`` starts ``acc`` (at ``acc_i``), binds the driver's range ``lo``/``hi`` (at
+    ``lo_i`` < ``hi_i``), runs one position loop over it (at ``loop_i``) and ends with the
+    store of ``acc``."""
+
+    row: For
+    blk: tuple[Stmt, ...]
+    acc_i: int
+    hi_i: int
+    loop_i: int
+    lo: str
+    hi: str
+
+
+def _row_loop(body: tuple[Stmt, ...]) -> For | None:
+    """The chunk body's row loop over ``clo..chi``, when it is its last statement and
+    only chunk bounds are computed before it."""
     rows = [k for k, s in enumerate(body) if isinstance(s, For)]
     if len(rows) != 1 or not all(isinstance(s, Assign) and s.var in ("clo", "chi")
                                  or not isinstance(s, Assign | Store | While | If)
@@ -188,8 +198,21 @@ def nzsplit_rewrite(body: tuple[Stmt, ...], st: Strategy,
     assert isinstance(row, For)
     if row.start != Var("clo") or row.stop != Var("chi") or rows[0] != len(body) - 1:
         return None
-    blk = list(row.body)
-    acc_i = next((k for k, s in enumerate(blk) if isinstance(s, Assign) and s.var == "acc"), None)
+    return row
+
+
+def _match_row_reduction(body: tuple[Stmt, ...], nz_ptr: str) -> _RowReduction | None:
+    """The row reduction in a chunk body (see :class:`_RowReduction`), or None."""
+    row = _row_loop(body)
+    if row is None:
+        return None
+    blk = row.body
+
+    def assigned(name: str) -> int | None:
+        return next((k for k, s in enumerate(blk) if isinstance(s, Assign) and s.var == name),
+                    None)
+
+    acc_i = assigned("acc")
     loop_i = next((k for k, s in enumerate(blk) if isinstance(s, For | While)), None)
     if acc_i is None or loop_i is None or not isinstance(blk[loop_i], For):
         return None
@@ -198,50 +221,59 @@ def nzsplit_rewrite(body: tuple[Stmt, ...], st: Strategy,
     if not (isinstance(loop.start, Var) and isinstance(loop.stop, Var)):
         return None
     lo_n, hi_n = loop.start.name, loop.stop.name
-    lo_i = next((k for k, s in enumerate(blk) if isinstance(s, Assign) and s.var == lo_n), None)
-    hi_i = next((k for k, s in enumerate(blk) if isinstance(s, Assign) and s.var == hi_n), None)
+    lo_i, hi_i = assigned(lo_n), assigned(hi_n)
     tail = blk[loop_i + 1:]
     if (lo_i is None or hi_i is None or not acc_i < lo_i < hi_i < loop_i or len(tail) != 1
             or not isinstance(tail[0], Store) or tail[0].value != Var("acc")):
         return None
-    lo_s, hi_s = blk[lo_i], blk[hi_i]
-    assert isinstance(lo_s, Assign) and isinstance(hi_s, Assign)
+    lo_s = blk[lo_i]
+    assert isinstance(lo_s, Assign)
     aliases = {row.var} | {s.var for s in blk[:lo_i]
                            if isinstance(s, Assign) and s.value == Var(row.var)}
-    if not any(lo_s.value == Cast("int64", Load(st.nz_ptr, Var(a))) for a in aliases):
+    if not any(lo_s.value == Cast("int64", Load(nz_ptr, Var(a))) for a in aliases):
         return None  # the driver's positions must be indexed by the row itself
-    store = tail[0]
-    acc_s = blk[acc_i]
-    assert isinstance(acc_s, Assign)
+    return _RowReduction(row, blk, acc_i, hi_i, loop_i, lo_n, hi_n)
+
+
+def nzsplit_rewrite(body: tuple[Stmt, ...], st: Strategy,
+                    atomics: dict[str, str]) -> tuple[tuple[Stmt, ...], list[Assign], Expr] | None:
+    """The chunk body of a row-reduction kernel re-cut by nonzeros: (body, host assigns,
+    new work-item count), or None where the kernel does not have that shape."""
+    if not warp_capable(st.reduce_op, st.acc_dtype) or st.nz_ptr is None:
+        return None
+    ad = np.dtype(st.acc_dtype)
+    if ad.kind not in "iuf" or ad.itemsize not in (4, 8):
+        return None
+    m = _match_row_reduction(body, st.nz_ptr)
+    if m is None:
+        return None
+    blk, store, acc_s = m.blk, m.blk[-1], m.blk[m.acc_i]
+    assert isinstance(store, Store) and isinstance(acc_s, Assign)
     helper = f"ls_atomic_{st.reduce_op.name}_{ad.name}"
     if helper not in atomics:
         types = {"a": VarType(ad), "b": VarType(ad)}
         atomics[helper] = atomic_helper(helper, VarType(ad).c, expr_c(
             combine_expr(st.reduce_op, str(ad), "a", "b"), types))
-    qa, qb = Var("ls_qa"), Var("ls_qb")
-    full = Var("ls_full")
-    new_row_body: list[Stmt] = [*blk[:acc_i], *blk[acc_i + 1:hi_i + 1],
-                                Assign(full.name, Bin("and", Bin(">=", Var(lo_n), qa),
-                                                      Bin("<=", Var(hi_n), qb))),
-                                Assign(lo_n, Bin("max", Var(lo_n), qa)),
-                                Assign(hi_n, Bin("min", Var(hi_n), qb)),
-                                Assign("acc", Select(full, acc_s.value,
-                                                      Cast(str(ad), Var("red_id")))),
-                                *blk[hi_i + 1:loop_i + 1],
-                                If(full, (store,), (AtomicCombine(helper, store.array,
-                                                                  store.index, Var("acc")),))]
-    ptr, n = st.nz_ptr, Var(str(st.nz_rows))
+    qa, qb, full = Var("ls_qa"), Var("ls_qb"), Var("ls_full")
+    lo, hi = Var(m.lo), Var(m.hi)
+    new_row_body: list[Stmt] = [
+        *blk[:m.acc_i], *blk[m.acc_i + 1:m.hi_i + 1],
+        Assign(full.name, Bin("and", Bin(">=", lo, qa), Bin("<=", hi, qb))),
+        Assign(m.lo, Bin("max", lo, qa)), Assign(m.hi, Bin("min", hi, qb)),
+        Assign("acc", Select(full, acc_s.value, Cast(str(ad), Var("red_id")))),
+        *blk[m.hi_i + 1:m.loop_i + 1],
+        If(full, (store,), (AtomicCombine(helper, store.array, store.index, Var("acc")),))]
+    ptr, n, per = st.nz_ptr, Var(str(st.nz_rows)), Const(st.nz_per_item)
     base, end = Cast("int64", Load(ptr, Const(0))), Cast("int64", Load(ptr, n))
-    head: list[Stmt] = [Assign("ls_qa", Bin("+", base, Bin("*", Var("t"),
-                                                          Const(st.nz_per_item)))),
-                        Assign("ls_qb", Bin("min", Bin("+", qa, Const(st.nz_per_item)), end))]
+    head: list[Stmt] = [Assign("ls_qa", Bin("+", base, Bin("*", Var("t"), per))),
+                        Assign("ls_qb", Bin("min", Bin("+", qa, per), end))]
     head += _search("clo", ptr, Const(0), n, qa, strict=True)
     head += _search("ls_last", ptr, Var("clo"), n, qb, strict=False)
     head.append(Assign("chi", Var("ls_last")))
-    new_body = (*head, For(row.var, Var("clo"), Var("chi"), tuple(new_row_body)))
-    host: list[Assign] = [Assign("ls_nnz", Bin("-", end, base)),
-            Assign("ls_items", Bin("//", Bin("+", Var("ls_nnz"), Const(st.nz_per_item - 1)),
-                                   Const(st.nz_per_item)))]
+    new_body = (*head, For(m.row.var, Var("clo"), Var("chi"), tuple(new_row_body)))
+    host: list[Assign] = [
+        Assign("ls_nnz", Bin("-", end, base)),
+        Assign("ls_items", Bin("//", Bin("+", Var("ls_nnz"), Const(st.nz_per_item - 1)), per))]
     return new_body, host, Var("ls_items")
 
 

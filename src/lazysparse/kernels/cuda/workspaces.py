@@ -1,7 +1,7 @@
 """Hash workspaces for SpGEMM rows on the GPU: a loop-IR rewrite of the dense-row workspace.
 
-The loop IR's row workspace (``kernels/lower.py``, Gustavson) is a mark array, a touched
-list and a values array, each as long as the output row. On a GPU every resident
+The loop IR's row workspace (``kernels/lower_workspaces.py``, Gustavson) is a mark array,
+a touched list and a values array, each as long as the output row. On a GPU every resident
 worker needs its own, so wide outputs leave few workers. This rewrite keeps the touched
 list and values but addresses them through an open-addressing table whose capacity
 (``ls_hcap``, a power of two) is at least twice the most distinct columns any row can
