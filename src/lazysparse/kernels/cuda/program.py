@@ -53,6 +53,7 @@ class GpuKernelPlan:
     # argument positions of A's ptr and idx, B's ptr and the row width (a SpGEMM)
     hash_operands: tuple[int, int, int, int] | None = None
     partials: bool = False  # a full reduction combining per-chunk partial results
+    stats_arg: int | None = None  # the argument position of ``stats_ptr``
 
 
 def plan_query(query: Query, env: dict[Alias, Any]) -> GpuKernelPlan:
@@ -87,8 +88,9 @@ def plan_query(query: Query, env: dict[Alias, Any]) -> GpuKernelPlan:
                     and lw.output.acc_depth == 1 and lw.parallel):
                 eligible.add(LaunchMode.NZSPLIT)
     base = strategies.Strategy(LaunchMode.THREAD, rop, ad, nz_ptr, nz_rows)
+    stats_arg = None if nz_ptr is None else lw.signature.position(Role.LEVEL_PTR, s, 1)
     return GpuKernelPlan(kernel, info, data, base, frozenset(eligible), nz_ptr,
-                         _hash_operands(info, lw), bool(lw.partials))
+                         _hash_operands(info, lw), bool(lw.partials), stats_arg)
 
 
 def _hash_operands(info: KernelInfo, lw: Lowered) -> tuple[int, int, int, int] | None:

@@ -10,13 +10,10 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-import numpy as np
-
-from lazysparse.formats.levels import Compressed, Dense, Singleton
 from lazysparse.kernels.cuda import strategies
 from lazysparse.kernels.cuda.codegen_cuda import CudaProgram, Launch
 from lazysparse.kernels.cuda.device import DeviceTensor, _cupy, device_of
-from lazysparse.kernels.cuda.host import POOL_BYTES, Grid, run_steps, to_scalar
+from lazysparse.kernels.cuda.host import POOL_BYTES, Grid, run_steps
 from lazysparse.kernels.cuda.program import (
     CudaUnsupported,
     GpuKernelPlan,
@@ -26,7 +23,9 @@ from lazysparse.kernels.cuda.program import (
     plan_query,
     program_for,
 )
-from lazysparse.logic.nodes import Alias, Immediate, Plan, Produces, Query, Table
+from lazysparse.kernels.host import assemble, run_plan
+from lazysparse.kernels.params import Role
+from lazysparse.logic.nodes import Alias, Plan, Query
 
 NVRTC_OPTIONS: tuple[str, ...] = ()  # the generated code is C++11; NVRTC's default suffices
 PARTIAL_CHUNKS = 4096  # chunks of a full reduction (one partial result each)...
@@ -47,9 +46,9 @@ def compile_program(prog: CudaProgram) -> Any:
 
 def choose_strategy(plan: GpuKernelPlan, args: list[Any], params: tuple[str, ...]) -> str:
     """Strategy from the driving level's row lengths (``thread`` when there is none)."""
-    if plan.stats_ptr is None or len(plan.eligible) == 1:
+    if plan.stats_arg is None or len(plan.eligible) == 1:
         return "thread"
-    ptr = args[params.index(plan.stats_ptr)]
+    ptr = args[plan.stats_arg]
     mean, mx = strategies.row_stats(ptr, _cupy())
     return strategies.choose(set(plan.eligible), mean, mx)
 
@@ -65,8 +64,8 @@ def max_chunks(plan: GpuKernelPlan, args: list[Any]) -> int:
     :data:`PARTIAL_BYTES`."""
     if not plan.partials:
         return 1 << 62
-    params = plan.kernel.lowered.params
-    per_chunk = int(args[params.index("osize")]) * plan.info.out_dtype.itemsize
+    osize = args[plan.kernel.lowered.signature.position(Role.OUT_SIZE)]
+    per_chunk = int(osize) * plan.info.out_dtype.itemsize
     return max(1, min(PARTIAL_CHUNKS, PARTIAL_BYTES // max(per_chunk, 1)))
 
 
@@ -167,57 +166,30 @@ def run_program(plan: GpuKernelPlan, prog: CudaProgram, args: list[Any], xp: Any
     return assemble_device(plan, res)
 
 
+def _make_device_tensor(shape: tuple[int, ...], levels: list[Any], mode_order: Any,
+                        values: Any, fill: Any, spec: Any) -> DeviceTensor:
+    return DeviceTensor(shape, levels, mode_order, values, fill, spec)
+
+
 def assemble_device(plan: GpuKernelPlan, res: tuple[Any, ...]) -> DeviceTensor:
-    """Wrap the result arrays as a device tensor (mirrors ``kernels.execute.assemble``)."""
-    info, data, out = plan.info, plan.data, plan.kernel.lowered.output
-    spec = info.out_spec
-    shape = data.out_shape
-    sizes = [shape[m] for m in spec.mode_order]
-    fillv = to_scalar(data.out_fill, info.out_dtype)
-    if out.mode == "dense":
-        return DeviceTensor(shape, [Dense(n) for n in sizes], spec.mode_order, res[0], fillv,
-                            spec)
-    if out.mode == "shared":
-        src = data.tensors[out.shared_slot]  # type: ignore[index]
-        return DeviceTensor(shape, list(src.levels), spec.mode_order, res[0], fillv, spec)
-    vals = res[-1]
-    big = max([int(vals.shape[0]) + 1, *shape], default=0)
-    idt = np.dtype(np.int32) if big < 2**31 - 1 else np.dtype(np.int64)
-    levels: list[Any] = [Dense(n) for n in sizes[:out.dense_prefix]]
-    it = iter(res[:-1])
-    for grp in out.groups:
-        ptr = next(it).astype(idt, copy=False)
-        for j, m in enumerate(grp):
-            idx = next(it).astype(idt, copy=False)
-            if j == 0:
-                levels.append(Compressed(sizes[m], ptr, idx,
-                                         unique=spec.level_kinds[m] == "compressed"))
-            else:
-                levels.append(Singleton(sizes[m], idx))
-    return DeviceTensor(shape, levels, spec.mode_order, vals, fillv, spec)
+    """Wrap the result arrays as a device tensor (``kernels.host.assemble``, as the CPU)."""
+    return assemble(plan.info, plan.data, plan.kernel.lowered.output, res,
+                    _make_device_tensor)
+
+
+def _check_device_input(alias: Alias, t: Any) -> None:
+    if not isinstance(t, DeviceTensor):
+        raise ValueError(f"input {alias.name} is not on device 'cuda' (got "
+                         f"{type(t).__name__}); mixing devices is not allowed")
 
 
 def execute_plan_cuda(plan: Plan, *, strategy: str | None = None,
                       host_fallback: bool = True) -> tuple[DeviceTensor, ...]:
     """Run a normal-form plan on the GPU; inputs must be device tensors."""
-    if not isinstance(plan, Plan):
-        raise TypeError(f"execute_plan_cuda expects a Plan, got {type(plan).__name__}")
-    env: dict[Alias, Any] = {}
-    for body in plan.bodies:
-        match body:
-            case Query(lhs=lhs, rhs=Table(tns=Immediate(val=t))):
-                if not isinstance(t, DeviceTensor):
-                    raise ValueError(f"input {lhs.name} is not on device 'cuda' (got "
-                                     f"{type(t).__name__}); mixing devices is not allowed")
-                env[lhs] = t
-            case Query(lhs=lhs):
-                env[lhs] = run_query_cuda(body, env, strategy=strategy,
-                                          host_fallback=host_fallback)
-            case Produces(args=args):
-                return tuple(env[a] for a in args)
-            case _:
-                raise ValueError(f"not a normal-form plan statement: {body!r}")
-    raise ValueError("plan has no Produces statement")
+    def run(query: Query, env: dict[Alias, Any]) -> DeviceTensor:
+        return run_query_cuda(query, env, strategy=strategy, host_fallback=host_fallback)
+
+    return run_plan(plan, run, _check_device_input, "execute_plan_cuda")
 
 
 def clear_cache() -> None:
