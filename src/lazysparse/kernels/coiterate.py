@@ -25,58 +25,28 @@ from lazysparse.kernels.analysis import (
     PNode,
     same_value,
 )
-
-# A region is ("all",), ("none",), ("atom", slot), ("and", regions), ("or", regions).
-Region = tuple[Any, ...]
-ALL: Region = ("all",)
-NONE: Region = ("none",)
-
-# missing value kinds: ("known", value) | ("fillexpr",) | ("data",)
-Missing = tuple[Any, ...]
-
-
-def _and(parts: list[Region]) -> Region:
-    flat: list[Region] = []
-    for p in parts:
-        if p == ALL:
-            continue
-        flat.extend(p[1] if p[0] == "and" else [p])
-    uniq = list(dict.fromkeys(flat))
-    if not uniq:
-        return ALL
-    return uniq[0] if len(uniq) == 1 else ("and", tuple(uniq))
-
-
-def _or(parts: list[Region]) -> Region:
-    flat: list[Region] = []
-    for p in parts:
-        if p == NONE:
-            continue
-        if p == ALL:
-            return ALL
-        flat.extend(p[1] if p[0] == "or" else [p])
-    uniq = list(dict.fromkeys(flat))
-    if not uniq:
-        return NONE
-    return uniq[0] if len(uniq) == 1 else ("or", tuple(uniq))
+from lazysparse.kernels.regions import (
+    ALL,
+    DATA,
+    FILL_EXPR,
+    NONE,
+    Atom,
+    Known,
+    Missing,
+    Region,
+    intersect,
+    union,
+)
 
 
 def atoms(region: Region) -> tuple[int, ...]:
     """Operand slots a region mentions, in first-seen order."""
-    if region[0] == "atom":
-        return (region[1],)
-    if region[0] in ("and", "or"):
-        out: list[int] = []
-        for r in region[1]:
-            out += [a for a in atoms(r) if a not in out]
-        return tuple(out)
-    return ()
+    return region.atoms()
 
 
 def is_conjunction(region: Region) -> bool:
-    """True for one atom or an ``and`` of atoms (every atom must be present)."""
-    return region[0] == "atom" or (region[0] == "and" and all(r[0] == "atom"
-                                                                for r in region[1]))
+    """True for one atom or an intersection of atoms (every atom must be present)."""
+    return region.conjunction
 
 
 def region_of(node: PNode, fld: str, info: KernelInfo, fills: tuple[Any, ...],
@@ -87,48 +57,47 @@ def region_of(node: PNode, fld: str, info: KernelInfo, fills: tuple[Any, ...],
     match node:
         case PAccess(slot=s, dtype=d):
             if s in sparse:
-                return ("atom", s), ("known", np.asarray(fills[s]).astype(d)[()])
+                return Atom(s), Known(np.asarray(fills[s]).astype(d)[()])
             if s in full:
-                return ALL, ("data",)
-            return NONE, ("data",)
+                return ALL, DATA
+            return NONE, DATA
         case PConst(slot=k, dtype=d):
             if consts is not None:
-                return NONE, ("known", np.asarray(consts[k])[()])
-            return NONE, ("fillexpr",)
+                return NONE, Known(np.asarray(consts[k])[()])
+            return NONE, FILL_EXPR
         case PField(name=name):
-            return (ALL, ("data",)) if name == fld else (NONE, ("data",))
+            return (ALL, DATA) if name == fld else (NONE, DATA)
         case PApply(op=op, args=args, operand_dtypes=opds, dtype=rd):
             subs = [region_of(a, fld, info, fills, sparse, full, consts) for a in args]
             ann_regions = []
             for i, ((reg, miss), od) in enumerate(zip(subs, opds, strict=True)):
-                if reg in (ALL, NONE) or miss[0] == "data":
+                if reg in (ALL, NONE) or miss.data:
                     continue
-                if miss[0] == "fillexpr":  # needs the constants: decided by analysis
+                if miss is FILL_EXPR:  # needs the constants: decided by analysis
                     if i in node.annihilates:
                         ann_regions.append(reg)
                     continue
                 z = _annihilator(op, od)
-                if z is not None and same_value(np.asarray(miss[1]).astype(od)[()], z):
+                if z is not None and same_value(np.asarray(miss.value).astype(od)[()], z):
                     ann_regions.append(reg)
             if ann_regions:
                 z = _annihilator(op, opds[0])
                 zval = np.asarray(op.apply(*([z] * op.nargs)))[()] if op.nargs > 1 else None
                 if zval is None:
-                    return _and(ann_regions), ("data",)
-                return _and(ann_regions), ("known", np.asarray(zval).astype(rd)[()])
+                    return intersect(ann_regions), DATA
+                return intersect(ann_regions), Known(np.asarray(zval).astype(rd)[()])
             selected = _selected_region(node, subs) or _uniform_region(node, subs)
             if selected is not None:
                 return selected
-            region = _or([r for r, _ in subs])
-            kinds = [m[0] for _, m in subs]
-            if "data" in kinds:
-                return region, ("data",)
-            if all(k == "known" for k in kinds):
+            region = union([r for r, _ in subs])
+            if any(m.data for _, m in subs):
+                return region, DATA
+            if all(m.known for _, m in subs):
                 with np.errstate(all="ignore"):
-                    v = op.apply(*(np.asarray(m[1]).astype(od)[()]
+                    v = op.apply(*(np.asarray(m.value).astype(od)[()]  # type: ignore
                                    for (_, m), od in zip(subs, opds, strict=True)))
-                return region, ("known", np.asarray(v)[()])
-            return region, ("fillexpr",)
+                return region, Known(np.asarray(v)[()])
+            return region, FILL_EXPR
     raise TypeError(f"unknown pointwise node {node!r}")
 
 
@@ -142,21 +111,21 @@ def _selected_region(node: PApply, subs: list[tuple[Region, Missing]]
     opds, rd = node.operand_dtypes, node.dtype
     decided = dict(node.selects)
     for i, ((reg, miss), od) in enumerate(zip(subs, opds, strict=True)):
-        if reg in (ALL, NONE) or miss[0] == "data":
+        if reg in (ALL, NONE) or miss.data:
             continue
-        if miss[0] == "known":
-            j = node.op.selected_by(i, np.asarray(miss[1]).astype(od)[()])
+        if isinstance(miss, Known):
+            j = node.op.selected_by(i, np.asarray(miss.value).astype(od)[()])
         else:
             j = decided.get(i)
         if j is None:
             continue
         reg_j, miss_j = subs[j]
-        region = _or([reg, reg_j])
+        region = union([reg, reg_j])
         if region == ALL:
             return None
-        if miss_j[0] == "known":
-            v = np.asarray(miss_j[1]).astype(opds[j]).astype(rd)[()]
-            return region, ("known", v)
+        if isinstance(miss_j, Known):
+            v = np.asarray(miss_j.value).astype(opds[j]).astype(rd)[()]
+            return region, Known(v)
         return region, miss_j
     return None
 
@@ -171,15 +140,15 @@ def _uniform_region(node: PApply, subs: list[tuple[Region, Missing]]
         return None
     results = sorted({s.result for s in node.op.selections})
     misses = [subs[r][1] for r in results]
-    if any(m[0] == "data" for m in misses):
+    if any(m.data for m in misses):
         return None
-    region = _or([subs[r][0] for r in results])
-    known = [m for m in misses if m[0] == "known"]
+    region = union([subs[r][0] for r in results])
+    known = [m for m in misses if isinstance(m, Known)]
     if not known:
-        return region, ("fillexpr",)
+        return region, FILL_EXPR
     r0 = results[misses.index(known[0])]
-    v = np.asarray(known[0][1]).astype(node.operand_dtypes[r0]).astype(node.dtype)[()]
-    return region, ("known", v)
+    v = np.asarray(known[0].value).astype(node.operand_dtypes[r0]).astype(node.dtype)[()]
+    return region, Known(v)
 
 
 def _annihilator(op: Any, dtype: np.dtype) -> Any:
@@ -275,13 +244,13 @@ def fold_levels(info: KernelInfo, fills: tuple[Any, ...],
     needed = False
     for d in range(len(info.loop_order)):
         region, miss = level_region(info, d, fills)
-        if region in (ALL, NONE) or miss[0] == "data":
+        if region in (ALL, NONE) or miss.data:
             continue
         levels.append(d)
-        if miss[0] == "known":
-            known.append(miss[1])
+        if isinstance(miss, Known):
+            known.append(miss.value)
             if ident is None or not same_value(
-                    np.asarray(miss[1]).astype(info.acc_dtype)[()], ident):
+                    np.asarray(miss.value).astype(info.acc_dtype)[()], ident):
                 needed = True
         else:
             needed = True
@@ -295,9 +264,9 @@ def fold_value(info: KernelInfo, levels: tuple[int, ...], fills: tuple[Any, ...]
     """At run time: the value outside the region of the folded loops, and whether it is
     the same at every one of them (else the kernel without folding must run)."""
     vals = [level_region(info, d, fills, consts)[1] for d in levels]
-    if any(m[0] != "known" for m in vals):
+    if not all(isinstance(m, Known) for m in vals):
         return False, None
-    v0 = vals[0][1]
+    v0 = vals[0].value  # type: ignore[attr-defined]
     rop = info.reduce_op
     assert rop is not None
     if not rop.idempotent and info.acc_dtype.kind in "fc":
@@ -306,7 +275,7 @@ def fold_value(info: KernelInfo, levels: tuple[int, ...], fills: tuple[Any, ...]
         z = rop.annihilator_for(info.acc_dtype)
         if z is not None and same_value(np.asarray(v0).astype(info.acc_dtype)[()], z):
             return False, v0
-    return all(same_value(m[1], v0) for m in vals[1:]), v0
+    return all(same_value(m.value, v0) for m in vals[1:]), v0  # type: ignore[attr-defined]
 
 
 def plan_level(info: KernelInfo, depth: int, fills: tuple[Any, ...],
@@ -339,19 +308,19 @@ def plan_level(info: KernelInfo, depth: int, fills: tuple[Any, ...],
 def _may_skip(info: KernelInfo, miss: Missing, out_fill: Any) -> bool:
     """Whether coordinates outside the region contribute nothing observable."""
     if info.reduce_op is not None:
-        if miss[0] == "fillexpr":  # the constants decide: analysis evaluated it
+        if miss is FILL_EXPR:  # the constants decide: analysis evaluated it
             return info.fill_identity
-        if miss[0] != "known":
+        if not isinstance(miss, Known):
             return False
-        v = np.asarray(miss[1]).astype(info.acc_dtype)[()]
+        v = np.asarray(miss.value).astype(info.acc_dtype)[()]
         ident = info.reduce_op.identity_for(info.acc_dtype)
         if ident is not None and same_value(v, ident):
             return True
         return _keeps_init(info, v, out_fill)
-    if miss[0] == "fillexpr":
+    if miss is FILL_EXPR:
         return True
-    if miss[0] == "known":
-        return same_value(np.asarray(miss[1]).astype(info.out_dtype)[()], out_fill)
+    if isinstance(miss, Known):
+        return same_value(np.asarray(miss.value).astype(info.out_dtype)[()], out_fill)
     return False
 
 

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from lazysparse.kernels.loop_ir import Bin, Cast, Const, Expr, Select, Var
+from lazysparse.kernels.regions import And, Atom, Or, Region
 
 I64 = "int64"
 
@@ -65,12 +66,16 @@ def sel(c: Expr | None, a: Expr, b: Expr) -> Expr:
     return Select(c, a, b)
 
 
-def fold(region: tuple[Any, ...], atom: Any) -> Expr:
-    """A region formula over atoms (each an Expr, possibly Const) with constants folded."""
-    if region[0] == "atom":
-        return atom(region[1])
-    parts = [fold(r, atom) for r in region[1]]
-    if region[0] == "and":
+def fold(region: Region, atom: Any) -> Expr:
+    """A region formula over atoms (``atom(slot)``: an Expr, possibly Const) with constants
+    folded (``ALL`` / ``NONE`` never reach a loop's formula)."""
+    if isinstance(region, Atom):
+        return atom(region.slot)
+    assert isinstance(region, And | Or), region
+    parts = [fold(r, atom) for r in region.parts]
+    conj = isinstance(region, And)
+    op = "and" if conj else "or"
+    if conj:
         if any(isinstance(p, Const) and p.value is False for p in parts):
             return C(False)
         parts = [p for p in parts if not isinstance(p, Const)]
@@ -84,7 +89,7 @@ def fold(region: tuple[Any, ...], atom: Any) -> Expr:
         return ident
     acc = parts[0]
     for p in parts[1:]:
-        acc = Bin(region[0], acc, p)
+        acc = Bin(op, acc, p)
     return acc
 
 

@@ -115,7 +115,7 @@ class Merge:
                                        pres if conj else land(pres, self.has(s)))
         live = set(sub)
         cond = fold(lp.region, lambda a: self.has(a) if a in live else C(False))
-        if lp.region[0] == "or" and all(r[0] == "atom" for r in lp.region[1]):
+        if lp.region.atom_union:
             inner += self.body_for(cstate)  # a union: the least coordinate is present
         else:
             inner.append(If(cond, tuple(self.body_for(cstate))))
