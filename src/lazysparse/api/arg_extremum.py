@@ -13,6 +13,7 @@ import numpy as np
 
 from lazysparse.api import eager
 from lazysparse.formats import Tensor
+from lazysparse.formats.config import check_densify
 from lazysparse.formats.levels import Dense
 
 _INDEX = np.dtype(np.int64)
@@ -52,6 +53,10 @@ def arg_extremum(t: Tensor, axis: int | None, largest: bool) -> np.ndarray:
         dense = np.asarray(t.to_numpy())
         fn = np.argmax if largest else np.argmin
         return np.asarray(fn(dense, axis=axis), _INDEX).reshape(out_shape)
+    # the result (one index per group) and the per-group work arrays are dense: refuse a
+    # result past the densify limit before allocating it (a 1e9 x 1e9 matrix's argmax(axis=0))
+    check_densify(int(np.prod(out_shape, dtype=object)) * _INDEX.itemsize, out_shape, _INDEX,
+                  f"{'argmax' if largest else 'argmin'}'s index result")
     group, pos, values, ngroups, extent = _group_and_position(t, axis)
     v = values.astype(np.float64) if values.dtype.kind in "biu" and values.dtype.itemsize < 8 \
         else values

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from lazysparse.formats.config import get_densify_limit
 from lazysparse.formats.dtypes import fill_key, same_value
 from lazysparse.formats.levels.base import LevelCapabilities, LevelProperties
 from lazysparse.formats.specs import FormatSpec
@@ -168,6 +169,9 @@ class KernelInfo:
     # reduced with ``overwrite``): each result entry receives one value, ``op(init, v)``,
     # so a coordinate where that is ``init`` may be skipped whatever the op's identity
     unit_reduced: bool = False
+    # loop fields too long in this call for a dense row workspace within the densify limit
+    # (``wide_fields``): writes that scatter along one of them sort instead
+    wide: tuple[str, ...] = ()
     # a map of the reduction's value (``PResult``) applied once per result entry; its
     # operands are dense accesses by result fields, scalars and fields (out_dtype's source)
     epilogue: PNode | None = None
@@ -352,10 +356,23 @@ def analyze_query(query: Query, env: dict[Alias, Any]) -> tuple[KernelInfo, Quer
         acc_dtype=acc_dtype, fill_keys=tuple(o.fill_key for o in operands),
         const_dtypes=tuple(const_dtypes), epilogue=epilogue,
         fill_identity=_fill_identity(expr, reduce_op, acc_dtype, tensors, consts),
-        unit_reduced=bool(reduced) and all(extents[f] == 1 for f in reduced))
+        unit_reduced=bool(reduced) and all(extents[f] == 1 for f in reduced),
+        wide=wide_fields(extents, loop_order, acc_dtype))
     data = QueryData(tuple(tensors), tuple(consts), init, extents,
                      tuple(extents[f] for f in out_fields), out_fill)
     return info, data
+
+
+def wide_fields(extents: dict[str, int], loop_order: tuple[str, ...],
+                acc_dtype: np.dtype) -> tuple[str, ...]:
+    """Loop fields whose dense row workspace (a mark, a list entry and a value per
+    coordinate) would pass the densify limit: ``sum(A, axis=0)`` of a 1e9 x 1e9 matrix with
+    3 entries must not allocate 17 GB of workspace for a 2-entry result."""
+    limit = get_densify_limit()
+    if limit is None:
+        return ()
+    per = 1 + 8 + acc_dtype.itemsize
+    return tuple(f for f in loop_order if extents[f] * per > limit)
 
 
 def _value_dtype(node: PNode, consts: list[Any]) -> Any:

@@ -6,7 +6,8 @@ is *appended* in storage order when the loop order visits its fields in that ord
 reduced loop above an output loop. Otherwise the writes scatter from the first loop where a
 reduced field precedes an output field, or where the loop order departs from the output's
 level order; the output fields from there on are the workspace's order: 1 gives a dense row
-workspace with a touched list (Gustavson), 2 or more an insert-sort-merge buffer.
+workspace with a touched list (Gustavson), 2 or more an insert-sort-merge buffer, as does
+1 whose extent would make the dense workspace pass the densify limit (hypersparse results).
 """
 
 from __future__ import annotations
@@ -118,7 +119,10 @@ def plan_output(info: KernelInfo, plans: tuple[LevelPlan, ...]) -> OutputPlan:
         return OutputPlan(OutputMode.APPEND, acc, None, (), None, groups, dense_prefix)
     before = [f for f in order[:ws_depth] if f in info.out_fields]
     ws_fields = storage[len(before):]
-    mode = OutputMode.ROWWS if len(ws_fields) == 1 else OutputMode.ISM
+    # one scattered field gets a dense row workspace unless it is too long for one
+    # (``KernelInfo.wide``): then the writes sort, in memory proportional to them
+    row = len(ws_fields) == 1 and ws_fields[0] not in info.wide
+    mode = OutputMode.ROWWS if row else OutputMode.ISM
     if len(before) < dense_prefix and mode is OutputMode.ROWWS:
         raise ValueError(f"output {info.out_spec}: dense output levels must be looped "
                          f"before the scattered writes at loop {order[ws_depth]!r}")

@@ -449,13 +449,33 @@ def check_dense_result(rhs: LogicNode, infos: dict[Alias, AliasInfo],
     size = math.prod(shape)
     expr: LogicNode = loop.arg if agg is None else Aggregate(agg.op, agg.init, loop.arg, agg.idxs)
     dtype = expr_dtype(expr, infos)
-    if size * dtype.itemsize <= limit:
+    if size * dtype.itemsize > limit and not any(
+            not infos[a.arg].sparse and infos[a.arg].size >= size  # type: ignore[index]
+            for a in accesses(expr)):
+        check_densify(size * dtype.itemsize, shape, dtype,
+                      f"the optimizer's dense result of {_describe(expr)}")
+    if agg is not None:
+        _check_fold_counts(agg, loop.arg, shape, dtype, infos)
+
+
+def _check_fold_counts(agg: Aggregate, body: LogicNode, shape: tuple[int, ...],
+                       acc_dtype: np.dtype, infos: dict[Alias, AliasInfo]) -> None:
+    """DensifyError when a dense reduction result needs a per-entry count of the coordinates
+    its sparse operands skip and those counts pass the densify limit: the kernel visits only
+    stored entries and folds the rest in afterwards (``kernels.coiterate.fold_levels``) when
+    the fill is not the reduction's identity (``all``/``max`` along a sparse axis), keeping
+    an int64 count per result entry: a 1 GB bool result of ``all(A, axis=0)`` would take
+    8 GB of counts."""
+    if not any(infos[a.arg].sparse for a in accesses(body)):  # type: ignore[index]
         return
-    if any(not infos[a.arg].sparse and infos[a.arg].size >= size  # type: ignore[index]
-           for a in accesses(expr)):
+    op, fill = op_of(agg.op), expr_fill(body, infos)
+    ident = op.identity_for(acc_dtype)
+    if fill is None or ident is not None and same_value(scalar_as(fill, acc_dtype), ident):
         return
-    check_densify(size * dtype.itemsize, shape, dtype,
-                  f"the optimizer's dense result of {_describe(expr)}")
+    count = np.dtype(np.int64)
+    check_densify(math.prod(shape) * count.itemsize, shape, count,
+                  f"counting the skipped entries of the optimizer's dense result of "
+                  f"aggregate({op.name})")
 
 
 def _describe(expr: LogicNode) -> str:
