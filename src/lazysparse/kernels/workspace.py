@@ -136,7 +136,7 @@ def _shared_operand(info: KernelInfo, plans: tuple[LevelPlan, ...],
     loop visits its whole extent, so each entry receives a value)."""
     if info.reduce_op is not None and acc is None:
         return None
-    if any(lp.kind != "range" for lp in plans if lp.field in info.reduced):
+    if any(lp.kind.skips for lp in plans if lp.field in info.reduced):
         return None  # a reduced loop that skips may leave an entry at the fill: not stored
     storage = info.out_storage_fields
     out_kinds = info.out_spec.level_kinds
