@@ -31,10 +31,23 @@ template<typename T> LS_D complex<T> ls_log2(complex<T> x) {
   return complex<T>(w.real() / T(0.6931471805599453), w.imag() / T(0.6931471805599453));
 }
 template<typename T> LS_D T ls_expm1(T x) { return expm1(x); }
-template<typename T> LS_D complex<T> ls_expm1(complex<T> x) { return exp(x) - complex<T>(1); }
+template<typename T> LS_D complex<T> ls_expm1(complex<T> x) {
+  T a = sin(x.imag() / T(2));
+  return complex<T>(expm1(x.real()) * cos(x.imag()) - T(2) * a * a,
+                    exp(x.real()) * sin(x.imag()));
+}
 template<typename T> LS_D T ls_log1p(T x) { return log1p(x); }
-template<typename T> LS_D complex<T> ls_log1p(complex<T> x) { return log(x + complex<T>(1)); }
+template<typename T> LS_D complex<T> ls_log1p(complex<T> x) {
+  T r = x.real() + T(1);
+  return complex<T>(log(hypot(r, x.imag())), atan2(x.imag(), r));
+}
 template<typename T> LS_D T ls_reciprocal(T x) { return T(1) / x; }
+template<typename T> LS_D complex<T> ls_reciprocal(complex<T> z) {
+  T x = z.real(), y = z.imag();
+  if (fabs(y) <= fabs(x)) { T r = y / x, d = x + y * r; return complex<T>(T(1) / d, -r / d); }
+  T r = x / y, d = x * r + y;
+  return complex<T>(r / d, T(-1) / d);
+}
 
 template<typename T> LS_D T ls_abs(T x) { return x < T(0) ? T(-x) : x; }
 LS_D float ls_abs(float x) { return fabsf(x); }

@@ -117,6 +117,15 @@ def _np_unary(name: str) -> str:
     return f"np.{name}({{0}})"
 
 
+def _log1p_form(dtypes: tuple[np.dtype, ...]) -> str:
+    """``log1p``'s Numba form: complex in the operand's own precision (NumPy's formula loses
+    digits near 0 in complex64, and the compiled path must give the same numbers)."""
+    if dtypes[0].kind != "c":
+        return "np.log1p({0})"
+    one = "np.float32(1.0)" if dtypes[0] == np.complex64 else "1.0"
+    return f"lsops.log1p_complex({{0}}, {one})"
+
+
 # --- unary math (float rule: integers compute in float64) ---------------------------------
 _FLOAT_UNARY = {
     "acos": np.arccos, "acosh": np.arccosh, "asin": np.arcsin, "asinh": np.arcsinh,
@@ -124,15 +133,18 @@ _FLOAT_UNARY = {
     "log": np.log, "log2": np.log2, "log10": np.log10, "sin": np.sin, "sinh": np.sinh,
     "sqrt": np.sqrt, "tan": np.tan, "tanh": np.tanh,
 }
+# complex forms in lazysparse.logic.numba_ops follow C99 Annex G's special values, as
+# NumPy does (Numba's cmath follows Python's: exp(1e300 + 0j) is inf+nanj there)
+_CMATH_COMPLEX = ("log", "log10", "sqrt")
 for _name, _fn in _FLOAT_UNARY.items():
-    _cform = "lsops.log2_complex({0})" if _name == "log2" else f"cmath.{_name}({{0}})"
+    _cform = f"cmath.{_name}({{0}})" if _name in _CMATH_COMPLEX else \
+        f"lsops.{_name}_complex({{0}})"
     op(_name, 1, _fn, by_kind(_np_unary(_fn.__name__), c=_cform), "float", "numeric")
 op("expm1", 1, np.expm1, by_kind("np.expm1({0})", c="lsops.expm1_complex({0})"), "float",
    "numeric")
-op("log1p", 1, np.log1p, by_kind("np.log1p({0})", c="lsops.log1p_complex({0})"), "float",
-   "numeric")
+op("log1p", 1, np.log1p, _log1p_form, "float", "numeric")
 op("reciprocal", 1, np.reciprocal,
-   by_kind("(1.0 / {0})", c="lsops.divide_complex(1.0 + 0j, {0})"), "float", "numeric")
+   by_kind("(1.0 / {0})", c="lsops.reciprocal_complex({0})"), "float", "numeric")
 
 # --- unary, dtype preserving ----------------------------------------------------------
 op("abs", 1, np.abs, "abs({0})", "to_real", "numeric", dunders=("__abs__",),
