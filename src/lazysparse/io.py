@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import zipfile
+import zlib
 from typing import Any
 
 import numpy as np
@@ -65,32 +67,87 @@ def save_npz(path: PathLike, t: Any) -> None:
 
 
 def load_npz(path: PathLike) -> Tensor:
-    """Load a tensor written by :func:`save_npz` (checked like any user-built tensor)."""
-    with np.load(path, allow_pickle=False) as f:
-        if "magic" not in f.files or str(f["magic"]) != _NPZ_MAGIC:
-            raise ValueError(f"{path} is not a lazysparse tensor archive (written by save_npz)")
-        kinds = [str(k) for k in f["level_kinds"]]
-        sizes = [int(s) for s in f["level_sizes"]]
-        levels: list[Level] = []
-        for k, (kind, size) in enumerate(zip(kinds, sizes, strict=True)):
-            if kind == "dense":
-                levels.append(Dense(size))
-            elif kind in ("compressed", "compressed-nonunique"):
-                levels.append(
-                    Compressed(
-                        size, f[f"level{k}_ptr"], f[f"level{k}_idx"], unique=kind == "compressed"
-                    )
-                )
-            elif kind == "singleton":
-                levels.append(Singleton(size, f[f"level{k}_idx"]))
-            else:
-                raise ValueError(f"{path}: unknown level kind {kind!r}")
-        fill = f["fill_value"][()]
-        return Tensor(
-            tuple(int(n) for n in f["shape"]),
-            levels,
-            tuple(int(m) for m in f["mode_order"]),
-            f["values"],
-            fill,
-            format=None if str(f["format"]) == "custom" else str(f["format"]),
-        )
+    """Load a tensor written by :func:`save_npz` (checked like any user-built tensor), or a
+    ``scipy.sparse.save_npz`` archive. Anything else (not an ``.npz`` archive, an archive of
+    other arrays, one with an array missing or damaged) raises ValueError naming the file
+    and the problem; a missing or unreadable file raises the OSError ``open`` gives."""
+    try:
+        f = np.load(path, allow_pickle=False)
+    except (ValueError, EOFError, zipfile.BadZipFile) as exc:
+        # np.load takes bytes that are neither .npy nor .npz for a pickle and refuses it
+        raise _not_an_archive(path, "the file is not an .npz (zip) archive") from exc
+    if not isinstance(f, np.lib.npyio.NpzFile):
+        raise _not_an_archive(path, "it holds one .npy array, not an .npz archive")
+    with f:
+        if "magic" in f.files:
+            if str(f["magic"]) != _NPZ_MAGIC:
+                raise _not_an_archive(path, f"unknown archive version {str(f['magic'])!r}")
+            return _read_tensor(f, path)
+        if _SCIPY_KEYS <= set(f.files):
+            return _read_scipy(path)
+        raise _not_an_archive(path, f"it holds the arrays {sorted(f.files)}")
+
+
+_SCIPY_KEYS = {"format", "shape", "data"}  # what scipy.sparse.save_npz always writes
+
+
+def _not_an_archive(path: PathLike, why: str) -> ValueError:
+    return ValueError(f"{path} is not a lazysparse tensor archive (written by "
+                      f"lazysparse.io.save_npz) nor a scipy.sparse .npz file: {why}")
+
+
+def _array(f: Any, name: str, path: PathLike) -> np.ndarray:
+    """Array ``name`` of a lazysparse archive (ValueError when missing or unreadable)."""
+    try:
+        return f[name]
+    except KeyError:
+        raise ValueError(f"{path}: the lazysparse tensor archive has no array {name!r} "
+                         "(incomplete, or not written by save_npz)") from None
+    except (ValueError, EOFError, OSError, zipfile.BadZipFile, zlib.error) as exc:
+        raise ValueError(f"{path}: array {name!r} of the lazysparse tensor archive cannot "
+                         f"be read ({exc})") from exc
+
+
+def _read_tensor(f: Any, path: PathLike) -> Tensor:
+    """The Tensor a lazysparse archive holds (its arrays checked like any user-built one)."""
+    kinds = [str(k) for k in _array(f, "level_kinds", path)]
+    sizes = [int(s) for s in _array(f, "level_sizes", path)]
+    if len(kinds) != len(sizes):
+        raise ValueError(f"{path}: {len(kinds)} level kinds but {len(sizes)} level sizes")
+    levels: list[Level] = []
+    for k, (kind, size) in enumerate(zip(kinds, sizes, strict=True)):
+        if kind == "dense":
+            levels.append(Dense(size))
+        elif kind in ("compressed", "compressed-nonunique"):
+            levels.append(Compressed(size, _array(f, f"level{k}_ptr", path),
+                                     _array(f, f"level{k}_idx", path),
+                                     unique=kind == "compressed"))
+        elif kind == "singleton":
+            levels.append(Singleton(size, _array(f, f"level{k}_idx", path)))
+        else:
+            raise ValueError(f"{path}: unknown level kind {kind!r}")
+    fmt = str(_array(f, "format", path))
+    return Tensor(
+        tuple(int(n) for n in _array(f, "shape", path)),
+        levels,
+        tuple(int(m) for m in _array(f, "mode_order", path)),
+        _array(f, "values", path),
+        _array(f, "fill_value", path)[()],
+        format=None if fmt == "custom" else fmt,
+    )
+
+
+def _read_scipy(path: PathLike) -> Tensor:
+    """The Tensor of a ``scipy.sparse.save_npz`` archive (ValueError when scipy cannot
+    read it back)."""
+    import scipy.sparse as sp
+
+    try:
+        m = sp.load_npz(path)
+    except (KeyError, ValueError, TypeError) as exc:
+        raise ValueError(f"{path}: the scipy.sparse .npz file cannot be read: "
+                         f"{exc!s}") from exc
+    try:
+        return Tensor.from_scipy(m)
+    except ValueError as exc:  # its arrays are inconsistent: the same error, with the file
+        raise type(exc)(f"{path}: {exc}") from exc

@@ -6,10 +6,12 @@ from typing import Any
 
 import numpy as np
 
+from . import checkkernels as K
 from .checkkernels import check_coo_chain
 from .dtypes import check_dtype, equals_fill
 from .levels import Compressed, Dense, Level, Singleton
 from .tensor import Tensor
+from .validation import CoordinateError, as_index_array
 
 _SCIPY_FORMATS = ("csr", "csc", "coo", "dia", "bsr", "lil", "dok")
 
@@ -29,14 +31,19 @@ def from_scipy(m: Any) -> Tensor:
         )
     check_dtype(m.dtype, "from_scipy")
     fmt = m.format
+    if fmt in ("csr", "csc", "bsr") and m.ndim == 2:
+        # scipy's own methods (has_canonical_format, sum_duplicates, tocsr) trust these
+        # arrays: a decreasing indptr crashes them (RuntimeError, or worse)
+        check_scipy_compressed(m)
     if fmt in ("csr", "csc") and m.ndim == 2:
         if not m.has_canonical_format:
             m = m.copy()
             m.sum_duplicates()
         n_major, n_minor = m.shape if fmt == "csr" else m.shape[::-1]
-        levels: list[Level] = [Dense(n_major), Compressed(n_minor, m.indptr, m.indices)]
+        nnz = int(m.indptr[-1])
+        levels: list[Level] = [Dense(n_major), Compressed(n_minor, m.indptr, m.indices[:nnz])]
         order = (0, 1) if fmt == "csr" else (1, 0)
-        return Tensor(m.shape, levels, order, m.data, 0, format=fmt)
+        return Tensor(m.shape, levels, order, m.data[:nnz], 0, format=fmt)
     if fmt == "coo":
         # scipy may hold strided views (unravel_index rows): levels get contiguous arrays
         coords = tuple(np.ascontiguousarray(c) for c in m.coords)
@@ -50,6 +57,42 @@ def from_scipy(m: Any) -> Tensor:
     if m.ndim == 2:
         return from_scipy(m.tocsr())
     return from_scipy(m.tocoo())
+
+
+def check_scipy_compressed(m: Any) -> None:
+    """ValueError naming the problem when a scipy csr/csc/bsr's ``indptr``/``indices``/
+    ``data`` are inconsistent (checked before any scipy method reads them)."""
+    fmt = m.format
+    name = f"scipy {fmt}_{'matrix' if type(m).__name__.endswith('matrix') else 'array'}"
+    rows, cols = m.shape if fmt != "csc" else m.shape[::-1]
+    if fmt == "bsr":
+        r, c = m.blocksize
+        rows, cols = rows // r, cols // c
+    ptr = as_index_array(m.indptr, f"{name} indptr")
+    idx = as_index_array(m.indices, f"{name} indices")
+    major, minor = ("column", "row") if fmt == "csc" else ("row", "column")
+    unit = "block " if fmt == "bsr" else ""
+    if ptr.size != rows + 1:
+        raise ValueError(f"{name}: indptr has length {ptr.size}, expected {rows + 1} (one more "
+                         f"than the {rows} {unit}{major}s)")
+    nvals = np.shape(m.data)[0] if np.ndim(m.data) else 0
+    if nvals != idx.size:
+        raise ValueError(f"{name}: data has {nvals} entries but indices has {idx.size} (one "
+                         "value per index)")
+    nnz = int(ptr[-1])
+    if nnz > idx.size:
+        raise ValueError(f"{name}: indptr[-1]={nnz} but indices has only {idx.size} entries")
+    # scipy allows unused storage past indptr[-1]
+    code, q = K.check_compressed(ptr, idx[:max(nnz, 0)], cols, 0)
+    if code == K.PTR_START:
+        raise ValueError(f"{name}: indptr must start at 0, got {int(ptr[0])}")
+    if code == K.PTR_DECREASES:
+        raise ValueError(f"{name}: indptr decreases at {unit}{major} {q}: indptr[{q}]="
+                         f"{int(ptr[q])} > indptr[{q + 1}]={int(ptr[q + 1])} (it must be "
+                         "non-decreasing)")
+    if code == K.OUT_OF_RANGE:
+        raise CoordinateError(f"{name}: {unit}{minor} index {int(idx[q])} at position {q} is "
+                              f"out of range for {cols} {unit}{minor}s")
 
 
 def coo_levels(shape: tuple[int, ...], coords: tuple[np.ndarray, ...]) -> list[Level]:
