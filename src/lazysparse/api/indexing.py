@@ -19,7 +19,7 @@ from lazysparse.api import tensors as T
 from lazysparse.api.lazy_array import LazyArray
 from lazysparse.api.manipulation import expand_dims, normalize_axis
 from lazysparse.api.operands import as_array
-from lazysparse.api.selection import locate, selection
+from lazysparse.api.selection import locate, selection, take_leading
 from lazysparse.api.views import index_lazy, index_tensor, unit_view
 from lazysparse.logic import dtypes as _dt
 
@@ -272,7 +272,9 @@ def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
 
 def take(x: LazyArray, indices: Any, /, *, axis: int | None = None) -> LazyArray:
     """Elements of ``x`` at integer ``indices`` along ``axis`` (computes ``x``; sparse
-    input stays sparse)."""
+    input stays sparse). Along the axis of the first stored level (rows of CSR, columns of
+    CSC) only the selected entries are copied; along another axis the stored entries are
+    filtered by coordinate."""
     x = as_array(x, "take")
     if axis is None:
         if x.ndim != 1:
@@ -288,6 +290,9 @@ def take(x: LazyArray, indices: Any, /, *, axis: int | None = None) -> LazyArray
     if idx.size and (idx.min() < -n or idx.max() >= n):
         raise IndexError(f"take: index out of bounds for axis {ax} with size {n}")
     idx = np.where(idx < 0, idx + n, idx).astype(np.int64)
+    t = x.tensor()
+    if not T.is_dense(t) and t.mode_order[0] == ax:
+        return T.leaf(take_leading(t, idx), x)  # rows of CSR, columns of CSC: a gather
 
     def sparse_fn(c: np.ndarray, v: np.ndarray, shape: tuple[int, ...]) -> Any:
         order = np.argsort(idx, kind="stable")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -14,6 +15,7 @@ from .sortkernels import (
     scatter_by_key,
     segment_repeats,
     sort_segments,
+    stable_order,
     sum_runs,
     transpose_compressed,
 )
@@ -49,8 +51,9 @@ def convert(
 ) -> Tensor:
     """``t`` stored in ``format`` (a name or FormatSpec), same values and fill value.
 
-    Entries stored explicitly stay stored, except that fill-valued entries under Dense levels
-    are dropped when the target is sparse.
+    Entries stored explicitly stay stored, except that fill-valued entries at the positions
+    of a last Dense level (which enumerates every coordinate) are dropped when the target is
+    sparse; a CSR's explicit zeros survive in its CSC, COO or transposed copies alike.
     """
     t = as_tensor(t)
     spec = format_spec(format, t.ndim, mode_order)
@@ -60,7 +63,7 @@ def convert(
         return Tensor(
             t.shape, t.levels, t.mode_order, t.values, t.fill_value, format=spec, check=False
         )
-    source_dense = any(level.kind == "dense" for level in t.levels)
+    source_dense = bool(t.levels) and t.levels[-1].kind == "dense"
     if all(kind == "dense" for kind in spec.level_kinds) or all(
         level.kind == "dense" for level in t.levels
     ):
@@ -77,20 +80,55 @@ def convert(
     src = t.mode_order
     target = [coords[src.index(m)] for m in spec.mode_order]
     dims = tuple(t.shape[m] for m in spec.mode_order)
-    coords, values = sort_coords(target, dims, values, _sorted_from(src, spec.mode_order))
+    coords, values = _sort_to(target, dims, values, _sorted_from(src, spec.mode_order))
     return build_tensor(t.shape, spec, coords, values, t.fill_value)
 
 
 def _sorted_from(source_order: tuple[int, ...], target_order: tuple[int, ...]) -> int:
-    """Smallest ``j`` with target levels ``j..`` equal to a prefix of the source's levels.
+    """Smallest ``j`` such that a stable sort of entries in source order by target levels
+    ``0..j-1`` puts them in target order.
 
-    Entries sorted in source order are then sorted by target levels ``j..`` as a key.
+    Among entries that agree on those levels' axes the source order is lexicographic by its
+    remaining axes, in source order; that must be target levels ``j..``. (A transpose of a
+    matrix: ``j == 1``, one counting pass by the new major coordinate.)
     """
     n = len(target_order)
-    for j in range(n + 1):
-        if tuple(target_order[j:]) == tuple(source_order[: n - j]):
+    for j in range(n):
+        keyed = set(target_order[:j])
+        if [m for m in source_order if m not in keyed] == list(target_order[j:]):
             return j
     return n
+
+
+# bins per entry up to which levels are sorted together in one counting pass by a combined key
+_BINS_PER_ENTRY = 8
+
+
+def _sort_to(
+    coords: list[np.ndarray], dims: tuple[int, ...], values: np.ndarray, j: int
+) -> tuple[list[np.ndarray], np.ndarray]:
+    """Entries (already sorted in source order) stably sorted by levels ``0..j-1``.
+
+    One counting pass by the levels' combined key (row-major over their sizes) when its
+    bins stay within a few per entry, as a transpose's single level always does when it is
+    not hypersparse; otherwise an LSD radix sort, one pass per level.
+    """
+    n = int(values.size)
+    if j == 0 or n < 2:
+        return coords, values
+    nbins = math.prod(dims[:j])
+    if nbins > _BINS_PER_ENTRY * n + 4096:
+        return sort_coords(coords, dims, values, j)
+    key = coords[0]
+    if j > 1:
+        kdt = np.int32 if nbins <= np.iinfo(np.int32).max else np.int64
+        key = coords[0].astype(kdt)
+        for c, d in zip(coords[1:j], dims[1:j], strict=True):
+            key *= d
+            key += c
+    perm = stable_order(key, nbins)
+    del key
+    return [c[perm] for c in coords], values[perm]
 
 
 def _convert_2d(t: Tensor, spec: FormatSpec) -> Tensor | None:

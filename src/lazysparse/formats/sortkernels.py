@@ -1,4 +1,5 @@
-"""Numba kernels for conversions: counting-sort scatters and compressed transposes, all O(n + bins).
+"""Numba kernels for conversions: counting-sort scatters, compressed transposes and range
+gathers, all O(n + bins).
 
 Values move as raw words (uint8/16/32/64, complex128) of their dtype's size, so each kernel
 compiles for 5 word types x 2 index dtypes, not for every dtype. Indices are cast to unsigned
@@ -29,51 +30,67 @@ def _counts_to_ptr(ptr):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True)
+def _cursor_to_ptr(ptr):  # pragma: no cover - compiled
+    # ptr[b] served as bin b's write cursor and now holds its end: shift back to starts
+    for b in range(ptr.size - 1, 0, -1):
+        ptr[b] = ptr[b - 1]
+    ptr[0] = 0
+
+
+@numba.njit(cache=True, nogil=True)
 def _transpose(ptr, idx, major, vals, out_ptr, out_idx, out_vals):  # pragma: no cover
     nparent = ptr.size - 1
-    nbins = out_ptr.size - 1
     for q in range(idx.size):
         out_ptr[np.uintp(idx[q]) + 1] += 1
     _counts_to_ptr(out_ptr)
-    nxt = out_ptr[:nbins].copy()
-    for p in range(nparent):
+    for p in range(nparent):  # out_ptr[c] is bin c's cursor (no second array, as scipy)
         m = major[p]
         for q in range(np.uintp(ptr[p]), np.uintp(ptr[p + 1])):
             c = np.uintp(idx[q])
-            d = np.uintp(nxt[c])
-            nxt[c] = d + 1
+            d = np.uintp(out_ptr[c])
+            out_ptr[c] = d + 1
             out_idx[d] = m
             out_vals[d] = vals[q]
+    _cursor_to_ptr(out_ptr)
 
 
 @numba.njit(cache=True, nogil=True)
 def _scatter(key, minor, vals, out_ptr, out_minor, out_vals):  # pragma: no cover
-    nbins = out_ptr.size - 1
     for q in range(key.size):
         out_ptr[np.uintp(key[q]) + 1] += 1
     _counts_to_ptr(out_ptr)
-    nxt = out_ptr[:nbins].copy()
     for q in range(key.size):
         k = np.uintp(key[q])
-        d = np.uintp(nxt[k])
-        nxt[k] = d + 1
+        d = np.uintp(out_ptr[k])
+        out_ptr[k] = d + 1
         out_minor[d] = minor[q]
         out_vals[d] = vals[q]
+    _cursor_to_ptr(out_ptr)
 
 
 @numba.njit(cache=True, nogil=True)
 def _perm_pass(key, perm_in, out_ptr, perm_out):  # pragma: no cover
-    nbins = out_ptr.size - 1
     for q in range(perm_in.size):
         out_ptr[np.uintp(key[np.uintp(perm_in[q])]) + 1] += 1
     _counts_to_ptr(out_ptr)
-    nxt = out_ptr[:nbins].copy()
     for q in range(perm_in.size):
         e = perm_in[q]
         k = np.uintp(key[np.uintp(e)])
-        d = np.uintp(nxt[k])
-        nxt[k] = d + 1
+        d = np.uintp(out_ptr[k])
+        out_ptr[k] = d + 1
         perm_out[d] = e
+
+
+@numba.njit(cache=True, nogil=True)
+def _order(key, out_ptr, perm_out):  # pragma: no cover - compiled
+    for q in range(key.size):
+        out_ptr[np.uintp(key[q]) + 1] += 1
+    _counts_to_ptr(out_ptr)
+    for q in range(key.size):
+        k = np.uintp(key[q])
+        d = np.uintp(out_ptr[k])
+        out_ptr[k] = d + 1
+        perm_out[d] = q
 
 
 @numba.njit(cache=True, nogil=True)
@@ -115,6 +132,37 @@ def _sort_short_segments(ptr, idx, vals, limit):  # pragma: no cover - compiled
             idx[r] = key
             vals[r] = val
     return long_entries
+
+
+@numba.njit(cache=True, nogil=True)
+def _gather(src, lo, hi, out):  # pragma: no cover - compiled
+    w = 0
+    for j in range(lo.size):
+        for q in range(np.int64(lo[j]), np.int64(hi[j])):
+            out[w] = src[q]
+            w += 1
+
+
+@numba.njit(cache=True, nogil=True)
+def _gather_pair(src1, src2, lo, hi, out1, out2):  # pragma: no cover - compiled
+    w = 0
+    for j in range(lo.size):
+        for q in range(np.int64(lo[j]), np.int64(hi[j])):
+            out1[w] = src1[q]
+            out2[w] = src2[q]
+            w += 1
+
+
+@numba.njit(cache=True, nogil=True)
+def _gather_ptr(ptr, lo, hi, out_ptr):  # pragma: no cover - compiled
+    w = 0
+    total = out_ptr.dtype.type(0)
+    out_ptr[0] = total
+    for j in range(lo.size):
+        for p in range(np.int64(lo[j]), np.int64(hi[j])):
+            total += ptr[p + 1] - ptr[p]
+            w += 1
+            out_ptr[w] = total
 
 
 def _make_run_merger(combine):  # pragma: no cover - builds compiled kernels
@@ -194,6 +242,15 @@ def stable_perm_pass(key: np.ndarray, nbins: int, perm: np.ndarray) -> np.ndarra
     return out
 
 
+def stable_order(key: np.ndarray, nbins: int) -> np.ndarray:
+    """The stable sorting permutation of ``key`` in ``[0, nbins)`` (one counting pass,
+    O(n + nbins)); int32 when ``key`` is short enough, to halve its memory."""
+    n = int(key.size)
+    out = np.empty(n, dtype=np.int32 if n <= np.iinfo(np.int32).max else np.int64)
+    _order(key, np.zeros(nbins + 1, dtype=np.int64), out)
+    return out
+
+
 def ptr_from_sorted(key: np.ndarray, nbins: int, dtype: np.dtype) -> np.ndarray:
     """Segment pointers of an ascending ``key`` array with ``nbins`` bins."""
     out = np.zeros(nbins + 1, dtype=dtype)
@@ -241,3 +298,32 @@ def sum_runs(
     else:
         count = int(_sum_runs(ptr, idx, values))
     return ptr, idx[:count], values[:count]
+
+
+def gather_ranges(src: np.ndarray, lo: np.ndarray, hi: np.ndarray, total: int) -> np.ndarray:
+    """``concatenate([src[lo[j]:hi[j]] for j])`` (``total`` entries) in one compiled pass:
+    no position array, so a gather of a few segments costs only its output."""
+    out = np.empty(total, dtype=src.dtype)
+    if total:
+        _gather(as_words(src), lo, hi, as_words(out))
+    return out
+
+
+def gather_pair(
+    src1: np.ndarray, src2: np.ndarray, lo: np.ndarray, hi: np.ndarray, total: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`gather_ranges` of two arrays with the same positions (a level's ``idx`` and
+    the values) in one pass: the ranges are walked once, each cache line fetched once."""
+    out1 = np.empty(total, dtype=src1.dtype)
+    out2 = np.empty(total, dtype=src2.dtype)
+    if total:
+        _gather_pair(as_words(src1), as_words(src2), lo, hi, as_words(out1), as_words(out2))
+    return out1, out2
+
+
+def gather_ptr(ptr: np.ndarray, lo: np.ndarray, hi: np.ndarray, total: int) -> np.ndarray:
+    """Segment pointers of the parent positions ``concatenate([arange(lo[j], hi[j])])``
+    (``total`` of them) rebased to start at 0: the ``ptr`` of a gathered compressed level."""
+    out = np.empty(total + 1, dtype=ptr.dtype)
+    _gather_ptr(ptr, lo, hi, out)
+    return out
