@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from lazysparse.api import execution
+from lazysparse.api import execution, numpy_dispatch, numpy_functions
 from lazysparse.api.numpy_methods import NumpyMethods
 from lazysparse.logic.nodes import Aggregate, Alias, Immediate, Relabel, Reorder, Subquery, Table
 from lazysparse.logic.traversal import walk
@@ -373,8 +373,13 @@ class LazyArray(NumpyMethods):
             out = out.astype(dtype, copy=False)
         return out
 
-    # numpy defers binary operators with a LazyArray to the LazyArray's reflected forms
-    __array_ufunc__ = None
+    # NumPy's protocols: np.exp(x), ndarray + x, np.sum(x, axis=0) stay lazy
+    # (api/numpy_dispatch.py, api/numpy_functions.py; docs/numpy.md)
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        return numpy_dispatch.array_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        return numpy_functions.array_function(func, types, args, kwargs, LazyArray)
 
     # --- functional updates ---
     def replace_with(self, other: LazyArray) -> None:
