@@ -62,6 +62,8 @@ def _scipy_source(a: Any) -> Any:
     import scipy.sparse as sp
 
     if sp.issparse(a):
+        if a.ndim != 2:
+            return None
         m = a
     elif type(a).__module__.split(".")[0] == "sparse" and getattr(a, "ndim", 0) == 2 \
             and getattr(a, "fill_value", 0) == 0:
@@ -81,8 +83,9 @@ def _blocks(a: Any, chunks: tuple[tuple[int, ...], ...]) -> dict[tuple[int, ...]
     m = _scipy_source(a)
     x = None if m is not None else _to_lazy(a)
     out: dict[tuple[int, ...], LazyArray] = {}
+    slices = [_offsets(c) for c in chunks]
     for idx in itertools.product(*(range(len(c)) for c in chunks)):
-        sl = tuple(_offsets(c)[i] for c, i in zip(chunks, idx, strict=True))
+        sl = tuple(s[i] for s, i in zip(slices, idx, strict=True))
         if m is not None:
             out[idx] = xp.asarray(m[sl])
         else:
