@@ -44,8 +44,10 @@ def _reduction(name: str, with_dtype: bool) -> Handler:
         _no_out(where, kw)
         opts: dict[str, Any] = {"axis": _axis(axis), "keepdims": bool(kw.pop("keepdims", False))}
         dtype = kw.pop("dtype", None)
-        if dtype is not None:
+        if dtype is not None and name in ("sum", "prod"):
             opts["dtype"] = np.dtype(dtype)
+        elif dtype is not None:  # mean has no dtype in the Array API: compute in dtype
+            a = _NS["astype"](_NS["asarray"](a), np.dtype(dtype))
         _drop_defaults(where, kw, initial=np._NoValue)  # noqa: SLF001
         _no_more(where, kw)
         return _NS[name](a, **opts)

@@ -13,28 +13,19 @@ from typing import Any
 
 import numpy as np
 
-from lazysparse.api.numpy_dispatch import _NS, _no_out
+from lazysparse.api.numpy_dispatch import _NS
+from lazysparse.api.numpy_functions import FUNCTIONS
 
 
-def _axis(axis: Any) -> Any:
-    return tuple(axis) if isinstance(axis, list) else axis
+def _method(func: Any, name: str) -> Any:
+    """``x.<name>(...)`` as NumPy's ``func(x, ...)`` (``api/numpy_functions.py``: the same
+    keyword checks and namespace calls)."""
+    handler = FUNCTIONS[func]
 
-
-def _reduction(name: str, with_dtype: bool) -> Any:
-    """``x.<name>(axis=None, [dtype=None,] out=None, keepdims=False)``."""
-    def method(self: Any, axis: Any = None, *args: Any, **kw: Any) -> Any:
-        names = ("dtype", "out", "keepdims") if with_dtype else ("out", "keepdims")
-        kw.update(zip(names, args, strict=False))
-        _no_out(f"LazyArray.{name}", kw)
-        opts: dict[str, Any] = {"axis": _axis(axis), "keepdims": bool(kw.pop("keepdims", False))}
-        dtype = kw.pop("dtype", None)
-        if dtype is not None and with_dtype:
-            opts["dtype"] = np.dtype(dtype)
-        if kw:
-            raise TypeError(f"LazyArray.{name}: unsupported keyword(s) {sorted(kw)}")
-        return _NS[name](self, **opts)
+    def method(self: Any, *args: Any, **kw: Any) -> Any:
+        return handler(self, *args, **kw)
     method.__name__ = name
-    method.__doc__ = f"``xp.{name}(x, axis=..., keepdims=...)`` as a method (lazy)."
+    method.__doc__ = f"``np.{name}(x, ...)`` as a method (lazy)."
     return method
 
 
@@ -46,13 +37,13 @@ class NumpyMethods:
     # below dask.array.Array (11) so a Dask array wraps a lazysparse one, never the reverse
     __array_priority__ = 10.0
 
-    sum = _reduction("sum", True)
-    prod = _reduction("prod", True)
-    mean = _reduction("mean", False)
-    max = _reduction("max", False)
-    min = _reduction("min", False)
-    any = _reduction("any", False)
-    all = _reduction("all", False)
+    sum = _method(np.sum, "sum")
+    prod = _method(np.prod, "prod")
+    mean = _method(np.mean, "mean")
+    max = _method(np.max, "max")
+    min = _method(np.min, "min")
+    any = _method(np.any, "any")
+    all = _method(np.all, "all")
 
     def astype(self, dtype: Any, order: str = "K", casting: str = "unsafe",
                subok: bool = True, copy: bool = True) -> Any:
@@ -75,11 +66,7 @@ class NumpyMethods:
 
     flatten = ravel
 
-    def squeeze(self, axis: Any = None) -> Any:
-        """``xp.squeeze``; every size-1 axis when ``axis`` is None (NumPy's default)."""
-        if axis is None:
-            axis = tuple(k for k, n in enumerate(self.shape) if n == 1)  # type: ignore[attr-defined]
-        return _NS["squeeze"](self, axis=_axis(axis))
+    squeeze = _method(np.squeeze, "squeeze")
 
     def transpose(self, *axes: Any) -> Any:
         """``xp.permute_dims``; all axes reversed when none are given."""
