@@ -96,7 +96,8 @@ def test_ufunc_accumulate_and_logical_reduce() -> None:
 @pytest.mark.parametrize(("fn", "kw"), [
     (np.sum, {}), (np.sum, {"axis": 0}), (np.sum, {"axis": 1, "keepdims": True}),
     (np.sum, {"axis": (0, 1), "dtype": np.float32}), (np.prod, {"axis": 1}),
-    (np.mean, {"axis": 0}), (np.max, {"axis": 1}), (np.amin, {"axis": 0, "keepdims": True}),
+    (np.mean, {"axis": 0}), (np.mean, {"axis": 1, "dtype": np.float32}),
+    (np.max, {"axis": 1}), (np.amin, {"axis": 0, "keepdims": True}),
     (np.any, {"axis": 0}), (np.all, {"axis": 1}), (np.std, {"axis": 0, "ddof": 1}),
     (np.var, {}), (np.argmax, {"axis": 1}), (np.argmin, {}), (np.cumsum, {"axis": 0}),
     (np.cumsum, {}), (np.count_nonzero, {"axis": 1}),
