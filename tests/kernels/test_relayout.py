@@ -84,3 +84,10 @@ def test_only_plain_sparse_copies_qualify() -> None:
     np.testing.assert_allclose(np.asarray(xp.astype(a.T, xp.float32) * 2),
                                (ad.T * 2).astype(np.float32), rtol=1e-6)
     np.testing.assert_allclose(np.asarray(xp.sum(a.T, axis=0)), ad.T.sum(axis=0))
+
+
+def test_explain_says_a_transpose_runs_as_a_relayout() -> None:
+    x = xp.asarray(sp.random_array((50, 40), density=0.1, format="csr", rng=2))
+    (k,) = xp.explain(xp.asformat(x.T, "csr")).kernels
+    assert "runs as a relayout" in k.schedule
+    assert all("relayout" not in (k.schedule or "") for k in xp.explain(x * 2).kernels)

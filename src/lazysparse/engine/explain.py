@@ -91,6 +91,7 @@ def placeholder(shape: tuple[int, ...], spec: FormatSpec, dtype: Any, fill: Any)
 def explain_plan(plan: Plan) -> Explanation:
     """Optimize ``plan`` and describe every kernel of the result."""
     from lazysparse.kernels import compile_query  # the backend loads on first use
+    from lazysparse.kernels.relayout import is_relayout
 
     after = optimize(plan)
     schedules = schedule_reports(plan)
@@ -112,6 +113,10 @@ def explain_plan(plan: Plan) -> Explanation:
             line = report.describe(names)
             if tuple(names.get(f, f.name) for f in report.chosen) != tuple(k.loop_order):
                 line += "; a later pass reordered the loops (absorb_transposes)"
+        if is_relayout(k.info):  # kernels.execute.choose_runner picks formats.convert
+            line = ((line + "; ") if line else "") + ("runs as a relayout (one counting-sort "
+                                                      "pass, formats.convert); the kernel "
+                                                      "below is not used")
         kernels.append(KernelExplanation(body.lhs.name, body, tuple(k.loop_order),
                                          k.output_format, tuple(k.inputs), k.source, line))
         info = infos[body.lhs]
