@@ -286,3 +286,21 @@ def test_explain_sddmm_broadcast_form_one_candidate_with_s_driving() -> None:
     assert kern.output_format.name == "csr"
     want = s.toarray() * (u @ w.T)
     np.testing.assert_allclose(np.asarray(expr), want)
+
+
+def test_dominated_concordant_orders_give_way_to_a_transposed_copy() -> None:
+    """CSR ``A @ B.T``: the only concordant orders are inner products (every (i, j) pair
+    merges two rows), dominated by Gustavson over a transposed copy of B."""
+    A = sps.random_array((60, 50), density=0.05, format="csr", rng=7)
+    B = sps.random_array((40, 50), density=0.05, format="csr", rng=8)
+    a, b = xp.asarray(A), xp.asarray(B)
+    for expr in (a @ b.T, xp.matmul(a, xp.matrix_transpose(b)),
+                 xp.tensordot(a, b, axes=([1], [1]))):
+        kernels = xp.explain(expr).kernels
+        assert len(kernels) == 2 and "relayout" in (kernels[0].schedule or "")
+        assert "undominated" in (kernels[1].schedule or "")
+        r = xp.compute(expr)
+        assert r.format == "csr"
+        np.testing.assert_allclose(xp.to_numpy(r), (A @ B.T).toarray())
+    # concordant orders that are not dominated stay: CSR A @ CSR B is one kernel
+    assert len(xp.explain(a @ xp.asarray(B.T.tocsr())).kernels) == 1

@@ -193,6 +193,20 @@ def _survivors(body: LogicNode, agg: Aggregate | None, cands: list[tuple[Field, 
     return [cands[k] for k in undominated(body, agg, infos, schedules)]
 
 
+def _all_dominated(body: LogicNode, agg: Aggregate | None, fields: tuple[Field, ...],
+                   concordant: list[tuple[Field, ...]], out_chain: list[tuple[Field, ...]],
+                   natural: tuple[Field, ...], sizes: dict[Field, int],
+                   infos: dict[Alias, AliasInfo]) -> bool:
+    """Whether every concordant order is dominated once orders reading a transposed copy
+    of some input (``concordize``) compete too, within the model's bound."""
+    if len(fields) > MAX_ENUMERATE:
+        return False
+    every = _candidates(fields, out_chain, natural)
+    if len(every) <= len(concordant) or len(every) > MAX_MODEL_CANDIDATES:
+        return False
+    return not set(_survivors(body, agg, every, sizes, infos)) & set(concordant)
+
+
 def _schedule(body: LogicNode, agg: Aggregate | None, fields: tuple[Field, ...],
               outputs: tuple[Field, ...], reduced: tuple[Field, ...],
               acc_chains: list[tuple[Relabel, tuple[Field, ...]]], is_produced: bool,
@@ -212,6 +226,11 @@ def _schedule(body: LogicNode, agg: Aggregate | None, fields: tuple[Field, ...],
             cands = _candidates(fields, out_chain, natural) or [natural]
         else:
             cands = _candidates(fields, out_chain, natural)
+    if concordant and _all_dominated(body, agg, fields, cands, out_chain, natural, sizes,
+                                     infos):
+        # every concordant order is asymptotically worse than one that transposes an
+        # input (CSR A @ B.T as inner products): a linear copy is worth its constant
+        cands, concordant = _candidates(fields, out_chain, natural), False
     cost = _Cost(body, sizes, infos)
     red = set(reduced)
 
