@@ -55,10 +55,15 @@ def _transpose(ptr, idx, major, vals, out_ptr, out_idx, out_vals):  # pragma: no
 
 
 @numba.njit(cache=True, nogil=True)
-def _scatter(key, minor, vals, out_ptr, out_minor, out_vals):  # pragma: no cover
+def _count_ptr(key, out_ptr):  # pragma: no cover
     for q in range(key.size):
         out_ptr[np.uintp(key[q]) + 1] += 1
     _counts_to_ptr(out_ptr)
+
+
+@numba.njit(cache=True, nogil=True)
+def _scatter(key, minor, vals, out_ptr, out_minor, out_vals):  # pragma: no cover
+    _count_ptr(key, out_ptr)
     for q in range(key.size):
         k = np.uintp(key[q])
         d = np.uintp(out_ptr[k])
@@ -83,9 +88,7 @@ def _perm_pass(key, perm_in, out_ptr, perm_out):  # pragma: no cover
 
 @numba.njit(cache=True, nogil=True)
 def _order(key, out_ptr, perm_out):  # pragma: no cover - compiled
-    for q in range(key.size):
-        out_ptr[np.uintp(key[q]) + 1] += 1
-    _counts_to_ptr(out_ptr)
+    _count_ptr(key, out_ptr)
     for q in range(key.size):
         k = np.uintp(key[q])
         d = np.uintp(out_ptr[k])
@@ -93,11 +96,6 @@ def _order(key, out_ptr, perm_out):  # pragma: no cover - compiled
         perm_out[d] = q
 
 
-@numba.njit(cache=True, nogil=True)
-def _count_ptr(key, out_ptr):  # pragma: no cover
-    for q in range(key.size):
-        out_ptr[np.uintp(key[q]) + 1] += 1
-    _counts_to_ptr(out_ptr)
 
 
 @numba.njit(cache=True, nogil=True)
