@@ -67,7 +67,7 @@ def build_tensor(
                 parent = np.cumsum(new, dtype=np.int64) - 1
                 count = int(idx.size)
             ptr = _ptr(owners, npos, count, idt)
-            levels.append(Compressed(size, ptr, idx, unique=kind == "compressed"))
+            levels.append(Compressed.of_kind(kind, size, ptr, idx))
             npos = count
     if identity and npos == n:
         out_values = values

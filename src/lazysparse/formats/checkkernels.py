@@ -40,6 +40,19 @@ def check_compressed(ptr, idx, size, order):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True)
+def check_unique_unordered(ptr, idx, stamp):  # pragma: no cover - compiled
+    """First position whose coordinate repeats an earlier sibling's (any order): ``stamp``
+    (one int64 per coordinate, filled with -1) remembers the last parent that saw each."""
+    for p in range(ptr.size - 1):
+        for q in range(np.uintp(ptr[p]), np.uintp(ptr[p + 1])):
+            c = idx[q]
+            if stamp[c] == p:
+                return DUPLICATE, q
+            stamp[c] = p
+    return OK, 0
+
+
+@numba.njit(cache=True, nogil=True)
 def check_range(idx, size):  # pragma: no cover - compiled
     """First position whose coordinate is outside ``[0, size)``."""
     for q in range(idx.size):

@@ -59,6 +59,18 @@ def convert(
     spec = format_spec(format, t.ndim, mode_order)
     if spec == t.spec:
         return t
+    if not t.spec.ordered:  # sort only here, where a layout change or order is asked for
+        from .ordering import ordered
+
+        return convert(ordered(t), spec)
+    if not spec.ordered:
+        from .ordering import unordered_view
+
+        base = convert(t, spec.ordered_spec())
+        if base.spec.unordered_last() != spec:
+            raise ValueError(f"format {spec}: only the last level of a layout can be "
+                             "unordered compressed")
+        return unordered_view(base)
     if spec.level_kinds == t.spec.level_kinds and spec.mode_order == t.mode_order:
         return Tensor(
             t.shape, t.levels, t.mode_order, t.values, t.fill_value, format=spec, check=False

@@ -10,7 +10,10 @@ from .levels.compressed import COMPRESSED_CAPABILITIES
 from .levels.dense import DENSE_CAPABILITIES, DENSE_PROPERTIES
 from .levels.singleton import SINGLETON_CAPABILITIES, SINGLETON_PROPERTIES
 
-LEVEL_KINDS = ("dense", "compressed", "compressed-nonunique", "singleton")
+LEVEL_KINDS = ("dense", "compressed", "compressed-nonunique", "compressed-unordered", "singleton")
+
+# kinds whose siblings may come in any order; the ordered kind each sorts into
+UNORDERED_KINDS = {"compressed-unordered": "compressed"}
 
 FORMAT_NAMES = ("dense", "csr", "csc", "coo", "csf", "dcsr")
 
@@ -67,6 +70,26 @@ class FormatSpec:
         """Which level stores ``axis``."""
         return self.mode_order.index(axis)
 
+    @property
+    def ordered(self) -> bool:
+        """Whether every level keeps siblings in ascending order (canonical storage)."""
+        return all(p.ordered for p in self.level_properties())
+
+    def ordered_spec(self) -> FormatSpec:
+        """The same layout with every unordered level replaced by its ordered kind."""
+        if self.ordered:
+            return self
+        kinds = tuple(UNORDERED_KINDS.get(k, k) for k in self.level_kinds)
+        return FormatSpec(self.name, kinds, self.mode_order)
+
+    def unordered_last(self) -> FormatSpec:
+        """The same layout with its last level unordered when it is compressed (what a
+        scattered write drains into without sorting); else itself."""
+        if not self.level_kinds or self.level_kinds[-1] != "compressed":
+            return self
+        kinds = self.level_kinds[:-1] + ("compressed-unordered",)
+        return FormatSpec(self.name, kinds, self.mode_order)
+
 
 _NONUNIQUE_PARENTS = ("compressed-nonunique", "singleton")
 
@@ -74,12 +97,14 @@ _PROPERTIES = {
     "dense": DENSE_PROPERTIES,
     "compressed": LevelProperties(False, True, True, False, True),
     "compressed-nonunique": LevelProperties(False, True, False, False, True),
+    "compressed-unordered": LevelProperties(False, False, True, False, True),
     "singleton": SINGLETON_PROPERTIES,
 }
 _CAPABILITIES = {
     "dense": DENSE_CAPABILITIES,
     "compressed": COMPRESSED_CAPABILITIES,
     "compressed-nonunique": COMPRESSED_CAPABILITIES,
+    "compressed-unordered": COMPRESSED_CAPABILITIES,
     "singleton": SINGLETON_CAPABILITIES,
 }
 
@@ -154,6 +179,11 @@ def infer_spec(level_kinds: tuple[str, ...], mode_order: tuple[int, ...]) -> For
     ndim = len(level_kinds)
     if ndim == 0:
         return FormatSpec("dense", (), ())
+    if any(k in UNORDERED_KINDS for k in level_kinds):
+        # named after the ordered format it sorts into (scipy's unsorted csr is still csr)
+        ordered = tuple(UNORDERED_KINDS.get(k, k) for k in level_kinds)
+        return FormatSpec(infer_spec(ordered, mode_order).name, tuple(level_kinds),
+                          tuple(mode_order))
     preferred = ("csr", "csc", "dcsr", "csf", "coo", "dense")
     for name in preferred:
         try:

@@ -114,6 +114,30 @@ def check_compressed(level: Compressed, parent_npos: int, what: str, order: int)
         )
 
 
+def check_unique_unordered(level: Compressed, what: str) -> None:
+    """ValueError naming the first coordinate an unordered level stores twice under one
+    parent (a mark per coordinate when that is cheap; else a sort of a copy)."""
+    ptr, idx = level.ptr, level.idx
+    if level.size <= 4 * idx.size + (1 << 20):
+        code, q = K.check_unique_unordered(ptr, idx, np.full(level.size, -1, np.int64))
+        if code == K.OK:
+            return
+        q = int(q)
+        c = int(idx[q])
+        seg = np.searchsorted(ptr, q, side="right") - 1
+        raise ValueError(f"{what}: coordinate {c} is stored twice under parent {int(seg)} "
+                         f"(second at position {q}); an unordered level promises unique "
+                         "coordinates (build with Tensor.from_coords(..., sum_duplicates=True))")
+    seg = np.repeat(np.arange(ptr.size - 1), np.diff(ptr))
+    order = np.lexsort((idx, seg))
+    dup = (np.diff(seg[order]) == 0) & (np.diff(idx[order]) == 0)
+    if dup.any():
+        q = int(order[int(np.argmax(dup)) + 1])
+        raise ValueError(f"{what}: coordinate {int(idx[q])} is stored twice under parent "
+                         f"{int(seg[q])} (position {q}); an unordered level promises unique "
+                         "coordinates (build with Tensor.from_coords(..., sum_duplicates=True))")
+
+
 def check_coo_order(chain: Sequence[np.ndarray], ptr: np.ndarray, what: str) -> None:
     """COO coordinate tuples (one array per level) strictly ascend within each parent segment."""
     dtype = np.result_type(*chain)  # the compiled check indexes a tuple of one array type
@@ -140,6 +164,10 @@ def check_levels(levels: Sequence[Level], dims: tuple[int, ...]) -> int:
             raise ValueError(f"{what} has size {level.size} but stores an axis of length {dims[k]}")
         if isinstance(level, Dense):
             npos *= level.size
+        elif isinstance(level, Compressed) and not level.ordered:
+            check_compressed(level, npos, what, order=0)
+            check_unique_unordered(level, what)
+            npos = level.idx.size
         elif isinstance(level, Compressed):
             check_compressed(level, npos, what, order=2 if level.unique else 0)
             if level.unique:

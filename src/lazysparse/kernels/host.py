@@ -55,8 +55,7 @@ def assemble(info: KernelInfo, data: QueryData, out: OutputPlan, res: tuple[Any,
             ptr = ptr.astype(np.int32)  # one entry per parent position: worth halving
         for j, (m, idx) in enumerate(zip(grp, idxs, strict=True)):
             if j == 0:
-                levels.append(Compressed(sizes[m], ptr, idx,
-                                         unique=spec.level_kinds[m] == "compressed"))
+                levels.append(Compressed.of_kind(spec.level_kinds[m], sizes[m], ptr, idx))
             else:
                 levels.append(Singleton(sizes[m], idx))
     return make(shape, levels, spec.mode_order, res[-1], fillv, spec)

@@ -15,27 +15,44 @@ class Compressed(Level):
     """Children of parent ``p`` are positions ``ptr[p] .. ptr[p+1]-1``, with coordinates ``idx[q]``.
 
     ``unique=False`` is COO's first level: one position per stored entry, repeated coordinates
-    allowed (the Singleton levels below make each full coordinate unique).
+    allowed (the Singleton levels below make each full coordinate unique). ``ordered=False``
+    (unique only) lets siblings come in any order: what a scattered write drains without
+    sorting (a Gustavson SpGEMM row) and what scipy's CSR with unsorted indices maps to.
     """
 
-    __slots__ = ("size", "ptr", "idx", "unique")
+    __slots__ = ("size", "ptr", "idx", "unique", "ordered")
 
-    def __init__(self, size: int, ptr: np.ndarray, idx: np.ndarray, *, unique: bool = True):
+    def __init__(self, size: int, ptr: np.ndarray, idx: np.ndarray, *, unique: bool = True,
+                 ordered: bool = True):
+        if not ordered and not unique:
+            raise ValueError("an unordered compressed level must be unique (a non-unique "
+                             "level relies on order to group repeated coordinates)")
         self.size = int(size)
         self.ptr = ptr
         self.idx = idx
         self.unique = bool(unique)
+        self.ordered = bool(ordered)
+
+    @classmethod
+    def of_kind(cls, kind: str, size: int, ptr: np.ndarray, idx: np.ndarray) -> Compressed:
+        """The compressed level of level kind ``kind`` over these arrays."""
+        if kind not in ("compressed", "compressed-nonunique", "compressed-unordered"):
+            raise ValueError(f"{kind!r} is not a compressed level kind")
+        return cls(size, ptr, idx, unique=kind != "compressed-nonunique",
+                   ordered=kind != "compressed-unordered")
 
     @property
     def kind(self) -> str:  # type: ignore[override]
-        """``"compressed"`` or ``"compressed-nonunique"``."""
+        """``"compressed"``, ``"compressed-nonunique"`` or ``"compressed-unordered"``."""
+        if not self.ordered:
+            return "compressed-unordered"
         return "compressed" if self.unique else "compressed-nonunique"
 
     @property
     def properties(self) -> LevelProperties:
-        """Ordered and compact; unique unless configured otherwise; not full."""
+        """Compact, not full; ordered and unique unless configured otherwise."""
         return LevelProperties(
-            full=False, ordered=True, unique=self.unique, branchless=False, compact=True
+            full=False, ordered=self.ordered, unique=self.unique, branchless=False, compact=True
         )
 
     @property
@@ -54,7 +71,8 @@ class Compressed(Level):
     def with_arrays(self, **arrays: np.ndarray) -> Compressed:
         """Same level with ``ptr``/``idx`` replaced."""
         return Compressed(
-            self.size, arrays.get("ptr", self.ptr), arrays.get("idx", self.idx), unique=self.unique
+            self.size, arrays.get("ptr", self.ptr), arrays.get("idx", self.idx),
+            unique=self.unique, ordered=self.ordered,
         )
 
     def pos_range(self, parent_position: int) -> tuple[int, int]:
