@@ -12,7 +12,8 @@ import numpy as np
 
 from .config import check_densify
 from .dtypes import choose_index_dtype
-from .levels import Compressed, Dense, Level, Singleton
+from .levels import Bytemap, Compressed, Dense, Hashed, Level, Singleton
+from .levels.hashed import build_table
 from .sortkernels import stable_perm_pass
 from .specs import FormatSpec
 from .tensor import Tensor
@@ -27,7 +28,11 @@ def build_tensor(
     *,
     what: str = "conversion",
 ) -> Tensor:
-    """A tensor of layout ``spec`` from unique coordinates, sorted in storage order."""
+    """A tensor of layout ``spec`` from unique coordinates, sorted in storage order.
+
+    Hashed levels keep that (sorted) order, one of the orders they allow, and get a table;
+    Bytemap levels place entries at ``parent * size + c`` like Dense and mark them.
+    """
     n = int(values.size)
     dims = tuple(shape[m] for m in spec.mode_order)
     idt = choose_index_dtype(shape, n)
@@ -49,6 +54,11 @@ def build_tensor(
             levels.append(Dense(size))
             parent = c.astype(np.int64) if parent is None else parent * size + c
             npos *= size
+        elif kind == "bytemap":
+            levels.append(_bytemap(size, c, parent, npos, k == last, idt))
+            base = 0 if parent is None else parent * size
+            parent = c.astype(np.int64) + base
+            npos *= size
         else:
             if kind == "compressed-nonunique" or k == last or n == 0:
                 new = None  # every entry starts a new position
@@ -67,13 +77,16 @@ def build_tensor(
                 parent = np.cumsum(new, dtype=np.int64) - 1
                 count = int(idx.size)
             ptr = _ptr(owners, npos, count, idt)
-            levels.append(Compressed.of_kind(kind, size, ptr, idx))
+            if kind == "hashed":
+                levels.append(Hashed(size, ptr, idx, build_table(ptr, idx, size)))
+            else:
+                levels.append(Compressed.of_kind(kind, size, ptr, idx))
             npos = count
     if identity and npos == n:
         out_values = values
     else:
         itemsize = values.dtype.itemsize
-        if spec.level_kinds and spec.level_kinds[-1] == "dense":
+        if spec.level_kinds and spec.level_kinds[-1] in ("dense", "bytemap"):
             check_densify(npos * itemsize, shape, values.dtype, what)
         out_values = np.full(npos, fill_value, dtype=values.dtype)
         if parent is None:  # 0-d: one position
@@ -81,6 +94,26 @@ def build_tensor(
         else:
             out_values[parent] = values
     return Tensor(shape, levels, spec.mode_order, out_values, fill_value, format=spec, check=False)
+
+
+def _bytemap(size: int, c: np.ndarray, parent: np.ndarray | None, npos: int, last: bool,
+             idt: np.dtype) -> Bytemap:
+    """A bytemap level over sorted entries with coordinates ``c`` under positions ``parent``
+    (None at the root): the distinct (parent, c) pairs are its touched list and its mask."""
+    n = int(c.size)
+    if last or n == 0:
+        idx, owners = c, parent
+    else:
+        new = np.empty(n, dtype=bool)
+        new[0] = True
+        np.not_equal(c[1:], c[:-1], out=new[1:])
+        if parent is not None:
+            new[1:] |= parent[1:] != parent[:-1]
+        idx, owners = c[new], None if parent is None else parent[new]
+    check_densify(npos * size, (npos, size), np.dtype(np.uint8), "a bytemap's mask")
+    mask = np.zeros(npos * size, dtype=np.uint8)
+    mask[idx.astype(np.int64) + (0 if owners is None else owners * size)] = 1
+    return Bytemap(size, mask, _ptr(owners, npos, int(idx.size), idt), idx)
 
 
 def _ptr(owners: np.ndarray | None, nparent: int, count: int, idt: np.dtype) -> np.ndarray:
@@ -98,34 +131,67 @@ def _ptr(owners: np.ndarray | None, nparent: int, count: int, idt: np.dtype) -> 
 def expand(t: Tensor) -> tuple[list[np.ndarray], np.ndarray]:
     """Coordinates (storage order) and values of every position of ``t``'s last level.
 
-    The result is lexicographically sorted in storage order. Coordinates under Dense levels are
-    enumerated, so fill-valued entries may appear among them.
+    The result is lexicographically sorted in storage order when every level is ordered
+    (Hashed and unordered Compressed levels yield their siblings in stored order).
+    Coordinates under Dense levels are enumerated, so fill-valued entries may appear among
+    them; a Bytemap level yields only its stored entries (and its positions' children).
     """
     idt = t.index_dtype
-    coords: list[np.ndarray] = []  # one array per level so far, one entry per current position
+    coords: list[np.ndarray] = []  # one array per level so far, one entry per current entry
     npos = 1
     top_dense = False  # coords == [arange(npos)]: a position is its level-0 coordinate
+    pos: np.ndarray | None = None  # positions of the entries when not 0..npos-1 (bytemaps)
     for level in t.levels:
         if isinstance(level, Dense):
             size = level.size
-            if coords:
+            if pos is not None:
+                m = int(pos.size)
+                coords = [np.repeat(c, size) for c in coords]
+                coords.append(np.tile(np.arange(size, dtype=idt), m))
+                pos = (np.repeat(pos * size, size) + np.tile(np.arange(size), m)) if m else pos
+            elif coords:
                 coords = [np.repeat(c, size) for c in coords]
                 coords.append(np.tile(np.arange(size, dtype=idt), npos))
             else:
                 coords = [np.arange(size, dtype=idt)]
-            top_dense = len(coords) == 1
+            top_dense = len(coords) == 1 and pos is None
             npos *= size
-        elif isinstance(level, Compressed):
-            if coords:
+        elif isinstance(level, (Compressed, Hashed, Bytemap)):
+            ptr = level.ptr
+            if pos is not None:
+                owner, child = _children(ptr, pos)
+                coords = [c[owner] for c in coords]
+            elif coords:
                 wide = idt if npos <= np.iinfo(np.int32).max else np.dtype(np.int64)
-                owner = np.repeat(np.arange(npos, dtype=wide), np.diff(level.ptr))
+                owner = np.repeat(np.arange(npos, dtype=wide), np.diff(ptr))
                 coords = [owner] if top_dense else [c[owner] for c in coords]
+                child = None
+            else:
+                owner, child = np.zeros(int(level.idx.size), dtype=np.int64), None
             top_dense = False
-            coords.append(level.idx)
-            npos = int(level.idx.size)
+            idx = level.idx if child is None else level.idx[child]
+            coords.append(idx)
+            if isinstance(level, Bytemap):
+                parents = owner if pos is None else pos[owner]
+                pos = parents.astype(np.int64) * level.size + idx
+                npos *= level.size
+            else:
+                pos = child
+                npos = int(level.idx.size)
         else:
-            coords.append(level.idx)
-    return coords, t.values
+            coords.append(level.idx if pos is None else level.idx[pos])
+    return coords, (t.values if pos is None else t.values[pos])
+
+
+def _children(ptr: np.ndarray, parents: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For parent positions ``parents``: the entry each child belongs to and the children's
+    positions ``ptr[p] .. ptr[p+1]-1`` of each parent in turn."""
+    lo = ptr[parents].astype(np.int64)
+    lengths = ptr[parents + 1].astype(np.int64) - lo
+    owner = np.repeat(np.arange(parents.size, dtype=np.int64), lengths)
+    starts = np.cumsum(lengths) - lengths
+    child = np.arange(int(lengths.sum()), dtype=np.int64) + np.repeat(lo - starts, lengths)
+    return owner, child
 
 
 def sort_coords(

@@ -8,7 +8,10 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from .levels.hashed import EMPTY, hashed_locate_shift
+
 OK, PTR_START, PTR_DECREASES, PTR_END, OUT_OF_RANGE, UNSORTED, DUPLICATE = range(7)
+BAD_SLOT, TABLE_COUNT, NOT_FOUND, MASK_UNMARKED, MASK_COUNT = range(7, 12)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -78,4 +81,43 @@ def check_coo_chain(ptr, chain):  # pragma: no cover - compiled
                 return UNSORTED, q - 1
             if cmp == 0:
                 return DUPLICATE, q - 1
+    return OK, 0
+
+
+@numba.njit(cache=True, nogil=True)
+def check_table(ptr, idx, table, size, shift):  # pragma: no cover - compiled
+    """A hashed level's table: every slot ``EMPTY`` or a position, one slot per position,
+    and every position found by its own key (``(BAD_SLOT, slot)``, ``(TABLE_COUNT, count)``,
+    ``(NOT_FOUND, position)``)."""
+    nnz = idx.size
+    count = 0
+    for s in range(table.size):
+        q = table[s]
+        if q != EMPTY:
+            if q < 0 or q >= nnz:
+                return BAD_SLOT, s
+            count += 1
+    if count != nnz:
+        return TABLE_COUNT, count
+    for p in range(ptr.size - 1):
+        for q in range(np.uintp(ptr[p]), np.uintp(ptr[p + 1])):
+            if hashed_locate_shift(ptr, idx, table, shift, size, p, idx[q]) != q:
+                return NOT_FOUND, q
+    return OK, 0
+
+
+@numba.njit(cache=True, nogil=True)
+def check_bytemap(ptr, idx, mask, size):  # pragma: no cover - compiled
+    """A bytemap's mask marks each listed coordinate (``(MASK_UNMARKED, position in idx)``)
+    and nothing else (``(MASK_COUNT, number marked)``)."""
+    for p in range(ptr.size - 1):
+        for q in range(np.uintp(ptr[p]), np.uintp(ptr[p + 1])):
+            if mask[np.int64(p) * size + np.int64(idx[q])] == 0:
+                return MASK_UNMARKED, q
+    count = 0
+    for j in range(mask.size):
+        if mask[j] != 0:
+            count += 1
+    if count != idx.size:
+        return MASK_COUNT, count
     return OK, 0

@@ -64,13 +64,9 @@ def convert(
 
         return convert(ordered(t), spec)
     if not spec.ordered:
-        from .ordering import unordered_view
+        from .ordering import unordered_as
 
-        base = convert(t, spec.ordered_spec())
-        if base.spec.unordered_last() != spec:
-            raise ValueError(f"format {spec}: only the last level of a layout can be "
-                             "unordered compressed")
-        return unordered_view(base)
+        return unordered_as(convert(t, spec.ordered_spec()), spec)
     if spec.level_kinds == t.spec.level_kinds and spec.mode_order == t.mode_order:
         return Tensor(
             t.shape, t.levels, t.mode_order, t.values, t.fill_value, format=spec, check=False

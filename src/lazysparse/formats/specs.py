@@ -6,16 +6,25 @@ from dataclasses import dataclass
 from typing import Any
 
 from .levels.base import LevelCapabilities, LevelProperties
+from .levels.bytemap import BYTEMAP_CAPABILITIES, BYTEMAP_PROPERTIES
 from .levels.compressed import COMPRESSED_CAPABILITIES
 from .levels.dense import DENSE_CAPABILITIES, DENSE_PROPERTIES
+from .levels.hashed import HASHED_CAPABILITIES, HASHED_PROPERTIES
 from .levels.singleton import SINGLETON_CAPABILITIES, SINGLETON_PROPERTIES
 
-LEVEL_KINDS = ("dense", "compressed", "compressed-nonunique", "compressed-unordered", "singleton")
+LEVEL_KINDS = ("dense", "compressed", "compressed-nonunique", "compressed-unordered", "singleton",
+               "hashed", "bytemap")
 
 # kinds whose siblings may come in any order; the ordered kind each sorts into
-UNORDERED_KINDS = {"compressed-unordered": "compressed"}
+UNORDERED_KINDS = {"compressed-unordered": "compressed", "hashed": "compressed"}
 
-FORMAT_NAMES = ("dense", "csr", "csc", "coo", "csf", "dcsr")
+# unordered kinds whose layout has a name of its own (its ordered form is named afresh)
+_RENAMED_KINDS = ("hashed",)
+
+FORMAT_NAMES = ("dense", "csr", "csc", "coo", "csf", "dcsr", "hash", "bytemap")
+
+# named formats whose last level is a scatter-friendly level (leading levels dense)
+_SCATTER_FORMATS = {"hash": "hashed", "bytemap": "bytemap"}
 
 _FIXED_2D = {"csr": (0, 1), "csc": (1, 0)}
 
@@ -80,6 +89,8 @@ class FormatSpec:
         if self.ordered:
             return self
         kinds = tuple(UNORDERED_KINDS.get(k, k) for k in self.level_kinds)
+        if any(k in _RENAMED_KINDS for k in self.level_kinds):  # a sorted hash is no hash
+            return infer_spec(kinds, self.mode_order)
         return FormatSpec(self.name, kinds, self.mode_order)
 
     def unordered_last(self) -> FormatSpec:
@@ -99,6 +110,8 @@ _PROPERTIES = {
     "compressed-nonunique": LevelProperties(False, True, False, False, True),
     "compressed-unordered": LevelProperties(False, False, True, False, True),
     "singleton": SINGLETON_PROPERTIES,
+    "hashed": HASHED_PROPERTIES,
+    "bytemap": BYTEMAP_PROPERTIES,
 }
 _CAPABILITIES = {
     "dense": DENSE_CAPABILITIES,
@@ -106,11 +119,18 @@ _CAPABILITIES = {
     "compressed-nonunique": COMPRESSED_CAPABILITIES,
     "compressed-unordered": COMPRESSED_CAPABILITIES,
     "singleton": SINGLETON_CAPABILITIES,
+    "hashed": HASHED_CAPABILITIES,
+    "bytemap": BYTEMAP_CAPABILITIES,
 }
 
 
 def _kinds(name: str, ndim: int) -> tuple[str, ...]:
     """Level kinds of named format ``name`` with ``ndim`` axes (ValueError if it has none)."""
+    if name in _SCATTER_FORMATS:
+        if ndim == 0:
+            raise ValueError(f"format {name!r} needs ndim >= 1; a 0-d tensor can be dense, "
+                             "coo or csf")
+        return ("dense",) * (ndim - 1) + (_SCATTER_FORMATS[name],)
     if ndim == 0:
         if name in ("dense", "coo", "csf"):
             return ()
@@ -138,7 +158,8 @@ def format_spec(
 ) -> FormatSpec:
     """The spec of named format ``name`` for ``ndim`` axes, optionally with a mode order.
 
-    csr and csc have fixed mode orders; dense, coo, csf and dcsr accept any permutation.
+    csr and csc have fixed mode orders; dense, coo, csf, dcsr, hash and bytemap accept any
+    permutation.
     """
     if isinstance(name, FormatSpec):
         if name.ndim != ndim:
@@ -179,6 +200,11 @@ def infer_spec(level_kinds: tuple[str, ...], mode_order: tuple[int, ...]) -> For
     ndim = len(level_kinds)
     if ndim == 0:
         return FormatSpec("dense", (), ())
+    for name in _SCATTER_FORMATS:
+        if tuple(level_kinds) == _kinds(name, ndim):
+            return FormatSpec(name, tuple(level_kinds), tuple(mode_order))
+    if any(k in _RENAMED_KINDS for k in level_kinds):
+        return FormatSpec("custom", tuple(level_kinds), tuple(mode_order))
     if any(k in UNORDERED_KINDS for k in level_kinds):
         # named after the ordered format it sorts into (scipy's unsorted csr is still csr)
         ordered = tuple(UNORDERED_KINDS.get(k, k) for k in level_kinds)

@@ -10,7 +10,8 @@ import numpy as np
 
 from . import checkkernels as K
 from .dtypes import check_dtype
-from .levels import Compressed, Dense, Level, Singleton
+from .levels import Bytemap, Compressed, Dense, Hashed, Level, Singleton
+from .levels.hashed import table_shift, table_size
 
 
 class CoordinateError(IndexError, ValueError):
@@ -81,7 +82,8 @@ def _raise_range(idx: np.ndarray, q: int, size: int, what: str) -> None:
     )
 
 
-def check_compressed(level: Compressed, parent_npos: int, what: str, order: int) -> None:
+def check_compressed(level: Compressed | Hashed | Bytemap, parent_npos: int, what: str,
+                     order: int) -> None:
     """Validate a compressed level's ``ptr`` and ``idx`` against its parent's position count.
 
     ``order``: 0 no order check (COO's root, checked as tuples), 1 sorted, 2 strictly ascending.
@@ -114,7 +116,7 @@ def check_compressed(level: Compressed, parent_npos: int, what: str, order: int)
         )
 
 
-def check_unique_unordered(level: Compressed, what: str) -> None:
+def check_unique_unordered(level: Compressed | Hashed, what: str) -> None:
     """ValueError naming the first coordinate an unordered level stores twice under one
     parent (a mark per coordinate when that is cheap; else a sort of a copy)."""
     ptr, idx = level.ptr, level.idx
@@ -136,6 +138,51 @@ def check_unique_unordered(level: Compressed, what: str) -> None:
         raise ValueError(f"{what}: coordinate {int(idx[q])} is stored twice under parent "
                          f"{int(seg[q])} (position {q}); an unordered level promises unique "
                          "coordinates (build with Tensor.from_coords(..., sum_duplicates=True))")
+
+
+def check_hashed(level: Hashed, parent_npos: int, what: str) -> None:
+    """Validate a hashed level: its ``ptr``/``idx`` as an unordered compressed level's, and
+    its table (a power-of-two length >= max(8, 2*nnz), each position in the slot its key
+    probes to)."""
+    check_compressed(level, parent_npos, what, order=0)
+    check_unique_unordered(level, what)
+    table, nnz = level.table, int(level.idx.size)
+    n = int(table.size)
+    if table.ndim != 1 or n & (n - 1) or n < table_size(nnz):
+        raise ValueError(
+            f"{what}: table has length {n}, expected a power of two >= {table_size(nnz)} "
+            f"(at least 8 and twice the {nnz} stored positions); rebuild it with "
+            "lazysparse.formats.levels.build_table(ptr, idx, size)")
+    code, q = K.check_table(level.ptr, level.idx, table, level.size, table_shift(n))
+    if code == K.BAD_SLOT:
+        raise ValueError(f"{what}: table[{q}]={int(table[q])} is neither -1 (empty) nor a "
+                         f"position in [0, {nnz})")
+    if code == K.TABLE_COUNT:
+        raise ValueError(f"{what}: table holds {q} positions, but the level stores {nnz} "
+                         "(each position must be in exactly one slot)")
+    if code == K.NOT_FOUND:
+        raise ValueError(f"{what}: table is inconsistent: position {q} (coordinate "
+                         f"{int(level.idx[q])}) is not found by probing its key; rebuild it "
+                         "with lazysparse.formats.levels.build_table(ptr, idx, size)")
+
+
+def check_bytemap(level: Bytemap, parent_npos: int, what: str) -> None:
+    """Validate a bytemap level: mask length, touched list (strictly ascending per parent)
+    and that the mask marks exactly the listed coordinates."""
+    expected = parent_npos * level.size
+    if level.mask.ndim != 1 or level.mask.size != expected:
+        raise ValueError(
+            f"{what}: mask has length {level.mask.size}, expected {expected} (one per "
+            f"position: {parent_npos} parent positions x size {level.size})")
+    check_compressed(level, parent_npos, what, order=2)
+    code, q = K.check_bytemap(level.ptr, level.idx, level.mask, level.size)
+    if code == K.MASK_UNMARKED:
+        p = int(np.searchsorted(level.ptr, q, side="right")) - 1
+        raise ValueError(f"{what}: coordinate {int(level.idx[q])} of parent {p} is in the "
+                         "touched list but not marked in mask")
+    if code == K.MASK_COUNT:
+        raise ValueError(f"{what}: mask marks {q} positions, but the touched list (ptr/idx) "
+                         f"has {level.idx.size}; they must list the same entries")
 
 
 def check_coo_order(chain: Sequence[np.ndarray], ptr: np.ndarray, what: str) -> None:
@@ -163,6 +210,12 @@ def check_levels(levels: Sequence[Level], dims: tuple[int, ...]) -> int:
         if level.size != dims[k]:
             raise ValueError(f"{what} has size {level.size} but stores an axis of length {dims[k]}")
         if isinstance(level, Dense):
+            npos *= level.size
+        elif isinstance(level, Hashed):
+            check_hashed(level, npos, what)
+            npos = level.idx.size
+        elif isinstance(level, Bytemap):
+            check_bytemap(level, npos, what)
             npos *= level.size
         elif isinstance(level, Compressed) and not level.ordered:
             check_compressed(level, npos, what, order=0)
