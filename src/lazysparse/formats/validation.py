@@ -154,6 +154,7 @@ def check_hashed(level: Hashed, parent_npos: int, what: str) -> None:
             f"(at least 8 and twice the {nnz} stored positions); rebuild it with "
             "lazysparse.formats.levels.build_table(ptr, idx, size)")
     code, q = K.check_table(level.ptr, level.idx, table, level.size, table_shift(n))
+    q = int(q)
     if code == K.BAD_SLOT:
         raise ValueError(f"{what}: table[{q}]={int(table[q])} is neither -1 (empty) nor a "
                          f"position in [0, {nnz})")
@@ -176,6 +177,7 @@ def check_bytemap(level: Bytemap, parent_npos: int, what: str) -> None:
             f"position: {parent_npos} parent positions x size {level.size})")
     check_compressed(level, parent_npos, what, order=2)
     code, q = K.check_bytemap(level.ptr, level.idx, level.mask, level.size)
+    q = int(q)
     if code == K.MASK_UNMARKED:
         p = int(np.searchsorted(level.ptr, q, side="right")) - 1
         raise ValueError(f"{what}: coordinate {int(level.idx[q])} of parent {p} is in the "
