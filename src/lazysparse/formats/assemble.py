@@ -166,14 +166,17 @@ def expand(t: Tensor) -> tuple[list[np.ndarray], np.ndarray]:
                 owner = np.repeat(np.arange(npos, dtype=wide), np.diff(ptr))
                 coords = [owner] if top_dense else [c[owner] for c in coords]
                 child = None
-            else:
-                owner, child = np.zeros(int(level.idx.size), dtype=np.int64), None
+            else:  # the root: one parent, position 0
+                owner, child = None, None
             top_dense = False
             idx = level.idx if child is None else level.idx[child]
             coords.append(idx)
             if isinstance(level, Bytemap):
-                parents = owner if pos is None else pos[owner]
-                pos = parents.astype(np.int64) * level.size + idx
+                if owner is None:
+                    pos = idx.astype(np.int64)
+                else:
+                    parents = owner if pos is None else pos[owner]
+                    pos = parents.astype(np.int64) * level.size + idx
                 npos *= level.size
             else:
                 pos = child
