@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 
 from .formats.convert import as_tensor
-from .formats.levels import Compressed, Dense, Level, Singleton
+from .formats.levels import Level, level_of_kind
+from .formats.specs import LEVEL_KINDS, format_spec
 from .formats.tensor import Tensor
 
 _NPZ_MAGIC = "lazysparse-tensor-v1"
@@ -116,16 +117,14 @@ def _read_tensor(f: Any, path: PathLike) -> Tensor:
         raise ValueError(f"{path}: {len(kinds)} level kinds but {len(sizes)} level sizes")
     levels: list[Level] = []
     for k, (kind, size) in enumerate(zip(kinds, sizes, strict=True)):
-        if kind == "dense":
-            levels.append(Dense(size))
-        elif kind in ("compressed", "compressed-nonunique"):
-            levels.append(Compressed(size, _array(f, f"level{k}_ptr", path),
-                                     _array(f, f"level{k}_idx", path),
-                                     unique=kind == "compressed"))
-        elif kind == "singleton":
-            levels.append(Singleton(size, _array(f, f"level{k}_idx", path)))
-        else:
+        if kind not in LEVEL_KINDS:
             raise ValueError(f"{path}: unknown level kind {kind!r}")
+        names = [n[len(f"level{k}_"):] for n in f.files if n.startswith(f"level{k}_")]
+        try:
+            levels.append(level_of_kind(kind, size, {n: _array(f, f"level{k}_{n}", path)
+                                                     for n in names}))
+        except KeyError as exc:
+            raise ValueError(f"{path}: level {k} ({kind}) lacks its {exc} array") from None
     fmt = str(_array(f, "format", path))
     return Tensor(
         tuple(int(n) for n in _array(f, "shape", path)),
@@ -133,8 +132,19 @@ def _read_tensor(f: Any, path: PathLike) -> Tensor:
         tuple(int(m) for m in _array(f, "mode_order", path)),
         _array(f, "values", path),
         _array(f, "fill_value", path)[()],
-        format=None if fmt == "custom" else fmt,
+        # an unordered level's spec carries its ordered format's name: infer it from kinds
+        format=_saved_format(fmt, kinds, tuple(int(m) for m in _array(f, "mode_order", path))),
     )
+
+
+def _saved_format(fmt: str, kinds: list[str], mode_order: tuple[int, ...]) -> str | None:
+    """The saved format name when it names these levels; None (inferred from the levels)
+    for a custom layout or one whose spec differs from the name's (an unordered csr)."""
+    try:
+        spec = format_spec(fmt, len(kinds), mode_order)
+    except (ValueError, TypeError):
+        return None
+    return fmt if spec.level_kinds == tuple(kinds) else None
 
 
 def _read_scipy(path: PathLike) -> Tensor:

@@ -185,5 +185,5 @@ def test_format_errors() -> None:
         convert(np.eye(2), "csr")
     with pytest.raises(ValueError, match="must follow a compressed-nonunique"):
         FormatSpec("x", ("dense", "singleton"), (0, 1))
-    with pytest.raises(ValueError, match="unknown level kind 'hashed'"):
-        FormatSpec("x", ("dense", "hashed"), (0, 1))
+    with pytest.raises(ValueError, match="unknown level kind 'sorted-hash'"):
+        FormatSpec("x", ("dense", "sorted-hash"), (0, 1))

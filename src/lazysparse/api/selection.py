@@ -18,7 +18,13 @@ from typing import Any
 import numpy as np
 
 from lazysparse import formats
-from lazysparse.formats.sortkernels import gather_pair, gather_ptr, gather_ranges
+from lazysparse.formats.ordering import canonical
+from lazysparse.formats.sortkernels import (
+    find_in_segments,
+    gather_pair,
+    gather_ptr,
+    gather_ranges,
+)
 
 # batches up to this size are searched one coordinate at a time (NumPy call overhead beats
 # a vectorized binary search there)
@@ -129,6 +135,11 @@ def locate(t: formats.Tensor, coords: np.ndarray) -> np.ndarray:
             lo = np.where(missed, 0, lo * level.size + c)
             hi = np.where(missed, lo, lo + 1)
             continue
+        if level.capabilities.locate:  # hashed, bytemap: random access by coordinate
+            found = level.locate_many(np.where(missed, 0, lo), c)  # type: ignore[attr-defined]
+            lo = np.where(missed, -1, found)
+            hi = np.where(lo >= 0, lo + 1, lo)
+            continue
         if level.kind == "singleton":  # one child per parent: search the parents' run
             seg_lo, seg_hi = lo, hi
         else:  # compressed: the segment of parent position lo
@@ -137,6 +148,10 @@ def locate(t: formats.Tensor, coords: np.ndarray) -> np.ndarray:
             seg_lo = level.ptr[p].astype(np.int64)
             seg_hi = np.where(missed, seg_lo, level.ptr[np.minimum(p + 1, top)])
             seg_hi = seg_hi.astype(np.int64)
+        if not level.properties.ordered:  # unique, any order: scan the segment
+            lo = find_in_segments(level.idx, seg_lo, seg_hi, c)
+            hi = np.where(lo >= 0, lo + 1, lo)
+            continue
         lo = _search(level.idx, seg_lo, seg_hi, c, "left")
         hi = _search(level.idx, lo, seg_hi, c, "right")
     return np.where(hi > lo, lo, -1)
@@ -172,6 +187,7 @@ def take_leading(t: formats.Tensor, rows: np.ndarray) -> formats.Tensor:
     fill. The entries under one first-level coordinate are one contiguous range of positions
     at every level, so each level is a gather of ``len(rows)`` ranges: O(len(rows) +
     selected entries) time and memory, nothing proportional to ``t``'s size."""
+    t = canonical(t)  # hashed and bytemap levels gather as compressed ones
     lo, hi, first = _leading_ranges(t.levels[0], rows, t.index_dtype)
     levels: list[formats.Level] = [first]
     values = None

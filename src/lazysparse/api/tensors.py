@@ -15,6 +15,7 @@ import numpy as np
 
 from lazysparse import formats
 from lazysparse.api.lazy_array import LazyArray
+from lazysparse.formats.ordering import canonical
 
 
 def is_dense(t: formats.Tensor) -> bool:
@@ -24,7 +25,9 @@ def is_dense(t: formats.Tensor) -> bool:
 
 def coo_parts(t: formats.Tensor) -> tuple[np.ndarray, np.ndarray]:
     """Coordinates ``(ndim, nnz)`` (int64, axis order) and values of ``t``'s stored entries,
-    by walking its levels (Dense: every coordinate; Compressed: ptr/idx; Singleton: idx)."""
+    by walking its levels (Dense: every coordinate; Compressed: ptr/idx; Singleton: idx),
+    in storage order (unordered, hashed and bytemap levels are made canonical first)."""
+    t = canonical(t)
     pos = np.zeros(1, dtype=np.int64)
     level_coords: list[np.ndarray] = []
     for lv in t.levels:

@@ -80,8 +80,8 @@ def placeholder(shape: tuple[int, ...], spec: FormatSpec, dtype: Any, fill: Any)
         elif kind == "singleton":
             levels.append(Singleton(n, np.zeros(0, np.int64)))
         else:
-            levels.append(Compressed(n, np.zeros(parents + 1, np.int64), np.zeros(0, np.int64),
-                                     unique=kind == "compressed"))
+            levels.append(Compressed.of_kind(kind, n, np.zeros(parents + 1, np.int64),
+                                             np.zeros(0, np.int64)))
             parents = 0
     nvals = parents if levels else 1
     values = np.zeros(nvals if nvals < 2**20 else 0, dtype=dtype)

@@ -79,7 +79,7 @@ def to_pydata(t: Tensor, format: str = "coo") -> Any:  # noqa: A002
     if fmt not in ("coo", "gcxs"):
         raise ValueError(f"to_pydata format must be 'coo' or 'gcxs', got {format!r}")
     if fmt == "gcxs" and t.ndim == 2:
-        u = t if t.format in ("csr", "csc") else convert(t, "csr")
+        u = t if t.format in ("csr", "csc") and t.spec.ordered else convert(t, "csr")
         low = u.levels[1]
         assert isinstance(low, Compressed)
         axes = (0,) if u.format == "csr" else (1,)

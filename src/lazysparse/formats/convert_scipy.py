@@ -19,9 +19,10 @@ _SCIPY_FORMATS = ("csr", "csc", "coo", "dia", "bsr", "lil", "dok")
 def from_scipy(m: Any) -> Tensor:
     """A Tensor (fill value 0) for any scipy.sparse array or matrix.
 
-    csr/csc/coo in canonical form (sorted, no duplicates) are wrapped without copying;
-    non-canonical ones are canonicalized (duplicates summed, as scipy defines them);
-    dia/bsr/lil/dok go through csr (2-D) or coo.
+    csr/csc/coo in canonical form (sorted, no duplicates) are wrapped without copying; a
+    csr/csc with unsorted but unique indices (what scipy's ``A @ B`` returns) is wrapped
+    without copying or sorting as an unordered compressed level; duplicates are summed,
+    as scipy defines them; dia/bsr/lil/dok go through csr (2-D) or coo.
     """
     import scipy.sparse as sp
 
@@ -36,14 +37,19 @@ def from_scipy(m: Any) -> Tensor:
         # arrays: a decreasing indptr crashes them (RuntimeError, or worse)
         check_scipy_compressed(m)
     if fmt in ("csr", "csc") and m.ndim == 2:
-        if not m.has_canonical_format:
-            m = m.copy()
-            m.sum_duplicates()
         n_major, n_minor = m.shape if fmt == "csr" else m.shape[::-1]
+        ordered = True
+        if not m.has_canonical_format:
+            if not m.has_sorted_indices and _unique_unsorted(m, n_minor):
+                ordered = False
+            else:
+                m = m.copy()
+                m.sum_duplicates()
         nnz = int(m.indptr[-1])
-        levels: list[Level] = [Dense(n_major), Compressed(n_minor, m.indptr, m.indices[:nnz])]
+        levels: list[Level] = [
+            Dense(n_major), Compressed(n_minor, m.indptr, m.indices[:nnz], ordered=ordered)]
         order = (0, 1) if fmt == "csr" else (1, 0)
-        return Tensor(m.shape, levels, order, m.data[:nnz], 0, format=fmt)
+        return Tensor(m.shape, levels, order, m.data[:nnz], 0, format=fmt if ordered else None)
     if fmt == "coo":
         # scipy may hold strided views (unravel_index rows): levels get contiguous arrays
         coords = tuple(np.ascontiguousarray(c) for c in m.coords)
@@ -57,6 +63,15 @@ def from_scipy(m: Any) -> Tensor:
     if m.ndim == 2:
         return from_scipy(m.tocsr())
     return from_scipy(m.tocoo())
+
+
+def _unique_unsorted(m: Any, n_minor: int) -> bool:
+    """Whether a scipy csr/csc with unsorted indices stores each coordinate once per row."""
+    nnz = int(m.indptr[-1])
+    if n_minor > 4 * nnz + (1 << 20):
+        return False  # a mark per coordinate would be too large: sort instead
+    code, _ = K.check_unique_unordered(m.indptr, m.indices[:nnz], np.full(n_minor, -1, np.int64))
+    return code == K.OK
 
 
 def check_scipy_compressed(m: Any) -> None:
@@ -152,13 +167,14 @@ def to_scipy(t: Tensor, format: str | None = None, *, matrix: bool = False) -> A
         )
     kind = "matrix" if matrix else "array"
     if format in ("csr", "csc"):
-        u = convert(t, format)
+        u = t if t.spec.ordered_spec().name == format and t.spec.level_kinds == (
+            "dense", "compressed-unordered") else convert(t, format)
         low = u.levels[1]
         assert isinstance(low, Compressed)
         m = getattr(sp, f"{format}_{kind}")(t.shape, dtype=t.dtype)
         m.indptr, m.indices, m.data = low.ptr, low.idx, u.values
-        m.has_sorted_indices = True
-        m.has_canonical_format = True
+        m.has_sorted_indices = low.ordered  # scipy sorts lazily where it needs to
+        m.has_canonical_format = low.ordered
         return m
     u = convert(t, "coo")
     coords = tuple(level.idx for level in u.levels)  # type: ignore[attr-defined]

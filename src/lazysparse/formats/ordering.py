@@ -71,3 +71,23 @@ def unordered_as(t: Tensor, spec: FormatSpec) -> Tensor:
             raise ValueError(f"format {spec}: level {k} cannot be {kind!r} over {level.kind!r}")
     return Tensor(t.shape, levels, t.mode_order, t.values, t.fill_value, format=spec,
                   check=False)
+
+
+# level kinds every stage reads by their arrays alone (position = ptr/idx walk)
+CLASSIC_KINDS = frozenset({"dense", "compressed", "compressed-nonunique", "singleton"})
+
+
+def canonical(t: Tensor) -> Tensor:
+    """``t`` in levels every reader of ptr/idx arrays understands, in order: itself when it
+    has only dense, compressed and singleton levels; unordered levels sorted; hashed and
+    bytemap levels stored as compressed ones."""
+    if all(kind in CLASSIC_KINDS for kind in t.spec.level_kinds):
+        return t
+    if all(kind in CLASSIC_KINDS or kind in ("compressed-unordered", "hashed")
+           for kind in t.spec.level_kinds):
+        return ordered(t)
+    from .convert import convert
+    from .specs import infer_spec
+
+    kinds = tuple("compressed" if k not in CLASSIC_KINDS else k for k in t.spec.level_kinds)
+    return convert(t, infer_spec(kinds, t.mode_order))

@@ -339,3 +339,22 @@ def gather_ptr(ptr: np.ndarray, lo: np.ndarray, hi: np.ndarray, total: int) -> n
     out = np.empty(total + 1, dtype=ptr.dtype)
     _gather_ptr(ptr, lo, hi, out)
     return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _find_unordered(idx, lo, hi, c, out):  # pragma: no cover - compiled
+    for j in range(lo.size):
+        out[j] = -1
+        for q in range(lo[j], hi[j]):
+            if idx[q] == c[j]:
+                out[j] = q
+                break
+
+
+def find_in_segments(idx: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                     c: np.ndarray) -> np.ndarray:
+    """For each query, the position in ``[lo, hi)`` of an unordered level whose coordinate
+    is ``c`` (-1 when there is none): a scan of the segment, as an unordered level allows."""
+    out = np.empty(lo.size, np.int64)
+    _find_unordered(idx, lo.astype(np.int64), hi.astype(np.int64), c.astype(np.int64), out)
+    return out

@@ -68,7 +68,8 @@ class Tensor:
         self.values: np.ndarray = as_values_array(values)
         self.fill_value: np.generic = normalize_fill(fill_value, self.values.dtype)
         self.levels: tuple[Level, ...] = _unify_index_dtype(levels, self.shape)
-        first = next((a for lv in self.levels for a in lv.arrays().values()), None)
+        first = next((a for lv in self.levels for n, a in lv.arrays().items()
+                      if n in _INDEX_ARRAYS), None)
         nnz = self.values.size
         self._index_dtype = (
             first.dtype if first is not None else choose_index_dtype(self.shape, nnz)
@@ -105,7 +106,10 @@ class Tensor:
 
     @property
     def nnz(self) -> int:
-        """Number of stored values (for a dense format: every element)."""
+        """Number of stored values (for a dense format: every element; for a bytemap, whose
+        values array spans every position, the entries its touched list holds)."""
+        if self.levels and not self.levels[-1].properties.compact:
+            return int(self.levels[-1].arrays()["idx"].size)
         return int(self.values.size)
 
     @property
@@ -220,8 +224,10 @@ class Tensor:
 
 
 def _unify_index_dtype(levels: tuple[Level, ...], shape: tuple[int, ...]) -> tuple[Level, ...]:
-    """Give every ptr/idx array one int32/int64 dtype (kept as is when they already agree)."""
-    arrays = [(k, name, a) for k, lv in enumerate(levels) for name, a in lv.arrays().items()]
+    """Give every ptr/idx array one int32/int64 dtype (kept as is when they already agree);
+    other level arrays (a hashed level's table, a bytemap's mask) keep their own dtypes."""
+    arrays = [(k, name, a) for k, lv in enumerate(levels) for name, a in lv.arrays().items()
+              if name in _INDEX_ARRAYS]
     if not arrays:
         return levels
     converted = {
@@ -245,11 +251,17 @@ def _unify_index_dtype(levels: tuple[Level, ...], shape: tuple[int, ...]) -> tup
                     target = np.dtype(np.int64)
     out = []
     for k, lv in enumerate(levels):
-        new = {name: _cast(converted[(k, name)], target) for name in lv.arrays()}
+        new = {name: _cast(converted[(k, name)], target) for name in lv.arrays()
+               if name in _INDEX_ARRAYS}
         out.append(
-            lv.with_arrays(**new) if any(new[n] is not a for n, a in lv.arrays().items()) else lv
+            lv.with_arrays(**new) if any(new[n] is not a for n, a in lv.arrays().items()
+                                         if n in new) else lv
         )
     return tuple(out)
+
+
+# the arrays that hold coordinates or positions, in the tensor's one index dtype
+_INDEX_ARRAYS = ("ptr", "idx")
 
 
 def _cast(a: np.ndarray, dtype: np.dtype) -> np.ndarray:

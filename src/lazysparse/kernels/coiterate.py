@@ -176,7 +176,10 @@ class LevelPlan:
     """How loop ``depth`` over ``field`` runs: its region, drivers and followers.
 
     ``kind``: see :class:`LoopKind`. ``located`` operands are addressed by coordinate;
-    ``followers`` are iterated operands that seek to each coordinate.
+    ``followers`` are iterated operands that seek to each coordinate; ``probed`` operands
+    (sparse levels that can locate: hashed, bytemap) are looked up at each coordinate the
+    drivers visit instead of being merged or followed (no order needed); a probed operand
+    in ``required`` skips the coordinate when absent (an intersection).
     """
 
     depth: int
@@ -187,6 +190,14 @@ class LevelPlan:
     followers: tuple[int, ...]
     located: tuple[int, ...]
     required: tuple[int, ...]
+    probed: tuple[int, ...] = ()
+
+
+def _can_probe(info: KernelInfo, slot: int, fld: str) -> bool:
+    """Whether operand ``slot``'s level storing ``fld`` locates without being full."""
+    op = info.operands[slot]
+    k = op.level_of(fld)
+    return k is not None and op.levels[k].caps.locate and not op.levels[k].located
 
 
 def _participants(info: KernelInfo, depth: int) -> tuple[set[int], set[int]]:
@@ -202,9 +213,7 @@ def _participants(info: KernelInfo, depth: int) -> tuple[set[int], set[int]]:
         if lv.located:
             full.add(op.slot)
         elif lv.caps.iterate == "position":
-            if not lv.props.ordered:
-                raise ValueError(f"operand {op.alias} level {k} is unordered; co-iteration "
-                                 "needs ordered levels")
+            # an unordered level may drive alone; kernels.ordering sorts it where it merges
             sparse.add(op.slot)
         else:
             raise ValueError(f"operand {op.alias} level {k} can neither locate nor iterate "
@@ -296,13 +305,26 @@ def plan_level(info: KernelInfo, depth: int, fills: tuple[Any, ...],
         region = ALL
     located = tuple(sorted(full))
     if region == ALL:
-        return LevelPlan(depth, fld, LoopKind.RANGE, region, (), tuple(sorted(sparse)), located,
-                         ())
+        probed = tuple(s for s in sorted(sparse) if _can_probe(info, s, fld))
+        return LevelPlan(depth, fld, LoopKind.RANGE, region, (),
+                         tuple(s for s in sorted(sparse) if s not in probed), located, (),
+                         probed)
     drivers = atoms(region)
     followers = tuple(s for s in sorted(sparse) if s not in drivers)
     required = drivers if is_conjunction(region) else ()
+    probed: tuple[int, ...] = ()
+    if required and len(drivers) > 1:
+        # an intersection: one operand drives, those that can locate are looked up
+        walk = [s for s in drivers if not _can_probe(info, s, fld)]
+        if len(walk) <= 1:
+            lead = walk[0] if walk else drivers[0]
+            probed = tuple(s for s in drivers if s != lead)
+            drivers = (lead,)
+    probe_follow = tuple(s for s in followers if _can_probe(info, s, fld))
+    probed += probe_follow
+    followers = tuple(s for s in followers if s not in probe_follow)
     kind = LoopKind.DRIVER if len(drivers) == 1 else LoopKind.MERGE
-    return LevelPlan(depth, fld, kind, region, drivers, followers, located, required)
+    return LevelPlan(depth, fld, kind, region, drivers, followers, located, required, probed)
 
 
 def _may_skip(info: KernelInfo, miss: Missing, out_fill: Any) -> bool:

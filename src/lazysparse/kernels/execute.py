@@ -24,7 +24,6 @@ from lazysparse.kernels.analysis import (
     PConst,
     PNode,
     QueryData,
-    analyze_query,
     fill_key,
 )
 from lazysparse.kernels.codegen_numba import eval_size, hoist_workspaces, module_src
@@ -34,6 +33,7 @@ from lazysparse.kernels.host import run_plan
 from lazysparse.kernels.loop_ir import Alloc, format_function
 from lazysparse.kernels.lower import Lowered, lower
 from lazysparse.kernels.numpy_executor import numpy_eligible, run_numpy
+from lazysparse.kernels.ordering import analyze_ordered
 from lazysparse.kernels.params import bind
 from lazysparse.kernels.relayout import is_relayout, run_relayout
 from lazysparse.logic.nodes import Alias, Plan, Query
@@ -218,12 +218,12 @@ def choose_runner(info: KernelInfo, data: QueryData, *, allow_numpy: bool = True
 
 def compile_query(query: Query, env: dict[Alias, Any]) -> Kernel:
     """The kernel of one normal-form compute query (env maps Alias -> Tensor)."""
-    return cached_kernel(*analyze_query(query, env))
+    return cached_kernel(*analyze_ordered(query, env))
 
 
 def run_query(query: Query, env: dict[Alias, Any], *, allow_numpy: bool = True) -> Tensor:
     """Evaluate one compute query (see :func:`choose_runner`)."""
-    info, data = analyze_query(query, env)
+    info, data = analyze_ordered(query, env)
     kernel, host = choose_runner(info, data, allow_numpy=allow_numpy)
     return kernel(data) if kernel is not None else host(info, data)  # type: ignore[misc]
 

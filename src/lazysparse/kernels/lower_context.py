@@ -17,11 +17,12 @@ import numpy as np
 
 from lazysparse.kernels.analysis import KernelInfo, PAccess, PApply, PConst, PField, PNode
 from lazysparse.kernels.coiterate import LevelPlan
-from lazysparse.kernels.ir_build import I64, C, OpState, State, V, add, cast, native, sel
+from lazysparse.kernels.ir_build import I64, C, OpState, State, V, add, cast, land, native, sel
 from lazysparse.kernels.loop_ir import (
     Apply,
     Assign,
     Bin,
+    CallExpr,
     Cast,
     Const,
     Expr,
@@ -194,9 +195,37 @@ class LowerContext:
     def child(self, s: int, st: State, q: Expr, present: Expr | None) -> OpState:
         """Operand ``s``'s state after stepping to position ``q`` of its current level."""
         k = st.ops[s].level
+        lv = self.info.operands[s].levels[k]
+        if not lv.props.compact:  # a bytemap: the child sits at p * size + c, not at q
+            parent = st.ops[s].pos
+            assert parent is not None
+            p = add(Bin("*", parent, V(self.arr(s, "n", k))), self.crd(s, k, q))
+            return OpState(k + 1, p, None, present)
         if self.unique(s, k):
             return OpState(k + 1, q, None, present)
         return OpState(k + 1, None, (q, V(f"e{s}_{k}")), present)
+
+    def probe(self, s: int, st: State, c: Expr) -> tuple[list[Stmt], OpState, Expr]:
+        """Operand ``s`` looked up at coordinate ``c`` of a sparse level that can locate
+        (hashed: the table's probe; bytemap: its mask): statements, its state, presence."""
+        o = st.ops[s]
+        k = o.level
+        if o.pos is None:
+            raise ValueError(f"operand {self.info.operands[s].alias}: a hashed or bytemap "
+                             "level below a non-unique level is not supported")
+        name = f"p{s}_{k}"
+        if self.info.operands[s].levels[k].props.compact:  # hashed
+            q: Expr = CallExpr("hashed_locate_shift", (
+                V(self.arr(s, "ptr", k)), V(self.arr(s, "idx", k)), V(self.arr(s, "table", k)),
+                V(self.arr(s, "shift", k)), V(self.arr(s, "n", k)), o.pos, c))
+            stm: list[Stmt] = [Assign(name, sel(o.present, q, C(-1)))]
+            has: Expr = Bin(">=", V(name), C(0))
+        else:  # bytemap: position p * size + c, stored where the mask says so
+            stm = [Assign(name, add(Bin("*", o.pos, V(self.arr(s, "n", k))), c))]
+            has = land(o.present, Bin("!=", Load(self.arr(s, "mask", k), V(name)), C(0)))
+        pres = f"has{s}_{k}"
+        stm.append(Assign(pres, has))
+        return stm, OpState(k + 1, V(name), None, V(pres)), V(pres)
 
     def locate(self, s: int, st: State, c: Expr) -> tuple[OpState, Stmt]:
         """Operand ``s``'s state at coordinate ``c`` of a located level, and its position."""

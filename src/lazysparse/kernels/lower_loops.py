@@ -13,7 +13,18 @@ from __future__ import annotations
 from lazysparse.kernels.analysis import KernelInfo
 from lazysparse.kernels.coiterate import LevelPlan, LoopKind
 from lazysparse.kernels.ir_build import C, OpState, State, V, add, land
-from lazysparse.kernels.loop_ir import Assign, Bin, Comment, Const, Expr, For, Stmt, Var, While
+from lazysparse.kernels.loop_ir import (
+    Assign,
+    Bin,
+    Comment,
+    Const,
+    Expr,
+    For,
+    If,
+    Stmt,
+    Var,
+    While,
+)
 from lazysparse.kernels.lower_context import LowerContext
 from lazysparse.kernels.lower_merges import BodyFor, Ranges, merge_loop
 from lazysparse.kernels.lower_outputs import OutputLowering
@@ -29,6 +40,8 @@ def describe(info: KernelInfo, lp: LevelPlan) -> str:
         txt.append("follow " + ",".join(names[s] for s in lp.followers))
     if lp.located:
         txt.append("locate " + ",".join(names[s] for s in lp.located))
+    if lp.probed:
+        txt.append("probe " + ",".join(names[s] for s in lp.probed))
     return "; ".join(txt)
 
 
@@ -113,6 +126,12 @@ class LoopNest:
         for s in lp.located:
             ops[s], asg = ctx.locate(s, st, c)
             body.append(asg)
+        gate: Expr | None = None
+        for s in lp.probed:
+            stm, ops[s], has = ctx.probe(s, st, c)
+            body += stm
+            if s in lp.required:
+                gate = land(gate, has)
         coords = dict(st.coords)
         coords[lp.field] = c
         inner = State(ops, coords, self.output.out_pos(lp.field, c, st.od))
@@ -120,7 +139,10 @@ class LoopNest:
             body.append(Assign(f"od{d}", inner.od))
             inner.od = V(f"od{d}")
         pre, post = self.output.around_coord(d, inner)
-        return [*body, *pre, *self.nest(d + 1, inner), *post]
+        rest = [*pre, *self.nest(d + 1, inner), *post]
+        if gate is not None:  # an intersection: absent from a probed operand, nothing here
+            return [*body, If(gate, tuple(rest))]
+        return [*body, *rest]
 
 
 __all__ = ["LoopNest", "describe"]

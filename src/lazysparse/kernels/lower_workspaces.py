@@ -80,11 +80,17 @@ class RowWorkspaceOutput(WorkspaceOutput):
             out.append(Store("ws_val", w, new))
         return out
 
+    @property
+    def sorted_drain(self) -> bool:
+        """Whether the output level wants the touched list in order (an unordered level
+        takes it as it came)."""
+        return self.ctx.info.out_spec.level_properties()[-1].ordered
+
     def ws_alloc(self) -> list[Stmt]:
         ctx = self.ctx
         n = ctx.extent(self.out.ws_fields[0])
         # the fill phase's list has room for sort_touched's scratch (no per-row alloc)
-        nl = add(Bin("*", n, C(2)), C(SCRATCH_EXTRA)) if ctx.fill else n
+        nl = add(Bin("*", n, C(2)), C(SCRATCH_EXTRA)) if ctx.fill and self.sorted_drain else n
         out: list[Stmt] = [Alloc(ctx.tag("ws_mark"), n, "bool", C(False)),
                            Alloc(ctx.tag("ws_list"), nl, I64, None)]
         if ctx.fill:
@@ -105,8 +111,10 @@ class RowWorkspaceOutput(WorkspaceOutput):
             return [For("u", C(0), nw, tuple(body)),
                     If(Bin(">", nw, C(0)), tuple(self.emit(st, None, coords, step=nw)))]
         body += self.emit(st, Load("ws_val", w), coords)
-        return [Call("sort_touched", (V(touched), nw, ctx.extent(f))),
-                For("u", C(0), nw, tuple(body))]
+        drain: list[Stmt] = [For("u", C(0), nw, tuple(body))]
+        if self.sorted_drain:
+            drain.insert(0, Call("sort_touched", (V(touched), nw, ctx.extent(f))))
+        return drain
 
 
 class SortMergeOutput(WorkspaceOutput):

@@ -14,6 +14,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from lazysparse.formats.levels.hashed import hashed_locate_shift  # noqa: F401 - kernels call it
+
 _u = np.uint64
 
 # ``list`` length that lets sort_touched work without allocating: 2 * extent + SCRATCH_EXTRA

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from lazysparse.formats.levels.hashed import table_shift
 from lazysparse.kernels.analysis import KernelInfo, QueryData
 from lazysparse.kernels.workspace import OutputMode, OutputPlan
 
@@ -25,9 +26,12 @@ from lazysparse.kernels.workspace import OutputMode, OutputPlan
 class Role(Enum):
     """What a kernel parameter holds."""
 
-    LEVEL_SIZE = "level size"  # a located operand level's size (``a<s>_n<k>``)
+    LEVEL_SIZE = "level size"  # a located or non-compact level's size (``a<s>_n<k>``)
     LEVEL_PTR = "level ptr"  # a compressed level's position bounds (``a<s>_ptr<k>``)
     LEVEL_IDX = "level idx"  # an iterated level's coordinates (``a<s>_idx<k>``)
+    LEVEL_TABLE = "level table"  # a hashed level's open-addressing table (``a<s>_table<k>``)
+    LEVEL_SHIFT = "level shift"  # that table's hash shift, 64 - log2(len) (``a<s>_shift<k>``)
+    LEVEL_MASK = "level mask"  # a bytemap level's stored-position mask (``a<s>_mask<k>``)
     VALUES = "values"  # an operand's stored values (``a<s>_vals``)
     FILL = "fill"  # an operand's fill value (``a<s>_fill``)
     EXTENT = "extent"  # a loop field's extent (``n_<var>``)
@@ -42,7 +46,8 @@ class Role(Enum):
     @property
     def array(self) -> bool:
         """Whether arguments of this role are arrays (else scalars)."""
-        return self in (Role.LEVEL_PTR, Role.LEVEL_IDX, Role.VALUES)
+        return self in (Role.LEVEL_PTR, Role.LEVEL_IDX, Role.LEVEL_TABLE, Role.LEVEL_MASK,
+                        Role.VALUES)
 
 
 @dataclass(frozen=True)
@@ -117,6 +122,13 @@ def kernel_params(info: KernelInfo, out: OutputPlan, cvar: dict[str, str]) -> Ke
             if lv.located:
                 ps.append(KernelParam(f"a{s}_n{k}", Role.LEVEL_SIZE, s, k, lv.field))
                 continue
+            if lv.caps.locate or not lv.props.compact:  # hashed, bytemap: located by size
+                ps.append(KernelParam(f"a{s}_n{k}", Role.LEVEL_SIZE, s, k, lv.field))
+            if lv.caps.locate and lv.props.compact:  # hashed: its table
+                ps += [KernelParam(f"a{s}_table{k}", Role.LEVEL_TABLE, s, k, lv.field),
+                       KernelParam(f"a{s}_shift{k}", Role.LEVEL_SHIFT, s, k, lv.field)]
+            if lv.caps.locate and not lv.props.compact:  # bytemap: its mask
+                ps.append(KernelParam(f"a{s}_mask{k}", Role.LEVEL_MASK, s, k, lv.field))
             if not lv.chained:
                 ps.append(KernelParam(f"a{s}_ptr{k}", Role.LEVEL_PTR, s, k, lv.field))
             ps.append(KernelParam(f"a{s}_idx{k}", Role.LEVEL_IDX, s, k, lv.field))
@@ -177,6 +189,9 @@ _BIND: dict[Role, Callable[[_Call, KernelParam], Any]] = {
     Role.LEVEL_SIZE: lambda c, p: np.int64(_level(c, p).size),
     Role.LEVEL_PTR: lambda c, p: _level(c, p).ptr,
     Role.LEVEL_IDX: lambda c, p: _level(c, p).idx,
+    Role.LEVEL_TABLE: lambda c, p: _level(c, p).table,
+    Role.LEVEL_SHIFT: lambda c, p: np.int64(table_shift(_level(c, p).table.size)),
+    Role.LEVEL_MASK: lambda c, p: _level(c, p).mask,
     Role.VALUES: lambda c, p: c.data.tensors[p.slot].values,
     Role.FILL: lambda c, p: scalar(c.data.tensors[p.slot].fill_value,
                                    c.info.operands[p.slot].dtype),

@@ -22,7 +22,6 @@ from lazysparse.kernels.analysis import (
     DENSE_FILL,
     KernelInfo,
     QueryData,
-    analyze_query,
     const_decided,
     decisions_hold,
     eval_fill,
@@ -35,6 +34,7 @@ from lazysparse.kernels.execute import (
     fold_ok,
     out_fill_key,
 )
+from lazysparse.kernels.ordering import analyze_ordered
 from lazysparse.logic.nodes import (
     Aggregate,
     Alias,
@@ -258,7 +258,7 @@ class Program:
                    params: tuple[Any, ...]) -> Any:
         """Run ``query`` through the full path and remember its recipe (once per query:
         a query whose recipe failed its checks keeps the full path)."""
-        info, data = analyze_query(query, env)
+        info, data = analyze_ordered(query, env)
         kernel, host = choose_runner(info, data)
         if j not in self.recipes:
             self.recipes[j] = _recipe(template, info, data, kernel, host, params)

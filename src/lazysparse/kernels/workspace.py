@@ -156,10 +156,10 @@ def _shared_operand(info: KernelInfo, plans: tuple[LevelPlan, ...],
             k = op.level_of(lp.field)
             lv = op.levels[k]  # type: ignore[index]
             if lv.located:
-                ok = ok and lp.kind is LoopKind.RANGE and not lp.followers
+                ok = ok and lp.kind is LoopKind.RANGE and not lp.followers and not lp.probed
             else:
                 ok = (ok and lp.kind is LoopKind.DRIVER and lp.drivers == (op.slot,)
-                      and not lp.followers)
+                      and not lp.followers and not lp.probed)
         if ok:
             return op.slot
     return None

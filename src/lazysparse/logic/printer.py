@@ -38,15 +38,16 @@ def format_value(val: Any) -> str:
         shape = "x".join(str(n) for n in val.shape) or "scalar"
         fv = val.fill_value
         fill = "" if _is_zero(fv) else f" fill={getattr(fv, 'item', lambda: fv)()!r}"
-        return f"<{val.format} {shape} {val.dtype} nnz={val.nnz}{fill}>"
+        unordered = "" if val.spec.ordered else " unordered"
+        return f"<{val.format}{unordered} {shape} {val.dtype} nnz={val.nnz}{fill}>"
     if isinstance(val, np.ndarray):
         shape = "x".join(str(n) for n in val.shape) or "scalar"
         return f"<ndarray {shape} {val.dtype}>"
     if hasattr(val, "level_kinds") and hasattr(val, "mode_order"):  # a FormatSpec
         order = tuple(val.mode_order)
         natural = order == tuple(range(len(order)))
-        return f"<{val.name}>" if natural or val.name in ("csr", "csc") else (
-            f"<{val.name} {order}>")
+        name = val.name if val.ordered else f"{val.name} unordered"
+        return f"<{name}>" if natural or val.name in ("csr", "csc") else f"<{name} {order}>"
     return _scalar_text(val)
 
 

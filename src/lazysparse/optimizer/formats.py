@@ -10,7 +10,8 @@ operands' union (``A + 1`` on a huge ``A``): then it stays sparse. A dense resul
 limit that no dense operand is as large as raises ``DensifyError`` before any allocation.
 Results are stored in their axis order (the loop order minus the reduced fields), so writes
 that arrive in that order append to compressed levels and the kernel scatters the others
-through a workspace. A Reformat already present (``asformat``, a concordizing copy) wins.
+through a workspace; a last level that alone receives scattered writes is left unordered
+(``optimizer.scatter``). A Reformat already present (``asformat``, a concordizing copy) wins.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from lazysparse.optimizer.analysis import (
 )
 from lazysparse.optimizer.push_fields import rename_fields
 from lazysparse.optimizer.rewrite import accesses, expr_fields, substitute_access
+from lazysparse.optimizer.scatter import scatter_level_kinds
 
 
 def choose_formats(plan: Plan) -> Plan:
@@ -48,6 +50,7 @@ def choose_formats(plan: Plan) -> Plan:
         if not isinstance(rhs, Reformat):
             kinds = choose_level_kinds(rhs, infos)
             check_dense_result(rhs, infos, kinds)
+            kinds = scatter_level_kinds(rhs, kinds, infos)
             rhs = Reformat(Immediate(infer_spec(kinds, tuple(range(len(kinds))))), rhs)
         infos[body.lhs] = computed_info(rhs, infos)
         out.append(Query(body.lhs, rhs))

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lazysparse.formats.specs import FormatSpec, infer_spec
+from lazysparse.formats.specs import UNORDERED_KINDS, FormatSpec, infer_spec
 from lazysparse.logic.nodes import (
     Aggregate,
     Alias,
@@ -330,7 +330,8 @@ def _copy_kinds(info: AliasInfo) -> tuple[str, ...]:
     kinds = info.level_kinds or ("dense",) * len(info.shape)
     if any(k in ("compressed-nonunique", "singleton") for k in kinds):
         return ("compressed",) * len(kinds)
-    return tuple(kinds)
+    # a relayout sorts anyway; a bytemap copy would span every position of a new order
+    return tuple("compressed" if k == "bytemap" else UNORDERED_KINDS.get(k, k) for k in kinds)
 
 
 def concordize(plan: Plan) -> Plan:

@@ -84,6 +84,11 @@ class Bytemap(Level):
         """``[begin, end)`` into ``idx`` of the touched coordinates of ``parent_position``."""
         return int(self.ptr[parent_position]), int(self.ptr[parent_position + 1])
 
+    def locate_many(self, parents: np.ndarray, coords: np.ndarray) -> np.ndarray:
+        """Positions ``parents[j] * size + coords[j]`` where stored, else -1."""
+        q = parents.astype(np.int64) * self.size + coords.astype(np.int64)
+        return np.where(self.mask[q] != 0, q, -1) if q.size else q
+
     def locate(self, parent_position: int, coordinate: int) -> int:
         """Position of ``coordinate`` under ``parent_position``, or -1 when not stored."""
         return int(bytemap_locate(self.mask, self.size, parent_position, coordinate))

@@ -96,6 +96,13 @@ def hashed_locate(ptr, idx, table, size, p, c):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True)
+def _locate_many(ptr, idx, table, size, parents, coords, out):  # pragma: no cover - compiled
+    shift = shift_of(table.size)
+    for j in range(parents.size):
+        out[j] = hashed_locate_shift(ptr, idx, table, shift, size, parents[j], coords[j])
+
+
+@numba.njit(cache=True, nogil=True)
 def _fill_table(ptr, idx, size, table, shift):  # pragma: no cover - compiled
     """Insert every position into an empty ``table`` (the positions' keys are unique)."""
     mask = np.uint64(table.size - 1)
@@ -166,6 +173,13 @@ class Hashed(Level):
     def pos_range(self, parent_position: int) -> tuple[int, int]:
         """Positions ``[begin, end)`` of the children of ``parent_position``."""
         return int(self.ptr[parent_position]), int(self.ptr[parent_position + 1])
+
+    def locate_many(self, parents: np.ndarray, coords: np.ndarray) -> np.ndarray:
+        """Positions of ``coords[j]`` under ``parents[j]`` (-1 where not stored)."""
+        out = np.empty(parents.size, np.int64)
+        _locate_many(self.ptr, self.idx, self.table, self.size, parents.astype(np.int64),
+                     coords.astype(np.int64), out)
+        return out
 
     def locate(self, parent_position: int, coordinate: int) -> int:
         """Position of ``coordinate`` under ``parent_position``, or -1 when not stored."""

@@ -11,7 +11,7 @@ import hashlib
 from dataclasses import dataclass, replace
 from typing import Any
 
-from lazysparse.kernels.analysis import KernelInfo, QueryData, analyze_query
+from lazysparse.kernels.analysis import KernelInfo, QueryData
 from lazysparse.kernels.coiterate import LoopKind
 from lazysparse.kernels.cuda import strategies
 from lazysparse.kernels.cuda.codegen_cuda import CudaProgram, arg_types_of, generate
@@ -21,6 +21,7 @@ from lazysparse.kernels.cuda.workspaces import WorkspaceKind
 from lazysparse.kernels.execute import kernel_args, structure_key
 from lazysparse.kernels.loop_ir import format_function
 from lazysparse.kernels.lower import Lowered, lower
+from lazysparse.kernels.ordering import analyze_ordered
 from lazysparse.kernels.params import Role
 from lazysparse.kernels.workspace import OutputMode
 from lazysparse.logic.nodes import Alias, Query
@@ -58,7 +59,7 @@ class GpuKernelPlan:
 
 def plan_query(query: Query, env: dict[Alias, Any]) -> GpuKernelPlan:
     """Analyze and lower a compute query exactly as the CPU backend does."""
-    info, data = analyze_query(query, env)
+    info, data = analyze_ordered(query, env)
     if info.epilogue is not None:  # optimize(plan, device="cuda") keeps maps separate
         raise CudaUnsupported("a map after a reduction (epilogue) runs on the CPU only")
     # fold=False: the GPU kernel visits every entry a reduction needs instead of counting
