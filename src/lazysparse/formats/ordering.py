@@ -4,6 +4,8 @@ consumer needs order (a merge co-iteration, a conversion, a binary search, a pee
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .assemble import build_tensor, expand, sort_coords
@@ -91,3 +93,73 @@ def canonical(t: Tensor) -> Tensor:
 
     kinds = tuple("compressed" if k not in CLASSIC_KINDS else k for k in t.spec.level_kinds)
     return convert(t, infer_spec(kinds, t.mode_order))
+
+
+def relabel_layout(t: Tensor, spec: FormatSpec) -> Tensor:
+    """``t`` (as a kernel wrote it) in layout ``spec``, which may differ from ``t``'s only in
+    how levels find their entries: a compressed or unordered level becomes hashed by
+    building its table (nothing sorted), a last compressed level becomes a bytemap by
+    scattering its entries (sorted first when unordered); anything else converts."""
+    if spec == t.spec:
+        return t
+    if spec.mode_order != t.mode_order or len(spec.level_kinds) != len(t.levels):
+        from .convert import convert
+
+        return convert(t, spec)
+    levels: list[Level] = []
+    values = t.values
+    last = len(t.levels) - 1
+    for k, (level, kind) in enumerate(zip(t.levels, spec.level_kinds, strict=True)):
+        if kind == level.kind:
+            levels.append(level)
+        elif kind == "hashed" and isinstance(level, Compressed) and level.unique:
+            levels.append(Hashed(level.size, level.ptr, level.idx,
+                                 build_table(level.ptr, level.idx, level.size)))
+        elif kind == "compressed-unordered" and isinstance(level, Compressed) and level.unique:
+            levels.append(Compressed(level.size, level.ptr, level.idx, ordered=False))
+        elif kind == "bytemap" and k == last and isinstance(level, Compressed) and level.unique:
+            level, values = _sorted_last(level, values)
+            levels.append(_bytemap_of(level, values.dtype))
+            values = _scatter_values(level, values, t.fill_value)
+        else:
+            from .convert import convert
+
+            return convert(t, spec)
+    return Tensor(t.shape, levels, t.mode_order, values, t.fill_value, format=spec,
+                  check=False)
+
+
+def _sorted_last(level: Compressed, values: np.ndarray) -> tuple[Compressed, np.ndarray]:
+    """An ordered copy of an unordered last level and its values (itself when ordered)."""
+    if level.ordered:
+        return level, values
+    idx, vals = level.idx.copy(), values.copy()
+    sort_segments(level.ptr, idx, vals)
+    return Compressed(level.size, level.ptr, idx), vals
+
+
+def _bytemap_of(level: Compressed, dtype: np.dtype) -> Level:
+    """The bytemap level with ``level``'s (sorted) entries as its touched list (its mask
+    and values span every position: DensifyError past the densify limit)."""
+    from .config import check_densify
+    from .levels import Bytemap
+
+    npos = (level.ptr.size - 1) * level.size
+    check_densify(npos * (1 + dtype.itemsize), (level.ptr.size - 1, level.size), dtype,
+                  "a bytemap's mask and values")
+    mask = np.zeros(npos, np.uint8)
+    mask[_dense_positions(level)] = 1
+    return Bytemap(level.size, mask, level.ptr, level.idx)
+
+
+def _dense_positions(level: Compressed) -> np.ndarray:
+    """``parent * size + coordinate`` of each entry of a compressed level."""
+    parents = np.repeat(np.arange(level.ptr.size - 1, dtype=np.int64), np.diff(level.ptr))
+    return parents * level.size + level.idx.astype(np.int64)
+
+
+def _scatter_values(level: Compressed, values: np.ndarray, fill: Any) -> np.ndarray:
+    """The dense-positioned values array of a bytemap over ``level``'s entries."""
+    out = np.full((level.ptr.size - 1) * level.size, fill, dtype=values.dtype)
+    out[_dense_positions(level)] = values
+    return out

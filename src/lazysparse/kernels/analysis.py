@@ -175,6 +175,9 @@ class KernelInfo:
     # a map of the reduction's value (``PResult``) applied once per result entry; its
     # operands are dense accesses by result fields, scalars and fields (out_dtype's source)
     epilogue: PNode | None = None
+    # the requested layout when the kernel writes another (``written_spec``: hashed and
+    # bytemap levels are written as compressed ones and relabeled by the host)
+    stored_spec: FormatSpec | None = None
 
     @property
     def out_storage_fields(self) -> tuple[str, ...]:
@@ -208,6 +211,20 @@ def _unwrap_query(query: Query) -> tuple[FormatSpec, Any]:
             "not a normal-form compute query: expected Query(alias, Reformat("
             f"Immediate(FormatSpec), ...)), got rhs {type(rhs).__name__}")
     return rhs.tns.val, rhs.arg
+
+
+def written_spec(spec: FormatSpec) -> FormatSpec:
+    """The layout a kernel writes for the requested ``spec``: a hashed level is appended as
+    a compressed one (unordered when it is the last level: a row workspace drains it
+    unsorted), a bytemap as a compressed one; the host then builds the table or mask
+    (``formats.ordering.relabel_layout``). Other specs are written as they are."""
+    kinds = spec.level_kinds
+    if not any(k in ("hashed", "bytemap") for k in kinds):
+        return spec
+    last = len(kinds) - 1
+    out = tuple(("compressed-unordered" if m == last else "compressed") if k == "hashed"
+                else "compressed" if k == "bytemap" else k for m, k in enumerate(kinds))
+    return FormatSpec(spec.name, out, spec.mode_order)
 
 
 def analyze_query(query: Query, env: dict[Alias, Any]) -> tuple[KernelInfo, QueryData]:
@@ -352,7 +369,8 @@ def analyze_query(query: Query, env: dict[Alias, Any]) -> tuple[KernelInfo, Quer
         out_fill = eval_fill(epilogue, tensors, consts, out_fill)
     info = KernelInfo(
         loop_order=loop_order, operands=tuple(operands), expr=expr, reduce_op=reduce_op,
-        reduced=reduced, out_fields=out_fields, out_spec=spec, out_dtype=out_dtype,
+        reduced=reduced, out_fields=out_fields, out_spec=written_spec(spec),
+        stored_spec=None if written_spec(spec) == spec else spec, out_dtype=out_dtype,
         acc_dtype=acc_dtype, fill_keys=tuple(o.fill_key for o in operands),
         const_dtypes=tuple(const_dtypes), epilogue=epilogue,
         fill_identity=_fill_identity(expr, reduce_op, acc_dtype, tensors, consts),

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from lazysparse.formats.levels import Compressed, Dense, Singleton
+from lazysparse.formats.ordering import relabel_layout
 from lazysparse.formats.specs import FormatSpec
 from lazysparse.kernels.analysis import KernelInfo, QueryData
 from lazysparse.kernels.params import scalar
@@ -32,6 +33,16 @@ CheckInput = Callable[[Alias, Any], None]
 
 def assemble(info: KernelInfo, data: QueryData, out: OutputPlan, res: tuple[Any, ...],
              make: MakeTensor) -> Any:
+    """The result tensor of a kernel's arrays, in the layout its query asked for (a
+    hashed or bytemap layout is relabeled from the compressed one the kernel wrote)."""
+    t = _assemble_written(info, data, out, res, make)
+    if info.stored_spec is not None:
+        t = relabel_layout(t, info.stored_spec)
+    return t
+
+
+def _assemble_written(info: KernelInfo, data: QueryData, out: OutputPlan,
+                      res: tuple[Any, ...], make: MakeTensor) -> Any:
     """Wrap a kernel's result arrays (``res``: the dense or shared values, or per sparse
     group its ``ptr`` and index arrays, then the values) as the result tensor. A group's
     ``ptr`` is int32 when its entries and the result's extents fit (its index arrays were

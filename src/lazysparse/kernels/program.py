@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from lazysparse.formats.dtypes import fill_key
+from lazysparse.formats.ordering import ordered
 from lazysparse.kernels.analysis import (
     DENSE_FILL,
     KernelInfo,
@@ -71,6 +72,9 @@ class Recipe:
     fold_ok: bool | None  # the fold decision, when it depends on the constants
     # the fill-time decisions depend on the constants (``analysis.const_decided``)
     recheck: bool = False
+    # each operand's layout the kernel was built for (an unordered operand the kernel
+    # needed sorted, ``kernels.ordering``, is sorted again on every run)
+    specs: tuple[Any, ...] = ()
 
     # the last (fills, constants, result fill) whose facts held: every check below is a
     # function of the fills and constants, so a run with the same ones skips them
@@ -79,6 +83,11 @@ class Recipe:
     def data(self, env: dict[Alias, Any], params: tuple[Any, ...]) -> QueryData | None:
         """The query's runtime data, or None when the kernel's facts no longer hold."""
         tensors = tuple(env[a] for a in self.operands)
+        if self.specs and any(getattr(t, "spec", s) != s
+                              for t, s in zip(tensors, self.specs, strict=True)):
+            tensors = self._conformed(tensors)
+            if tensors is None:
+                return None
         consts = tuple(params[i] for i in self.params)
         extents = {f: tensors[s].shape[ax] for f, s, ax in self.extents}
         for f in self.unit_fields:
@@ -92,6 +101,18 @@ class Recipe:
         if data is not None:
             self.last[:] = [fills, consts, data.out_fill]
         return data
+
+    def _conformed(self, tensors: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        """``tensors`` with the operands the kernel reads sorted made so (None when an
+        operand's layout differs otherwise: the full path decides again)."""
+        out = []
+        for t, spec in zip(tensors, self.specs, strict=True):
+            if getattr(t, "spec", spec) != spec:
+                t = ordered(t)
+                if t.spec != spec:
+                    return None
+            out.append(t)
+        return tuple(out)
 
     def _checked(self, tensors: tuple[Any, ...], consts: tuple[Any, ...],
                  extents: dict[str, int]) -> QueryData | None:
@@ -203,7 +224,7 @@ def _recipe(template: Query, info: KernelInfo, data: QueryData, kernel: Kernel |
     recipe = Recipe(info, kernel, host, operands, tuple(pidx), tuple(extents),  # type: ignore[arg-type]
                     unit, data.init, init_fill, out_fill,
                     DENSE_FILL if kernel is None else out_fill_key(info, data), sparse, fold,
-                    const_decided(info))
+                    const_decided(info), tuple(getattr(t, "spec", None) for t in data.tensors))
     env = {a: t for a, t in zip(operands, data.tensors, strict=True)}
     again = recipe.data(env, params)
     if again is None or not _same_data(again, data):

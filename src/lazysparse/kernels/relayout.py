@@ -38,4 +38,4 @@ def run_relayout(info: KernelInfo, data: QueryData) -> Tensor:
         order = tuple(perm.index(m) for m in t.mode_order)
         t = Tensor(tuple(t.shape[a] for a in perm), t.levels, order, t.values, t.fill_value,
                    check=False)
-    return convert(t, info.out_spec)
+    return convert(t, info.stored_spec or info.out_spec)
