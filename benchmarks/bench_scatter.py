@@ -13,7 +13,8 @@ Cases:
 
 - ``spgemm-uniform``: ``A @ A``, n = 20 000, 10 uniformly placed entries per row, against
   scipy's ``G @ G`` as it returns it (column indices unsorted within rows) and scipy +
-  ``sort_indices()`` (what lazysparse returns), and GraphBLAS ``mxm`` (plus_times).
+  ``sort_indices()`` (what a canonical CSR costs: lazysparse, like scipy, returns the
+  product's rows unsorted), and GraphBLAS ``mxm`` (plus_times).
 - ``spgemm-powerlaw``: ``A @ A`` on a graph with power-law (Pareto, capped) row degrees,
   n = 50 000, ~10 entries per row on average, uniformly random columns: a few rows of the
   product are nearly dense, most are short. Same peers.

@@ -123,8 +123,9 @@ def _read_tensor(f: Any, path: PathLike) -> Tensor:
         try:
             levels.append(level_of_kind(kind, size, {n: _array(f, f"level{k}_{n}", path)
                                                      for n in names}))
-        except KeyError as exc:
-            raise ValueError(f"{path}: level {k} ({kind}) lacks its {exc} array") from None
+        except KeyError as exc:  # the standard "has no array" message for the missing one
+            _array(f, f"level{k}_{exc.args[0]}", path)
+            raise
     fmt = str(_array(f, "format", path))
     return Tensor(
         tuple(int(n) for n in _array(f, "shape", path)),

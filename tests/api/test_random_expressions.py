@@ -2,8 +2,8 @@
 the dense equivalent and against the reference interpreter (the oracle).
 
 An expression is a recipe: a tree of namespace calls (depth <= 4) over leaves drawn in mixed
-formats (dense, csr, csc, coo, csf), fill values (0, NaN, 1), shapes ((n, n), (n,), ()) and
-dtypes of one kind per expression (int8 with int64, float32 with float64, ...).
+formats (dense, csr, csc, coo, csf, unordered csr, hash, bytemap), fill values (0, NaN, 1),
+shapes ((n, n), (n,), ()) and dtypes of one kind per expression (int8 with int64, float32 with float64, ...).
 The same recipe is applied to ``lazysparse`` arrays (compiled, then reference executor) and
 to ``numpy`` arrays, so the three answers must agree.
 
@@ -29,13 +29,27 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import lazysparse as xp
+from lazysparse.formats import Compressed, Tensor
 
 DTYPES = ("bool", "int8", "int64", "uint8", "float32", "float64", "complex128")
-FORMATS = ("dense", "csr", "csc", "coo", "csf")
+# "unordered": a CSR whose rows hold their entries in a random order (scipy's unsorted CSR,
+# what a SpGEMM returns); "hash" and "bytemap": the scatter-friendly levels of issue 14
+FORMATS = ("dense", "csr", "csc", "coo", "csf", "unordered", "hash", "bytemap")
 EXAMPLES = int(os.environ.get("LAZYSPARSE_RANDOM_EXAMPLES", "300"))
 # shrinking re-runs compiled kernels for minutes; LAZYSPARSE_RANDOM_SHRINK=0 skips it
 PHASES = tuple(p for p in Phase if p is not Phase.shrink or
                os.environ.get("LAZYSPARSE_RANDOM_SHRINK", "1") != "0")
+
+
+def shuffled_rows(t: Tensor) -> Tensor:
+    """A CSR tensor with each row's entries reversed, as an unordered level."""
+    low = t.levels[1]
+    idx, vals = low.idx.copy(), t.values.copy()
+    for r in range(t.shape[0]):
+        a, b = int(low.ptr[r]), int(low.ptr[r + 1])
+        idx[a:b], vals[a:b] = idx[a:b][::-1].copy(), vals[a:b][::-1].copy()
+    level = Compressed(low.size, low.ptr, idx, ordered=False)
+    return Tensor(t.shape, [t.levels[0], level], (0, 1), vals, t.fill_value)
 
 
 @dataclass(frozen=True)
@@ -51,6 +65,12 @@ class Leaf:
             return self.values
         if self.fmt == "dense" or self.values.ndim == 0:
             return xp.asarray(self.values)
+        if self.fmt == "unordered" and self.values.ndim == 2:
+            return xp.asarray(shuffled_rows(
+                xp.asarray(self.values, format="csr", fill_value=self.fill).tensor()))
+        if self.fmt in ("hash", "bytemap"):
+            return xp.asformat(xp.asarray(self.values, format="coo", fill_value=self.fill),
+                               self.fmt)
         fmt = self.fmt if self.values.ndim == 2 or self.fmt in ("coo", "csf") else "coo"
         return xp.asarray(self.values, format=fmt, fill_value=self.fill)
 

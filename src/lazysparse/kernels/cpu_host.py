@@ -38,6 +38,55 @@ def no_workspaces() -> tuple[Any, ...]:
     return ()
 
 
+# workspace bytes a kernel keeps between calls (per kernel; beyond it arrays are dropped)
+WORKSPACE_KEEP_BYTES = 256 << 20
+
+
+class WorkspacePool:
+    """One kernel's workspace arrays, kept between calls: a kernel leaves its workspaces as
+    it found them (a row workspace's drain clears its marks), so a later call (the next
+    step of a user's loop, an SpMSpV with a million-entry workspace) takes them instead of
+    allocating and first-touching them again. A call that raised does not give them back.
+    Thread-safe: each worker takes its own arrays (``list.pop``/``append`` are atomic)."""
+
+    def __init__(self) -> None:
+        self._free: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}
+
+    def maker(self, fn: str, specs: tuple[tuple[int, np.dtype, Any], ...]) -> _PooledMaker:
+        """The maker of ``fn``'s workspaces of these (size, dtype, fill) specs."""
+        key = (fn, *((n, dt.str, None if f is None else f.value) for n, dt, f in specs))
+        return _PooledMaker(self._free.setdefault(key, []), specs)
+
+
+class _PooledMaker:
+    """Takes a free set of workspaces or allocates one; ``give_back`` returns a set."""
+
+    def __init__(self, free: list[tuple[Any, ...]], specs: tuple[Any, ...]) -> None:
+        self.free, self.specs = free, specs
+        self.nbytes = sum(n * dt.itemsize for n, dt, _ in specs)
+
+    def __call__(self) -> tuple[Any, ...]:
+        try:
+            return self.free.pop()
+        except IndexError:
+            pass
+        out = []
+        for n, dt, fill in self.specs:
+            if fill is None:
+                out.append(np.empty(n, dt))
+            elif fill.value in (0, False):
+                out.append(np.zeros(n, dt))
+            else:
+                out.append(np.full(n, fill.value, dt))
+        return tuple(out)
+
+    def give_back(self, w: tuple[Any, ...]) -> None:
+        """Keep ``w`` (left clean by a call that finished) for the next call."""
+        if (len(self.free) + 1) * self.nbytes <= WORKSPACE_KEEP_BYTES and \
+                len(self.free) < max(1, numba.get_num_threads()):
+            self.free.append(w)
+
+
 def _parallel_map(fn: Any, nch: int, args: tuple[Any, ...],
                   ws: Callable[[], tuple[Any, ...]] = no_workspaces,
                   before: Callable[[int], None] | None = None) -> None:
@@ -55,6 +104,9 @@ def _parallel_map(fn: Any, nch: int, args: tuple[Any, ...],
             if before is not None:
                 before(t)
             fn(*args[0], np.int64(t), np.int64(nch), *args[1], *w)
+        give_back = getattr(ws, "give_back", None)
+        if give_back is not None:  # finished: the workspaces are clean again
+            give_back(w)
 
     if nthreads <= 1:
         worker()
@@ -258,8 +310,11 @@ def _single_pass(k: Kernel, data: QueryData, args: list[Any], dsize: int,
     fin = [np.zeros(1, np.int64) for _ in range(ng)]
     offs = [np.zeros(2, np.int64) for _ in range(ng)]
     cntpd = np.zeros(max(dsize, 1), np.int64)
-    mod.fill(*args, np.int64(0), np.int64(1), *offs, *fin, cntpd, *arrays, vals,
-             *k.workspaces("fill", args)())
+    ws = k.workspaces("fill", args)
+    w = ws()
+    mod.fill(*args, np.int64(0), np.int64(1), *offs, *fin, cntpd, *arrays, vals, *w)
+    if hasattr(ws, "give_back"):
+        ws.give_back(w)
     tots = [int(f[0]) for f in fin]
     out: list[Any] = []
     it = iter(arrays)

@@ -28,7 +28,7 @@ from lazysparse.kernels.analysis import (
 )
 from lazysparse.kernels.codegen_numba import eval_size, hoist_workspaces, module_src
 from lazysparse.kernels.coiterate import fold_levels, fold_value
-from lazysparse.kernels.cpu_host import chunks, no_workspaces, run_chunks
+from lazysparse.kernels.cpu_host import WorkspacePool, chunks, no_workspaces, run_chunks
 from lazysparse.kernels.host import run_plan
 from lazysparse.kernels.loop_ir import Alloc, format_function
 from lazysparse.kernels.lower import Lowered, lower
@@ -62,27 +62,17 @@ class Kernel:
     # (``codegen_numba.hoist_workspaces``)
     host_ws: dict[str, tuple[Alloc, ...]] = field(default_factory=dict, repr=False)
     _mod: Any = field(default=None, repr=False)
+    _ws_pool: WorkspacePool = field(default_factory=WorkspacePool, repr=False)
 
     def workspaces(self, fn: str, args: list[Any]) -> Callable[[], tuple[Any, ...]]:
-        """A maker of one worker's workspace arrays for function ``fn``."""
+        """A maker of one worker's workspace arrays for function ``fn`` (see
+        :class:`~lazysparse.kernels.cpu_host.WorkspacePool`: reused across calls)."""
         allocs = self.host_ws.get(fn, ())
         if not allocs:
             return no_workspaces
         env = dict(zip(self.lowered.params, args, strict=True))
-        specs = [(eval_size(a.size, env), np.dtype(a.dtype), a.fill) for a in allocs]
-
-        def make() -> tuple[Any, ...]:
-            out = []
-            for n, dt, fill in specs:
-                if fill is None:
-                    out.append(np.empty(n, dt))
-                elif fill.value in (0, False):
-                    out.append(np.zeros(n, dt))
-                else:
-                    out.append(np.full(n, fill.value, dt))
-            return tuple(out)
-
-        return make
+        specs = tuple((eval_size(a.size, env), np.dtype(a.dtype), a.fill) for a in allocs)
+        return self._ws_pool.maker(fn, specs)
 
     @property
     def loop_order(self) -> tuple[str, ...]:
