@@ -188,3 +188,32 @@ def test_repeated_plan_sorts_new_unordered_operands_each_run() -> None:
             assert not parts[0].tensor().spec.ordered
             total = parts[0][..., None, :] + parts[1][..., None, :]
             np.testing.assert_allclose(np.asarray(total)[:, 0], (A[rows] @ B[:, cols]).toarray())
+
+
+def test_spmspv_push_through_a_hash_workspace() -> None:
+    # a 300k-long scattered row touched at a few hundred places: a hash workspace, one pass
+    n = 300_000
+    rows, cols = RNG.integers(0, n, 3 * n), RNG.integers(0, n, 3 * n)
+    A = sp.coo_array((RNG.random(3 * n), (rows, cols)), shape=(n, n)).tocsr()
+    idx = np.sort(RNG.choice(n, 50, replace=False))
+    x = sp.coo_array((RNG.random(50) + 0.5, (idx,)), shape=(n,))
+    y = xp.asarray(A).T @ xp.asarray(x)
+    assert "via hashws" in str(xp.explain(y))
+    t = xp.compute(y).tensor()
+    assert t.spec.level_kinds == ("compressed-unordered",)
+    np.testing.assert_allclose(t.to_numpy(), A.T @ x.toarray())
+
+
+@pytest.mark.parametrize("dtype", ["int64", "float32", "complex128"])
+def test_hash_workspace_grows_and_matches_dense(monkeypatch: pytest.MonkeyPatch,
+                                                dtype: str) -> None:
+    import lazysparse.kernels.hash_workspace as hw
+
+    monkeypatch.setattr(hw, "HASH_MIN_BYTES", 0)  # every eligible row hashes
+    monkeypatch.setattr(hw, "HASH_RATIO", 0)
+    da = sparse_dense((30, 3000), dtype, density=0.002)
+    db = sparse_dense((3000, 20000), dtype, density=0.015)  # result rows ~1500: growth
+    a, b = xp.asarray(da, format="csr"), xp.asarray(db, format="csr")
+    c = a @ b
+    assert "via hashws" in str(xp.explain(c))
+    np.testing.assert_allclose(np.asarray(c), da @ db, rtol=1e-5)

@@ -27,14 +27,14 @@ def chunk_bounds_ok(k: Any) -> bool:
     a Gustavson workspace's multiplications (``Lowered.ws_bound`` with ``A`` at level 1)."""
     lw, info = k.lowered, k.info
     out = lw.output
-    if (not lw.parallel or out.mode not in (OutputMode.APPEND, OutputMode.ROWWS)
+    if (not lw.parallel or out.mode not in (OutputMode.APPEND, OutputMode.ROWWS, OutputMode.HASHWS)
             or len(out.groups) != 1 or len(out.groups[0]) != 1 or out.dense_prefix != 1
             or not lw.row_ends or lw.plans[0].kind.skips):
         return False
     f0 = info.loop_order[0]
     if info.out_storage_fields[0] != f0:
         return False
-    if out.mode is OutputMode.ROWWS:
+    if out.mode in (OutputMode.ROWWS, OutputMode.HASHWS):
         atoms = ((lw.ws_bound[0], lw.ws_bound[1]),) if lw.ws_bound is not None else None
     else:
         atoms = lw.bounds[0] if lw.bounds is not None else None
@@ -50,7 +50,7 @@ def chunk_bounds_ok(k: Any) -> bool:
 def row_bounds(k: Any, data: QueryData, rows: Any) -> Any:
     """Per chunk (rows ``rows[t]..rows[t+1]``), a bound on its entries."""
     lw = k.lowered
-    if lw.output.mode is OutputMode.ROWWS:
+    if lw.output.mode in (OutputMode.ROWWS, OutputMode.HASHWS):
         a, la, b = lw.ws_bound
         aptr = data.tensors[a].levels[la].ptr
         blen = np.diff(data.tensors[b].levels[1].ptr.astype(np.int64))

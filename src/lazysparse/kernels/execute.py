@@ -29,6 +29,7 @@ from lazysparse.kernels.analysis import (
 from lazysparse.kernels.codegen_numba import eval_size, hoist_workspaces, module_src
 from lazysparse.kernels.coiterate import fold_levels, fold_value
 from lazysparse.kernels.cpu_host import WorkspacePool, chunks, no_workspaces, run_chunks
+from lazysparse.kernels.hash_workspace import prefer_hash_workspace
 from lazysparse.kernels.host import run_plan
 from lazysparse.kernels.loop_ir import Alloc, format_function
 from lazysparse.kernels.lower import Lowered, lower
@@ -115,8 +116,10 @@ def structure_key(info: KernelInfo, data: QueryData) -> tuple[Any, ...]:
     """In-memory cache key: the kernel structure, the result fill value's identity and
     whether skipped reduction entries may be folded in by the host (needs the runtime
     constants to agree on the skipped value; see ``coiterate.fold_value``). An epilogue's
-    result fill follows its constants, which no loop compares: the reduction's is keyed."""
-    return (info, out_fill_key(info, data), fold_ok(info, data))
+    result fill follows its constants, which no loop compares: the reduction's is keyed.
+    Last, whether a scattered row goes through a hash workspace (``kernels.hash_workspace``)."""
+    return (info, out_fill_key(info, data), fold_ok(info, data),
+            prefer_hash_workspace(info, data))
 
 
 def out_fill_key(info: KernelInfo, data: QueryData) -> Any:
@@ -164,7 +167,7 @@ def build_kernel(info: KernelInfo, data: QueryData, key: tuple[Any, ...]) -> Ker
     """Lower, generate and wrap the kernel of ``info`` (``key``: its ``structure_key``;
     the module compiles, or loads from the disk cache, on its first call)."""
     fills = tuple(t.fill_value for t in data.tensors)
-    lowered = lower(info, fills, data.out_fill, fold=bool(key[2]))
+    lowered = lower(info, fills, data.out_fill, fold=bool(key[2]), hash_ws=bool(key[3]))
     text = "\n\n".join(format_function(f) for f in lowered.functions)
     # only a scalar accumulator's loop can become a vector reduction; in-place scatters
     # (A^T x) measured no faster, so they keep strict order

@@ -27,7 +27,11 @@ from lazysparse.kernels.lower_outputs import (
     OutputLowering,
     SharedOutput,
 )
-from lazysparse.kernels.lower_workspaces import RowWorkspaceOutput, SortMergeOutput
+from lazysparse.kernels.lower_workspaces import (
+    HashWorkspaceOutput,
+    RowWorkspaceOutput,
+    SortMergeOutput,
+)
 from lazysparse.kernels.parallel import (
     FieldExtent,
     OuterExtent,
@@ -52,6 +56,7 @@ OUTPUTS: dict[OutputMode, type[OutputLowering]] = {
     OutputMode.SHARED: SharedOutput,
     OutputMode.APPEND: AppendOutput,
     OutputMode.ROWWS: RowWorkspaceOutput,
+    OutputMode.HASHWS: HashWorkspaceOutput,
     OutputMode.ISM: SortMergeOutput,
 }
 
@@ -190,12 +195,12 @@ def kernel_functions(ctx: LowerContext, signature: KernelParams) -> tuple[Functi
 
 
 def lower(info: KernelInfo, fills: tuple[Any, ...], out_fill: Any,
-          fold: bool = False) -> Lowered:
+          fold: bool = False, hash_ws: bool = False) -> Lowered:
     """The loop IR of a kernel plus the co-iteration and output decisions behind it.
 
     ``fold``: let reductions skip entries whose value is a non-identity constant and count
     visits instead (the host folds the skipped ones in; see ``coiterate.fold_levels``)."""
-    plan = plan_kernel(info, fills, out_fill, fold)
+    plan = plan_kernel(info, fills, out_fill, fold, hash_ws)
     ctx = LowerContext.of(plan)
     sig = kernel_params(info, plan.output, ctx.cvar)
     return Lowered(kernel_functions(ctx, sig), plan.levels, plan.output, plan.choice, sig,

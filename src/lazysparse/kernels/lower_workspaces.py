@@ -4,6 +4,8 @@ that drains in storage order through the append of :class:`AppendOutput`.
 
 - :class:`RowWorkspaceOutput` (one workspace field, Gustavson): a dense row of values with
   a mark per column and a touched list, sorted when the row drains.
+- :class:`HashWorkspaceOutput` (one workspace field, large and sparsely touched): an
+  open-addressing table that grows with the entries, drained in insertion order.
 - :class:`SortMergeOutput` (several fields): an insert-sort-merge buffer of keys and values,
   argsorted when it drains, duplicates merged with the reduction.
 """
@@ -17,6 +19,7 @@ from lazysparse.kernels.loop_ir import (
     Assign,
     Bin,
     Call,
+    CallExpr,
     Cast,
     Expr,
     For,
@@ -29,6 +32,9 @@ from lazysparse.kernels.loop_ir import (
 )
 from lazysparse.kernels.lower_outputs import AppendOutput
 from lazysparse.kernels.numba_support import SCRATCH_EXTRA
+
+# a hash workspace's first table size (slots); it doubles when half full
+HASH_WS_START = 1024
 
 
 class WorkspaceOutput(AppendOutput):
@@ -115,6 +121,81 @@ class RowWorkspaceOutput(WorkspaceOutput):
         if self.sorted_drain:
             drain.insert(0, Call("sort_touched", (V(touched), nw, ctx.extent(f))))
         return drain
+
+
+class HashWorkspaceOutput(WorkspaceOutput):
+    """A hash workspace (Zhang et al. §5: a workspace whose size follows the entries, not
+    the extent): open addressing over the one scattered coordinate, keys ``-1`` when free,
+    a value per slot and the touched slots in insertion order. Doubles when half full;
+    drains in insertion order into an unordered level, freeing each slot it drains. Chosen
+    when a dense row would be large and sparsely touched (``kernels.hash_workspace``)."""
+
+    def ws_insert(self, st: State, val: Expr | None) -> list[Stmt]:
+        ctx = self.ctx
+        acc = str(ctx.info.acc_dtype)
+        nw, cap = V(ctx.tag("nw")), V(ctx.tag("hcap"))
+        keys, slots = ctx.tag("hkeys"), ctx.tag("hslots")
+        c = st.coords[self.out.ws_fields[0]]
+        s = V(ctx.tag("hs"))
+        out: list[Stmt] = [If(Bin(">", Bin("*", add(nw, C(1)), C(2)), cap), tuple(self._grow())),
+                           Assign(s.name, CallExpr("ws_probe", (V(keys), c)))]
+        new: list[Stmt] = [Store(keys, s, c), Store(slots, nw, s), Assign(nw.name, add(nw, C(1)))]
+        if ctx.fill:
+            new.append(Store("hvals", s, Cast(acc, V("init"))))
+        out.append(If(Bin("<", Load(keys, s), C(0)), tuple(new)))
+        if ctx.fill:
+            upd = (ctx.reduce(Load("hvals", s), val) if ctx.info.reduce_op  # type: ignore
+                   else Cast(acc, val))  # type: ignore[arg-type]
+            out.append(Store("hvals", s, upd))
+        return out
+
+    def _grow(self) -> list[Stmt]:
+        """Double the table and re-insert the touched keys (their slots move)."""
+        ctx = self.ctx
+        acc = str(ctx.info.acc_dtype)
+        nw, cap = V(ctx.tag("nw")), V(ctx.tag("hcap"))
+        keys, slots = ctx.tag("hkeys"), ctx.tag("hslots")
+        k2, sl2 = ctx.tag("hkeys2"), ctx.tag("hslots2")
+        u, old, new = V("u"), V(ctx.tag("hso")), V(ctx.tag("hsn"))
+        move: list[Stmt] = [Assign(old.name, Load(slots, u)),
+                            Assign(new.name, CallExpr("ws_probe", (V(k2), Load(keys, old)))),
+                            Store(k2, new, Load(keys, old)), Store(sl2, u, new)]
+        out: list[Stmt] = [Assign(cap.name, Bin("*", cap, C(2))),
+                           Alloc(k2, cap, I64, C(-1)), Alloc(sl2, Bin("//", cap, C(2)), I64)]
+        if ctx.fill:
+            out.append(Alloc("hvals2", cap, acc))
+            move.append(Store("hvals2", new, Load("hvals", old)))
+        out += [For("u", C(0), nw, tuple(move)), Assign(keys, V(k2)), Assign(slots, V(sl2))]
+        if ctx.fill:
+            out.append(Assign("hvals", V("hvals2")))
+        return out
+
+    def ws_alloc(self) -> list[Stmt]:
+        ctx = self.ctx
+        cap = ctx.tag("hcap")
+        out: list[Stmt] = [Assign(cap, C(HASH_WS_START)),
+                           Alloc(ctx.tag("hkeys"), V(cap), I64, C(-1)),
+                           Alloc(ctx.tag("hslots"), Bin("//", V(cap), C(2)), I64)]
+        if ctx.fill:
+            out.append(Alloc("hvals", V(cap), str(ctx.info.acc_dtype)))
+        return out
+
+    def drain(self, st: State) -> list[Stmt]:
+        ctx = self.ctx
+        nw = V(ctx.tag("nw"))
+        f = self.out.ws_fields[0]
+        w = V(ctx.cvar[f])
+        keys, slots = ctx.tag("hkeys"), ctx.tag("hslots")
+        s = V(ctx.tag("hs"))
+        coords = dict(st.coords)
+        coords[f] = w
+        body: list[Stmt] = [Assign(s.name, Load(slots, V("u"))), Assign(w.name, Load(keys, s)),
+                            Store(keys, s, C(-1))]
+        if not ctx.fill:
+            return [For("u", C(0), nw, tuple(body)),
+                    If(Bin(">", nw, C(0)), tuple(self.emit(st, None, coords, step=nw)))]
+        body += self.emit(st, Load("hvals", s), coords)
+        return [For("u", C(0), nw, tuple(body))]
 
 
 class SortMergeOutput(WorkspaceOutput):
@@ -215,4 +296,4 @@ class SortMergeOutput(WorkspaceOutput):
         return reset
 
 
-__all__ = ["RowWorkspaceOutput", "SortMergeOutput", "WorkspaceOutput"]
+__all__ = ["HashWorkspaceOutput", "RowWorkspaceOutput", "SortMergeOutput", "WorkspaceOutput"]

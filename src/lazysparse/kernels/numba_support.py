@@ -78,3 +78,14 @@ def sort_touched(lst: np.ndarray, n: int, extent: int) -> None:
     if passes % 2 == 1:
         for u in range(n):
             lst[_u(u)] = lst[_u(tmp + u)]
+
+
+@njit(cache=True, inline="always")
+def ws_probe(keys: np.ndarray, c: int) -> int:
+    """The slot of key ``c`` in a hash workspace's table (``keys``: power-of-two length,
+    ``-1`` free, never full), or the free slot where it goes: Fibonacci hash, linear probe."""
+    mask = _u(keys.shape[0] - 1)
+    s = (_u(c) * _u(0x9E3779B97F4A7C15)) >> _u(32) & mask
+    while keys[s] != -1 and keys[s] != c:
+        s = (s + _u(1)) & mask
+    return np.int64(s)

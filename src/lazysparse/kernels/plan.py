@@ -56,19 +56,20 @@ class KernelPlan:
 
 
 def plan_kernel(info: KernelInfo, fills: tuple[Any, ...], out_fill: Any,
-                fold: bool = False) -> KernelPlan:
+                fold: bool = False, hash_ws: bool = False) -> KernelPlan:
     """Plan the kernel of ``info`` for operands with ``fills`` and result fill ``out_fill``.
 
     ``fold``: let reductions skip entries whose value is a non-identity constant and count
-    visits instead (see ``coiterate.fold_levels``); dropped unless the output is dense."""
+    visits instead (see ``coiterate.fold_levels``); dropped unless the output is dense.
+    ``hash_ws``: write a scattered unordered row through a hash workspace."""
     k = len(info.loop_order)
     folded = fold_levels(info, fills, out_fill) if fold else None
     levels = tuple(plan_level(info, d, fills, out_fill, folded) for d in range(k))
-    out = plan_output(info, levels)
+    out = plan_output(info, levels, hash_ws)
     if folded is not None and out.mode is not OutputMode.DENSE:
         folded = None
         levels = tuple(plan_level(info, d, fills, out_fill) for d in range(k))
-        out = plan_output(info, levels)
+        out = plan_output(info, levels, hash_ws)
     choice = choose_parallel(info, levels, out)
     return KernelPlan(info, levels, out, choice, folded,
                       epilogue_place(info, levels, out, folded, choice.partials))
@@ -115,24 +116,27 @@ def append_bounds(plan: KernelPlan) -> tuple[tuple[tuple[int, int], ...], ...] |
 
 def workspace_bound(plan: KernelPlan) -> tuple[int, int, int] | None:
     """``(a, la, b)`` when a row workspace's entries are bounded by the multiplications
-    of a Gustavson SpGEMM: loop 1 driven by operand ``a``'s level ``la`` alone (``a``
-    also stores loop 0's field, so each of its positions is visited once), loop 2 by
-    operand ``b``'s level 1 alone, under ``b``'s level 0 located by loop 1's field.
-    The host sums ``b``'s row lengths at ``a``'s coordinates; None otherwise."""
+    of a Gustavson SpGEMM or an SpMSpV: the last two loops ``r, f`` scatter (the workspace
+    starts at ``r``; every loop above it is a dense output level), ``r`` driven by operand
+    ``a``'s level ``la`` alone (``a`` also stores every outer field, so each of its
+    positions is visited once), ``f`` by operand ``b``'s level 1 alone, under ``b``'s level
+    0 located by ``r``. The host sums ``b``'s row lengths at ``a``'s coordinates; None
+    otherwise."""
     info, o = plan.info, plan.output
-    if (o.mode is not OutputMode.ROWWS or o.ws_depth != 1 or len(info.loop_order) != 3
-            or len(o.groups) != 1 or o.dense_prefix != 1
-            or info.out_storage_fields[0] != info.loop_order[0]):
+    k = len(info.loop_order)
+    if (o.mode not in (OutputMode.ROWWS, OutputMode.HASHWS) or k < 2 or o.ws_depth != k - 2
+            or len(o.groups) != 1 or o.dense_prefix != k - 2
+            or info.out_storage_fields[:k - 2] != info.loop_order[:k - 2]):
         return None
-    f0, f1, f2 = info.loop_order
-    p1, p2 = plan.levels[1], plan.levels[2]
+    *outer, f1, f2 = info.loop_order
+    p1, p2 = plan.levels[k - 2], plan.levels[k - 1]
     if p1.kind is not LoopKind.DRIVER or p2.kind is not LoopKind.DRIVER \
-            or len(p1.drivers) != 1 or len(p2.drivers) != 1:
+            or len(p1.drivers) != 1 or len(p2.drivers) != 1 or p1.probed or p2.probed:
         return None
     (a,), (b,) = p1.drivers, p2.drivers
     oa, ob = info.operands[a], info.operands[b]
     la = oa.level_of(f1)
-    if la is None or oa.level_of(f0) is None or oa.levels[la].chained:
+    if la is None or any(oa.level_of(g) is None for g in outer) or oa.levels[la].chained:
         return None
     if (len(ob.levels) != 2 or ob.levels[0].field != f1 or not ob.levels[0].located
             or ob.levels[1].field != f2 or ob.levels[1].chained):

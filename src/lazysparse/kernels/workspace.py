@@ -26,17 +26,18 @@ class OutputMode(StrEnum):
     SHARED = "shared"  # one value per stored entry of an operand whose pattern it reuses
     APPEND = "append"  # sparse, in storage order: count then fill
     ROWWS = "rowws"  # sparse through a dense row workspace with a touched list
+    HASHWS = "hashws"  # sparse through a hash workspace (large, sparsely touched rows)
     ISM = "ism"  # sparse through an insert-sort-merge buffer
 
     @property
     def sparse(self) -> bool:
         """Whether the result gets new index arrays (a count phase, then a fill phase)."""
-        return self in (OutputMode.APPEND, OutputMode.ROWWS, OutputMode.ISM)
+        return self in (OutputMode.APPEND, OutputMode.ROWWS, OutputMode.HASHWS, OutputMode.ISM)
 
     @property
     def workspace(self) -> bool:
         """Whether writes scatter into a workspace that drains in storage order."""
-        return self in (OutputMode.ROWWS, OutputMode.ISM)
+        return self in (OutputMode.ROWWS, OutputMode.HASHWS, OutputMode.ISM)
 
 
 @dataclass(frozen=True)
@@ -92,8 +93,11 @@ def _groups(info: KernelInfo) -> tuple[int, tuple[tuple[int, ...], ...]]:
     return dense_prefix, tuple(groups)
 
 
-def plan_output(info: KernelInfo, plans: tuple[LevelPlan, ...]) -> OutputPlan:
-    """Decide the output strategy from the output levels' capabilities and the loop order."""
+def plan_output(info: KernelInfo, plans: tuple[LevelPlan, ...],
+                hash_ws: bool = False) -> OutputPlan:
+    """Decide the output strategy from the output levels' capabilities and the loop order.
+    ``hash_ws``: a row workspace over an unordered last level becomes a hash workspace
+    (the host's choice for this call's data, ``kernels.hash_workspace``)."""
     acc = _acc_depth(info)
     dense_prefix, groups = _groups(info)
     if not groups:
@@ -123,7 +127,9 @@ def plan_output(info: KernelInfo, plans: tuple[LevelPlan, ...]) -> OutputPlan:
     # (``KernelInfo.wide``): then the writes sort, in memory proportional to them
     row = len(ws_fields) == 1 and ws_fields[0] not in info.wide
     mode = OutputMode.ROWWS if row else OutputMode.ISM
-    if len(before) < dense_prefix and mode is OutputMode.ROWWS:
+    if row and hash_ws and not info.out_spec.level_properties()[-1].ordered:
+        mode = OutputMode.HASHWS
+    if len(before) < dense_prefix and mode in (OutputMode.ROWWS, OutputMode.HASHWS):
         raise ValueError(f"output {info.out_spec}: dense output levels must be looped "
                          f"before the scattered writes at loop {order[ws_depth]!r}")
     return OutputPlan(mode, acc, ws_depth, tuple(ws_fields), None, groups, dense_prefix)
