@@ -3,7 +3,8 @@ the dense equivalent and against the reference interpreter (the oracle).
 
 An expression is a recipe: a tree of namespace calls (depth <= 4) over leaves drawn in mixed
 formats (dense, csr, csc, coo, csf, unordered csr, hash, bytemap), fill values (0, NaN, 1),
-shapes ((n, n), (n,), ()) and dtypes of one kind per expression (int8 with int64, float32 with float64, ...).
+shapes ((n, n), (n,), ()) and dtypes of one kind per expression (int8 with int64, float32
+with float64, ...).
 The same recipe is applied to ``lazysparse`` arrays (compiled, then reference executor) and
 to ``numpy`` arrays, so the three answers must agree.
 
