@@ -126,7 +126,7 @@ def getitem(x: LazyArray, key: Any) -> LazyArray:
         return out
     if any(isinstance(k, np.ndarray) for k in items):
         return _advanced(x, items)
-    if x.result is None:
+    if x._result is None:  # noqa: SLF001 - not ``result``: that would merge pending inserts
         out = index_lazy(x, items)
         if out is not None:
             return out
@@ -138,9 +138,13 @@ def getitem(x: LazyArray, key: Any) -> LazyArray:
 def _element(x: LazyArray, items: list[int]) -> LazyArray:
     """``x[i, j, ...]``: one element, found by walking the levels (O(log nnz) for sparse
     storage, no scan of the stored entries)."""
-    t = x.tensor()
-    pos = int(locate(t, np.array(items, dtype=np.int64).reshape(-1, 1))[0])
-    value = t.values[pos] if pos >= 0 else t.fill_value
+    value = S.peek(x, items)  # a new entry set in a loop: no merge to read it back
+    if value is not None:
+        t = x._update.tensor  # noqa: SLF001 - the owned storage the buffer belongs to
+    else:
+        t = x.tensor()
+        pos = int(locate(t, np.array(items, dtype=np.int64).reshape(-1, 1))[0])
+        value = t.values[pos] if pos >= 0 else t.fill_value
     fill = None if T.is_dense(t) else t.fill_value  # as every eager result of sparse data
     return T.leaf(T.dense(np.array(value, dtype=x.dtype), fill), x)
 

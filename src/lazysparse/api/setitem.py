@@ -37,6 +37,7 @@ import numpy as np
 from lazysparse import formats
 from lazysparse.api import execution
 from lazysparse.api import tensors as T
+from lazysparse.api.insert_buffer import InsertBuffer, fits
 from lazysparse.api.lazy_array import LazyArray, is_device_tensor
 from lazysparse.api.selection import equals_fill, last_wins, locate, selection
 from lazysparse.logic import dtypes as _dt
@@ -80,10 +81,14 @@ class Pending:
 @dataclass(eq=False)
 class Owned:
     """``x`` owns ``tensor``: setitem installed it as ``x``'s leaf (see the module
-    docstring); ``pending`` holds the new sparse entries not merged yet."""
+    docstring); ``pending`` holds the new sparse entries not merged yet: a hashed insert
+    buffer where the layout takes one (``api.insert_buffer``), else a queue."""
 
     tensor: formats.Tensor
-    pending: Pending = field(default_factory=Pending)
+    pending: Pending | InsertBuffer = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.pending = InsertBuffer(self.tensor) if fits(self.tensor) else Pending()
 
     @property
     def dirty(self) -> bool:
@@ -91,9 +96,16 @@ class Owned:
         return bool(self.pending)
 
     def flush(self, x: LazyArray) -> None:
-        """Merge the pending entries into ``x``'s storage (one sort, no Python loop per
-        entry); entries that equal the fill value need no storage."""
+        """Merge the pending entries into ``x``'s storage: an insert buffer appends them to
+        their rows (an unordered level, nothing sorted); a queue sorts once. Entries that
+        equal the fill value need no storage."""
         t = self.tensor
+        if isinstance(self.pending, InsertBuffer):
+            merged = self.pending.merge(t)
+            if merged is not None:
+                STATS["merges"] += 1
+                _adopt(x, merged)
+            return
         coords, values = self.pending.take()
         keep = ~equals_fill(values, t.fill_value)
         if not keep.any():
@@ -116,6 +128,22 @@ class Layer:
 
     def flush(self, x: LazyArray) -> None:  # pragma: no cover - never dirty
         """Nothing waits in a functional layer."""
+
+
+def peek(x: LazyArray, items: list[int]) -> Any | None:
+    """``x[i, j, ...]`` while new entries wait in a hashed insert buffer, without merging
+    them: the buffer's probe, else the stored entry (None when ``x`` has no such buffer)."""
+    state = x._update
+    if not (isinstance(state, Owned) and isinstance(state.pending, InsertBuffer)
+            and state.pending):
+        return None
+    coords = np.array(items, dtype=np.int64).reshape(-1, 1)
+    hit, vals = state.pending.lookup(coords)
+    if hit[0]:
+        return vals[0]
+    t = state.tensor
+    pos = int(locate(t, coords)[0])
+    return t.values[pos] if pos >= 0 else t.fill_value
 
 
 def _leaf_objects(x: LazyArray) -> tuple[Any, ...] | None:

@@ -100,7 +100,7 @@ def copy_tensor(t: formats.Tensor) -> formats.Tensor:
     levels = [lv.with_arrays(**{k: a.copy() for k, a in lv.arrays().items()})
               if lv.arrays() else lv for lv in t.levels]
     return formats.Tensor(t.shape, levels, t.mode_order, np.array(t.values, copy=True),
-                          t.fill_value, format=t.format)
+                          t.fill_value, format=t.spec)
 
 
 def dense(arr: np.ndarray, fill_value: Any = None) -> formats.Tensor:

@@ -123,6 +123,21 @@ def _rehash(bp, bc, n, size, table, shift):  # pragma: no cover - compiled
         table[slot] = q
 
 
+@numba.njit(cache=True, nogil=True)
+def _lookup(bp, bc, table, shift, size, parents, coords, out):  # pragma: no cover - compiled
+    """Entry of each ``(parents[j], coords[j])`` in the builder, or -1."""
+    mask = np.uint64(table.size - 1)
+    for j in range(parents.size):
+        slot = hash_slot(parents[j], coords[j], size, shift)
+        out[j] = -1
+        while table[slot] != EMPTY:
+            q = table[slot]
+            if bp[q] == parents[j] and bc[q] == coords[j]:
+                out[j] = q
+                break
+            slot = (slot + np.uint64(1)) & mask
+
+
 def _inserter(combine: Any) -> Any:
     """The compiled insert loop for ``combine``: None, a name (``"add"``, ``"multiply"``,
     ``"min"``, ``"max"``, ``"or"``, ``"and"``), the matching NumPy ufunc, or any binary
@@ -216,6 +231,16 @@ class HashedBuilder:
             start, self.n = int(start), int(self.n)
             if start < p.size:
                 self._grow(self.n >= self.parents.size)
+
+    def lookup(self, parents: Any, coords: Any) -> np.ndarray:
+        """The builder entry holding each ``(parents[j], coords[j])`` (an index into
+        ``values``), -1 where none does: a probe per key, no freeze."""
+        p = np.ascontiguousarray(parents, dtype=np.int64).reshape(-1)
+        c = np.ascontiguousarray(coords, dtype=np.int64).reshape(-1)
+        out = np.empty(p.size, np.int64)
+        _lookup(self.parents, self.coords, self.table, table_shift(self.table.size),
+                self.size, p, c, out)
+        return out
 
     def freeze(self, shape: Sequence[int] | None = None, mode_order: Sequence[int] | None = None,
                fill: Any = None) -> Tensor:

@@ -42,7 +42,18 @@ from lazysparse.optimizer.scatter import scatter_level_kinds
 
 
 def choose_formats(plan: Plan) -> Plan:
-    """Wrap every compute query without a Reformat in ``Reformat(Immediate(spec), ...)``."""
+    """Wrap every compute query without a Reformat in ``Reformat(Immediate(spec), ...)``;
+    a last level that alone receives scattered writes is left unordered (CPU kernels)."""
+    return _choose_formats(plan, unordered=True)
+
+
+def choose_ordered_formats(plan: Plan) -> Plan:
+    """:func:`choose_formats` with every chosen level ordered (the CUDA kernels' results,
+    which their consumers merge without sorting first)."""
+    return _choose_formats(plan, unordered=False)
+
+
+def _choose_formats(plan: Plan, unordered: bool) -> Plan:
     infos: dict[Alias, AliasInfo] = {}
     out: list[LogicNode] = []
     for body in compute_queries(plan, infos, out):
@@ -50,7 +61,8 @@ def choose_formats(plan: Plan) -> Plan:
         if not isinstance(rhs, Reformat):
             kinds = choose_level_kinds(rhs, infos)
             check_dense_result(rhs, infos, kinds)
-            kinds = scatter_level_kinds(rhs, kinds, infos)
+            if unordered:
+                kinds = scatter_level_kinds(rhs, kinds, infos)
             rhs = Reformat(Immediate(infer_spec(kinds, tuple(range(len(kinds))))), rhs)
         infos[body.lhs] = computed_info(rhs, infos)
         out.append(Query(body.lhs, rhs))

@@ -8,7 +8,7 @@ from functools import reduce
 from lazysparse.logic.nodes import Plan
 from lazysparse.logic.normal_form import check_normal_form
 from lazysparse.optimizer.epilogue import fuse_epilogues
-from lazysparse.optimizer.formats import choose_formats, normal_form
+from lazysparse.optimizer.formats import choose_formats, choose_ordered_formats, normal_form
 from lazysparse.optimizer.fuse import fuse_aggregates
 from lazysparse.optimizer.inline import inline_copies, inline_pointwise
 from lazysparse.optimizer.lift import (
@@ -50,11 +50,15 @@ def run_passes(plan: Plan, passes: list[Pass] | None = None) -> Plan:
     return reduce(lambda p, f: f(p), PASSES if passes is None else passes, plan)
 
 
+# passes the CUDA backend runs in another form: its results keep every level ordered
+CUDA_FORMS: dict[Pass, Pass] = {choose_formats: choose_ordered_formats}
+
+
 def passes_for(device: str) -> list[Pass]:
     """The passes whose result ``device``'s kernels run (``"cpu"``: all of them)."""
     if device == "cpu":
         return PASSES
-    return [p for p in PASSES if p not in CPU_ONLY]
+    return [CUDA_FORMS.get(p, p) for p in PASSES if p not in CPU_ONLY]
 
 
 def optimize(plan: Plan, device: str = "cpu") -> Plan:

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from lazysparse.formats.levels import Compressed, Dense, Level
+from lazysparse.formats.ordering import canonical
 from lazysparse.formats.specs import FormatSpec, format_spec
 from lazysparse.formats.tensor import Tensor
 
@@ -123,6 +124,7 @@ def to_cuda(t: Tensor | DeviceTensor) -> DeviceTensor:
     if not isinstance(t, Tensor):
         raise TypeError(f"to_cuda expects a lazysparse Tensor, got {type(t).__name__}")
     cp = _cupy()
+    t = canonical(t)  # the CUDA kernels read sorted dense/compressed/singleton levels
     levels = [_level_to(lv, cp.asarray) for lv in t.levels]
     return DeviceTensor(t.shape, levels, t.mode_order, cp.asarray(t.values), t.fill_value,
                         t.spec)
@@ -137,7 +139,7 @@ def to_host(t: DeviceTensor | Tensor) -> Tensor:
     cp = _cupy()
     levels = [_level_to(lv, cp.asnumpy) for lv in t.levels]
     return Tensor(t.shape, levels, t.mode_order, cp.asnumpy(t.values), t.fill_value,
-                  format=t.spec.name if t.spec.name != "custom" else None, check=False)
+                  format=t.spec, check=False)
 
 
 def from_cupyx(m: Any) -> DeviceTensor:
