@@ -1,7 +1,9 @@
 """Element-wise assignment loops: lazysparse vs NumPy (dense) and scipy.sparse (lil/csr).
 
 Each case is a loop a user writes — ``x[i, j] = v`` a thousand times at random positions
-of a 1000 x 1000 array, then one read — or a diagonal fill ``x[i, i] = 0`` of a lazy
+of a 1000 x 1000 array, then one read; ``count:`` ``x[i, j] = x[i, j] + 1`` (reading each
+element back: new entries wait in a hashed insert buffer that element reads probe, csr) — or
+a diagonal fill ``x[i, i] = 0`` of a lazy
 array, or scikit-learn's ``euclidean_distances`` with lazysparse input (when installed).
 Times are wall milliseconds of the whole loop including the read (best of ``--repeat``; the
 first run, with cold kernels, is printed apart). Every result is checked against NumPy.
@@ -36,6 +38,13 @@ BASE = sp.random_array((N, N), density=0.01, format="csr", random_state=1)
 def _assign(x: Any) -> Any:
     for (i, j), v in zip(POS, VALS, strict=True):
         x[i, j] = v
+    return x
+
+
+def _count(x: Any) -> Any:
+    """A counting loop: read each element, write it back plus one (new entries mostly)."""
+    for i, j in POS:
+        x[i, j] = x[i, j] + 1.0
     return x
 
 
@@ -74,6 +83,18 @@ def _cases() -> dict[str, tuple[Callable[[], np.ndarray], np.ndarray]]:
             warnings.simplefilter("ignore", sp.SparseEfficiencyWarning)
             return _assign(BASE.copy()).toarray()
 
+    count_expected = _count(BASE.toarray())
+
+    def scipy_dok_count() -> np.ndarray:
+        return _count(BASE.todok()).toarray()
+
+    def scipy_lil_count() -> np.ndarray:
+        return _count(BASE.tolil()).toarray()
+
+    def lazy_count(fmt: str) -> np.ndarray:
+        x = _count(xp.asarray(BASE.asformat(fmt)))
+        return np.asarray(x)
+
     return {
         "numpy dense": (lambda: _assign(BASE.toarray()), dense_expected),
         "lazysparse dense": (lambda: np.asarray(_assign(xp.asarray(BASE.toarray()))),
@@ -85,6 +106,11 @@ def _cases() -> dict[str, tuple[Callable[[], np.ndarray], np.ndarray]]:
                            dense_expected),
         "lazysparse lazy diagonal n=60": (lambda: lazy_diag(60), diag[:60, :60]),
         f"lazysparse lazy diagonal n={N}": (lambda: lazy_diag(N), diag),
+        "count: numpy dense": (lambda: _count(BASE.toarray()), count_expected),
+        "count: scipy dok": (scipy_dok_count, count_expected),
+        "count: scipy lil": (scipy_lil_count, count_expected),
+        "count: lazysparse csr": (lambda: lazy_count("csr"), count_expected),
+        "count: lazysparse coo": (lambda: lazy_count("coo"), count_expected),
     }
 
 
