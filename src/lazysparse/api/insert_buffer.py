@@ -23,6 +23,9 @@ from lazysparse.formats.hash_insert import HashedBuilder
 from lazysparse.formats.levels import Compressed, Dense
 from lazysparse.formats.sortkernels import stable_order
 
+# staged assignments inserted into the table at once
+_STAGED = 256
+
 
 def fits(t: formats.Tensor) -> bool:
     """Whether ``t``'s layout takes a hashed insert buffer (dense levels over one unique
@@ -40,9 +43,22 @@ class InsertBuffer:
         self.order = t.mode_order
         self.dims = tuple(t.shape[m] for m in t.mode_order)
         self.builder = HashedBuilder(self.dims[-1], math.prod(self.dims[:-1]), t.dtype)
+        # assignments not inserted yet: a single-element assignment costs a list append;
+        # they enter the table in one call when a probe or the merge needs them
+        self._coords: list[np.ndarray] = []
+        self._values: list[np.ndarray] = []
 
     def __bool__(self) -> bool:
-        return len(self.builder) > 0
+        return len(self.builder) > 0 or bool(self._coords)
+
+    def _insert_staged(self) -> None:
+        """Insert the staged assignments, in order (later writes win)."""
+        if not self._coords:
+            return
+        coords = np.concatenate(self._coords, axis=1)
+        values = np.concatenate(self._values)
+        self._coords, self._values = [], []
+        self.builder.insert(*self._keys(coords), values)
 
     def _keys(self, coords: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Parent positions and last-level coordinates of ``coords`` (``(ndim, n)``, axis
@@ -54,10 +70,14 @@ class InsertBuffer:
 
     def add(self, coords: np.ndarray, values: np.ndarray) -> None:
         """Write ``values`` at ``coords`` (later writes of a coordinate win)."""
-        self.builder.insert(*self._keys(coords), values)
+        self._coords.append(coords)
+        self._values.append(values)
+        if len(self._coords) >= _STAGED:
+            self._insert_staged()
 
     def lookup(self, coords: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Which of ``coords`` are buffered, and their values there."""
+        self._insert_staged()
         q = self.builder.lookup(*self._keys(coords))
         hit = q >= 0
         return hit, self.builder.values[np.where(hit, q, 0)]
@@ -65,6 +85,7 @@ class InsertBuffer:
     def merge(self, t: formats.Tensor) -> formats.Tensor | None:
         """``t`` with the buffered entries appended to their rows (an unordered last level);
         entries equal to the fill need no storage. None when nothing is to be stored."""
+        self._insert_staged()
         b = self.builder
         n = len(b)
         keep = ~equals_fill(b.values[:n], t.fill_value)
