@@ -76,3 +76,25 @@ def test_mtx_errors(tmp_path: Path) -> None:
         io.write_mtx(tmp_path / "x.mtx", random((2, 2, 2), 0.5))
     with pytest.raises(TypeError, match="expected a lazysparse Tensor"):
         io.save_npz(tmp_path / "x.npz", np.eye(2))
+
+
+@pytest.mark.parametrize("fmt", ["unordered", "hash", "bytemap"])
+def test_scatter_friendly_layouts_round_trip_npz_and_pickle(tmp_path: Path, fmt: str) -> None:
+    import pickle
+
+    import scipy.sparse as sps
+
+    import lazysparse as xp
+
+    A = sps.random_array((200, 200), density=0.02, format="csr", random_state=1)
+    a = xp.asarray(A)
+    x = a @ a if fmt == "unordered" else xp.asformat(a, fmt)
+    t = xp.compute(x).tensor()
+    assert fmt != "unordered" or not t.spec.ordered
+    io.save_npz(tmp_path / "t.npz", t)
+    back = io.load_npz(tmp_path / "t.npz")
+    assert back.spec == t.spec
+    np.testing.assert_array_equal(back.to_numpy(), t.to_numpy())
+    y = pickle.loads(pickle.dumps(x))
+    assert y.tensor().spec == t.spec
+    np.testing.assert_array_equal(np.asarray(y), t.to_numpy())
