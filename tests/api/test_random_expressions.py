@@ -197,7 +197,7 @@ def expressions(draw: st.DrawFn, n: int, dtype: str, depth: int, nan_fills: bool
         return Expr(Call(f"x {sym} {c!r}", fn, (a.node,)), a.shape)
     if kind == "transpose" and len(a.shape) == 2:
         return Expr(Call("permute_dims", lambda ns, x: ns.permute_dims(x, (1, 0)),
-                         (a.node,)), a.shape)
+                         (a.node,)), a.shape[::-1])
     if kind == "matmul" and dtype != "bool" and not nan_fills and len(a.shape) >= 1:
         b = draw(expressions(n, dtype, depth - 1, nan_fills))
         if b.shape and a.shape[-1] == b.shape[-2 if len(b.shape) == 2 else 0]:
