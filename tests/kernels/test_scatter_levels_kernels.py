@@ -148,6 +148,8 @@ def test_sorts_only_where_a_merge_needs_order() -> None:
     c = a @ a  # unordered
     scaled = xp.compute(c * 2).tensor()  # one sparse operand: keeps its order, no sort
     assert scaled.spec.level_kinds[-1] == "compressed-unordered"
+    assert "sorts" not in str(xp.explain(c * 2))
+    assert "sorts A1 first" in str(xp.explain(c + a))  # A1: the product, made by kernel 1
     added = xp.compute(c + a).tensor()  # a merge: c sorted first, result ordered
     assert added.spec.ordered
     np.testing.assert_allclose(added.to_numpy(), (A @ A + A).toarray())

@@ -91,6 +91,7 @@ def placeholder(shape: tuple[int, ...], spec: FormatSpec, dtype: Any, fill: Any)
 def explain_plan(plan: Plan) -> Explanation:
     """Optimize ``plan`` and describe every kernel of the result."""
     from lazysparse.kernels import compile_query  # the backend loads on first use
+    from lazysparse.kernels.ordering import sorted_operands
     from lazysparse.kernels.relayout import is_relayout
 
     after = optimize(plan)
@@ -113,6 +114,10 @@ def explain_plan(plan: Plan) -> Explanation:
             line = report.describe(names)
             if tuple(names.get(f, f.name) for f in report.chosen) != tuple(k.loop_order):
                 line += "; a later pass reordered the loops (absorb_transposes)"
+        if (names := sorted_operands(body, env)):  # unordered levels this kernel merges
+            line = ((line + "; ") if line else "") + (
+                f"sorts {', '.join(names)} first (an unordered level it merges, follows or "
+                "appends in order)")
         if is_relayout(k.info):  # kernels.execute.choose_runner picks formats.convert
             line = ((line + "; ") if line else "") + ("runs as a relayout (one counting-sort "
                                                       "pass, formats.convert); the kernel "

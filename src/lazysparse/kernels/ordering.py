@@ -54,6 +54,16 @@ def has_unordered(info: KernelInfo) -> bool:
     return any(not lv.props.ordered for op in info.operands for lv in op.levels)
 
 
+def sorted_operands(query: Query, env: dict[Alias, Any]) -> tuple[str, ...]:
+    """The aliases :func:`analyze_ordered` sorts before this query's kernel (for explain)."""
+    info, data = analyze_query(query, env)
+    if not has_unordered(info):
+        return ()
+    plan = plan_kernel(info, tuple(t.fill_value for t in data.tensors), data.out_fill)
+    need = slots_needing_order(info, plan.levels, plan.output.mode)
+    return tuple(sorted({info.operands[s].alias for s in need}))
+
+
 def analyze_ordered(query: Query, env: dict[Alias, Any]) -> tuple[KernelInfo, QueryData]:
     """``analyze_query``, after sorting the operands whose unordered levels the kernel would
     read in order (see the module docstring); other operands are left as they are."""
@@ -70,4 +80,4 @@ def analyze_ordered(query: Query, env: dict[Alias, Any]) -> tuple[KernelInfo, Qu
     return analyze_query(query, env)
 
 
-__all__ = ["analyze_ordered", "has_unordered", "slots_needing_order"]
+__all__ = ["analyze_ordered", "has_unordered", "slots_needing_order", "sorted_operands"]
