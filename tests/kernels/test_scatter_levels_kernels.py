@@ -210,10 +210,14 @@ def test_spmspv_push_through_a_hash_workspace() -> None:
 
 
 def test_hash_workspace_grows_and_matches_dense(monkeypatch: pytest.MonkeyPatch) -> None:
+    import lazysparse.kernels.cache as kcache
     import lazysparse.kernels.hash_workspace as hw
+    import lazysparse.kernels.lower_workspaces as lws
 
     monkeypatch.setattr(hw, "HASH_MIN_BYTES", 0)  # every eligible row hashes
     monkeypatch.setattr(hw, "HASH_RATIO", 0)
+    monkeypatch.setattr(lws, "HASH_WS_START", 64)  # a small first table: it must grow
+    monkeypatch.setattr(kcache, "memory_get", lambda key: None)  # lowered with that start
     ma = sp.random_array((30, 3000), density=0.002, format="csr", random_state=8)
     mb = sp.random_array((3000, 20000), density=0.015, format="csr", random_state=9)
     for m in (ma, mb):  # small integers times 1+1j: exact complex sums
