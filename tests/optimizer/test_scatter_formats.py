@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from lazysparse.formats import FormatSpec, format_spec
-from lazysparse.formats.ordering import unordered_view
+from lazysparse.formats.ordering import unordered_as
 from lazysparse.logic.nodes import (
     Aggregate,
     Alias,
@@ -36,6 +36,11 @@ BIG = sparse(2000, 2000, 0.0005, 0)  # products stay sparse
 BIG2 = sparse(2000, 2000, 0.0005, 1)
 UNORDERED = FormatSpec("csr", ("dense", "compressed-unordered"), (0, 1))
 CSR = format_spec("csr", 2)
+
+
+def unordered_view(t: object) -> object:
+    """``t`` (csr) relabeled with an unordered last level (no copy)."""
+    return unordered_as(t, UNORDERED)  # type: ignore[arg-type]
 
 
 def _plan(rhs: object, **tensors: object) -> Plan:

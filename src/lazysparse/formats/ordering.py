@@ -26,27 +26,13 @@ def ordered(t: Tensor) -> Tensor:
     spec = t.spec.ordered_spec()
     *upper, last = t.levels
     if all(lv.properties.ordered for lv in upper) and isinstance(last, (Compressed, Hashed)):
-        idx, values = last.idx.copy(), t.values.copy()
-        sort_segments(last.ptr, idx, values)
-        levels = (*upper, Compressed(last.size, last.ptr, idx))
-        return Tensor(t.shape, levels, t.mode_order, values, t.fill_value, format=spec,
-                      check=False)
+        level, values = _sorted_last(last, t.values)
+        return Tensor(t.shape, (*upper, level), t.mode_order, values, t.fill_value,
+                      format=spec, check=False)
     coords, values = expand(t)
     dims = tuple(t.shape[m] for m in t.mode_order)
     coords, values = sort_coords([np.asarray(c) for c in coords], dims, values, len(dims))
     return build_tensor(t.shape, spec, coords, values, t.fill_value, what="ordering")
-
-
-def unordered_view(t: Tensor) -> Tensor:
-    """``t`` relabeled with its last compressed level unordered (no copy: sorted siblings are
-    one of the orders an unordered level allows)."""
-    spec = t.spec.unordered_last()
-    if spec == t.spec:
-        return t
-    *upper, last = t.levels
-    assert isinstance(last, Compressed)
-    levels = (*upper, Compressed(last.size, last.ptr, last.idx, ordered=False))
-    return Tensor(t.shape, levels, t.mode_order, t.values, t.fill_value, format=spec, check=False)
 
 
 def unordered_as(t: Tensor, spec: FormatSpec) -> Tensor:
@@ -129,9 +115,11 @@ def relabel_layout(t: Tensor, spec: FormatSpec) -> Tensor:
                   check=False)
 
 
-def _sorted_last(level: Compressed, values: np.ndarray) -> tuple[Compressed, np.ndarray]:
-    """An ordered copy of an unordered last level and its values (itself when ordered)."""
-    if level.ordered:
+def _sorted_last(level: Compressed | Hashed, values: np.ndarray
+                 ) -> tuple[Compressed, np.ndarray]:
+    """An ordered compressed copy of an unordered (or hashed) last level and its values
+    (the level itself when it is an ordered compressed one)."""
+    if isinstance(level, Compressed) and level.ordered:
         return level, values
     idx, vals = level.idx.copy(), values.copy()
     sort_segments(level.ptr, idx, vals)

@@ -19,6 +19,7 @@ import numpy as np
 from lazysparse.kernels.analysis import QueryData
 from lazysparse.kernels.chunked_append import chunk_bounds_ok, chunked_single_pass
 from lazysparse.kernels.coiterate import fold_value
+from lazysparse.kernels.hash_workspace import selected_row_entries
 from lazysparse.kernels.lower import Lowered
 from lazysparse.kernels.parallel import chunk_count, combine_count
 from lazysparse.kernels.params import Role, scalar
@@ -283,8 +284,7 @@ def _entry_bounds(k: Kernel, data: QueryData) -> list[int] | None:
     bptr = data.tensors[b].levels[1].ptr
     if aidx.shape[0] == 0:
         return [0]
-    # O(entries of a), not O(rows of b): an SpMSpV reads 1000 of a million rows
-    flops = int(bptr[aidx + 1].sum(dtype=np.int64) - bptr[aidx].sum(dtype=np.int64))
+    flops = selected_row_entries(bptr, aidx)
     dense = math.prod(data.out_shape)
     ub = min(flops, dense)
     stored = sum(int(lv.idx.shape[0]) for t in data.tensors for lv in t.levels
