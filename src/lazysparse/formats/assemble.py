@@ -12,7 +12,7 @@ import numpy as np
 
 from .config import check_densify
 from .dtypes import choose_index_dtype
-from .levels import Bytemap, Compressed, Dense, Hashed, Level, Singleton
+from .levels import STRUCTURED_LEVELS, Bytemap, Compressed, Dense, Hashed, Level, Singleton
 from .levels.hashed import build_table
 from .sortkernels import stable_perm_pass
 from .specs import FormatSpec
@@ -156,6 +156,12 @@ def expand(t: Tensor) -> tuple[list[np.ndarray], np.ndarray]:
                 coords = [np.arange(size, dtype=idt)]
             top_dense = len(coords) == 1 and pos is None
             npos *= size
+        elif isinstance(level, STRUCTURED_LEVELS):  # the last level, under dense ones
+            parents = pos if pos is not None else np.arange(npos, dtype=np.int64)
+            owner, child, pos = level.children(parents)
+            coords = [c[owner] for c in coords]
+            coords.append(child.astype(idt))
+            top_dense = False
         elif isinstance(level, (Compressed, Hashed, Bytemap)):
             ptr = level.ptr
             if pos is not None:

@@ -19,7 +19,7 @@ from .sortkernels import (
     sum_runs,
     transpose_compressed,
 )
-from .specs import FormatSpec, format_spec
+from .specs import FormatSpec, format_spec, is_structured
 from .tensor import Tensor
 from .validation import as_index_array, check_range, check_shape
 
@@ -59,6 +59,8 @@ def convert(
     spec = format_spec(format, t.ndim, mode_order)
     if spec == t.spec:
         return t
+    if is_structured(spec):
+        return to_structured(t, spec)
     if not t.spec.ordered:  # sort only here, where a layout change or order is asked for
         from .ordering import ordered
 
@@ -90,6 +92,33 @@ def convert(
     dims = tuple(t.shape[m] for m in spec.mode_order)
     coords, values = _sort_to(target, dims, values, _sorted_from(src, spec.mode_order))
     return build_tensor(t.shape, spec, coords, values, t.fill_value)
+
+
+def to_structured(t: Any, spec: FormatSpec | str, *,
+                  blocksize: tuple[int, int] | None = None) -> Tensor:
+    """``t`` in a structured layout (dia, bsr, ell, rle): its entries in storage order laid
+    out by :mod:`formats.structured` (``blocksize``: bsr's block shape, else chosen)."""
+    from .structured import build_structured, runs_from_dense
+
+    t = as_tensor(t)
+    spec = format_spec(spec, t.ndim)
+    if blocksize is None and spec == t.spec:
+        return t
+    if spec.level_kinds[-1] == "runs" and all(lv.kind == "dense" for lv in t.levels):
+        from .convert_numpy import to_numpy
+
+        return runs_from_dense(to_numpy(t), spec, t.fill_value)
+    rows = ("dense",) * (t.ndim - 1) + ("compressed",)
+    src = convert(t, FormatSpec("custom", rows, spec.mode_order))
+    coords, values = expand(src)
+    dims = tuple(t.shape[m] for m in spec.mode_order)
+    parent = np.zeros(values.size, dtype=np.int64)
+    for c, d in zip(coords[:-1], dims[:-1], strict=True):
+        parent *= d
+        parent += c
+    last = coords[-1] if coords else np.zeros(values.size, dtype=np.int64)
+    return build_structured(t.shape, spec, parent, last, values, t.fill_value,
+                            blocksize=blocksize)
 
 
 def _sorted_from(source_order: tuple[int, ...], target_order: tuple[int, ...]) -> int:

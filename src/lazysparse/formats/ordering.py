@@ -78,6 +78,10 @@ def canonical(t: Tensor) -> Tensor:
     from .specs import infer_spec
 
     kinds = tuple("compressed" if k not in CLASSIC_KINDS else k for k in t.spec.level_kinds)
+    if kinds[-1] == "compressed" and len(kinds) > 1 and t.spec.level_kinds[-1] in (
+            "banded", "ell", "blocked", "runs"):  # leading dense levels: a csr-like layout
+        return convert(t, FormatSpec(infer_spec(kinds, t.mode_order).name, kinds,
+                                     t.mode_order))
     return convert(t, infer_spec(kinds, t.mode_order))
 
 

@@ -5,15 +5,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .levels.banded import BANDED_CAPABILITIES, BANDED_PROPERTIES
 from .levels.base import LevelCapabilities, LevelProperties
+from .levels.blocked import BLOCKED_CAPABILITIES, BLOCKED_PROPERTIES
 from .levels.bytemap import BYTEMAP_CAPABILITIES, BYTEMAP_PROPERTIES
 from .levels.compressed import COMPRESSED_CAPABILITIES
 from .levels.dense import DENSE_CAPABILITIES, DENSE_PROPERTIES
+from .levels.ell import ELL_CAPABILITIES, ELL_PROPERTIES
 from .levels.hashed import HASHED_CAPABILITIES, HASHED_PROPERTIES
+from .levels.runs import RUNS_CAPABILITIES, RUNS_PROPERTIES
 from .levels.singleton import SINGLETON_CAPABILITIES, SINGLETON_PROPERTIES
 
 LEVEL_KINDS = ("dense", "compressed", "compressed-nonunique", "compressed-unordered", "singleton",
-               "hashed", "bytemap")
+               "hashed", "bytemap", "banded", "ell", "blocked", "runs")
+
+# structured levels (issue 16): the last level of a layout whose leading levels are dense;
+# banded and blocked need the row level at the root (their positions use the row number)
+STRUCTURED_KINDS = frozenset({"banded", "ell", "blocked", "runs"})
+_ROW_KINDS = ("banded", "blocked")
 
 # kinds whose siblings may come in any order; the ordered kind each sorts into
 UNORDERED_KINDS = {"compressed-unordered": "compressed", "hashed": "compressed"}
@@ -21,12 +30,16 @@ UNORDERED_KINDS = {"compressed-unordered": "compressed", "hashed": "compressed"}
 # unordered kinds whose layout has a name of its own (its ordered form is named afresh)
 _RENAMED_KINDS = ("hashed",)
 
-FORMAT_NAMES = ("dense", "csr", "csc", "coo", "csf", "dcsr", "hash", "bytemap")
+FORMAT_NAMES = ("dense", "csr", "csc", "coo", "csf", "dcsr", "hash", "bytemap", "dia", "bsr",
+                "ell", "rle")
 
 # named formats whose last level is a scatter-friendly level (leading levels dense)
 _SCATTER_FORMATS = {"hash": "hashed", "bytemap": "bytemap"}
 
-_FIXED_2D = {"csr": (0, 1), "csc": (1, 0)}
+# named formats of a structured last level under dense levels (dia and bsr: 2-D, row-major)
+_STRUCTURED_FORMATS = {"dia": "banded", "bsr": "blocked", "ell": "ell", "rle": "runs"}
+
+_FIXED_2D = {"csr": (0, 1), "csc": (1, 0), "dia": (0, 1), "bsr": (0, 1)}
 
 
 @dataclass(frozen=True)
@@ -61,6 +74,8 @@ class FormatSpec:
                     "a compressed-nonunique level must be followed by a singleton level, "
                     f"got level kinds {kinds}"
                 )
+            if kind in STRUCTURED_KINDS:
+                _check_structured(kinds, order, k)
 
     @property
     def ndim(self) -> int:
@@ -112,6 +127,10 @@ _PROPERTIES = {
     "singleton": SINGLETON_PROPERTIES,
     "hashed": HASHED_PROPERTIES,
     "bytemap": BYTEMAP_PROPERTIES,
+    "banded": BANDED_PROPERTIES,
+    "ell": ELL_PROPERTIES,
+    "blocked": BLOCKED_PROPERTIES,
+    "runs": RUNS_PROPERTIES,
 }
 _CAPABILITIES = {
     "dense": DENSE_CAPABILITIES,
@@ -121,11 +140,42 @@ _CAPABILITIES = {
     "singleton": SINGLETON_CAPABILITIES,
     "hashed": HASHED_CAPABILITIES,
     "bytemap": BYTEMAP_CAPABILITIES,
+    "banded": BANDED_CAPABILITIES,
+    "ell": ELL_CAPABILITIES,
+    "blocked": BLOCKED_CAPABILITIES,
+    "runs": RUNS_CAPABILITIES,
 }
+
+
+def _check_structured(kinds: tuple[str, ...], order: tuple[int, ...], k: int) -> None:
+    """A structured level is the last one, under dense levels only; banded and blocked
+    store the columns of a row-major matrix (their positions are computed from the row)."""
+    kind = kinds[k]
+    if k != len(kinds) - 1 or any(p != "dense" for p in kinds[:k]):
+        raise ValueError(f"a {kind!r} level must be the last level, under dense levels only; "
+                         f"got level kinds {kinds}")
+    if kind in _ROW_KINDS and (len(kinds) != 2 or order != (0, 1)):
+        raise ValueError(f"a {kind!r} level stores the columns of a row-major 2-D matrix "
+                         f"(level kinds ('dense', {kind!r}), mode order (0, 1)); got level "
+                         f"kinds {kinds}, mode order {order}")
+
+
+def is_structured(spec: FormatSpec) -> bool:
+    """Whether ``spec`` has a structured (banded, ELL, blocked, run-length) level."""
+    return any(k in STRUCTURED_KINDS for k in spec.level_kinds)
 
 
 def _kinds(name: str, ndim: int) -> tuple[str, ...]:
     """Level kinds of named format ``name`` with ``ndim`` axes (ValueError if it has none)."""
+    if name in _STRUCTURED_FORMATS:
+        kind = _STRUCTURED_FORMATS[name]
+        if kind in _ROW_KINDS and ndim != 2:
+            raise ValueError(f"format {name!r} is for 2-D tensors, got ndim={ndim}; use "
+                             "'ell' or 'rle' (n-d), 'coo' or 'csf'")
+        if ndim == 0:
+            raise ValueError(f"format {name!r} needs ndim >= 1; a 0-d tensor can be dense, "
+                             "coo or csf")
+        return ("dense",) * (ndim - 1) + (kind,)
     if name in _SCATTER_FORMATS:
         if ndim == 0:
             raise ValueError(f"format {name!r} needs ndim >= 1; a 0-d tensor can be dense, "
@@ -174,6 +224,9 @@ def format_spec(
     if name in _FIXED_2D:
         fixed = _FIXED_2D[name]
         if mode_order is not None and tuple(mode_order) != fixed:
+            if name in _STRUCTURED_FORMATS:
+                raise ValueError(f"format {name!r} stores a row-major matrix (mode order "
+                                 f"{fixed}); got mode order {tuple(mode_order)}")
             other = "csc" if name == "csr" else "csr"
             raise ValueError(
                 f"format {name!r} has mode order {fixed}; for mode order {tuple(mode_order)} "
@@ -200,8 +253,9 @@ def infer_spec(level_kinds: tuple[str, ...], mode_order: tuple[int, ...]) -> For
     ndim = len(level_kinds)
     if ndim == 0:
         return FormatSpec("dense", (), ())
-    for name in _SCATTER_FORMATS:
-        if tuple(level_kinds) == _kinds(name, ndim):
+    for name in (*_SCATTER_FORMATS, *_STRUCTURED_FORMATS):
+        if level_kinds[-1] == (_SCATTER_FORMATS | _STRUCTURED_FORMATS)[name] and all(
+                k == "dense" for k in level_kinds[:-1]):
             return FormatSpec(name, tuple(level_kinds), tuple(mode_order))
     if any(k in _RENAMED_KINDS for k in level_kinds):
         return FormatSpec("custom", tuple(level_kinds), tuple(mode_order))

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .dtypes import choose_index_dtype, fill_key, normalize_fill
-from .levels import Level
+from .levels import Banded, Blocked, Ell, Level
 from .specs import FormatSpec, format_spec, infer_spec
 from .validation import as_index_array, as_values_array, check_levels, check_shape
 
@@ -107,9 +107,17 @@ class Tensor:
     @property
     def nnz(self) -> int:
         """Number of stored values (for a dense format: every element; for a bytemap, whose
-        values array spans every position, the entries its touched list holds)."""
-        if self.levels and not self.levels[-1].properties.compact:
-            return int(self.levels[-1].arrays()["idx"].size)
+        values array spans every position, the entries its touched list holds; DIA: band
+        entries inside the matrix; ELL: slots that are not padding; BSR: every block
+        entry; run-length: one per run)."""
+        last = self.levels[-1] if self.levels else None
+        if isinstance(last, Banded):  # band positions inside the matrix (scipy's count)
+            return last.stored_count(self.shape[0])
+        if isinstance(last, Ell):
+            return last.nstored
+        if last is not None and not last.properties.compact and "idx" in last.arrays() \
+                and not isinstance(last, Blocked):
+            return int(last.arrays()["idx"].size)
         return int(self.values.size)
 
     @property
@@ -261,7 +269,7 @@ def _unify_index_dtype(levels: tuple[Level, ...], shape: tuple[int, ...]) -> tup
 
 
 # the arrays that hold coordinates or positions, in the tensor's one index dtype
-_INDEX_ARRAYS = ("ptr", "idx")
+_INDEX_ARRAYS = ("ptr", "idx", "end")
 
 
 def _cast(a: np.ndarray, dtype: np.dtype) -> np.ndarray:

@@ -10,7 +10,7 @@ import numpy as np
 
 from . import checkkernels as K
 from .dtypes import check_dtype
-from .levels import Bytemap, Compressed, Dense, Hashed, Level, Singleton
+from .levels import STRUCTURED_LEVELS, Bytemap, Compressed, Dense, Hashed, Level, Singleton
 from .levels.hashed import table_shift, table_size
 
 
@@ -249,6 +249,10 @@ def check_levels(levels: Sequence[Level], dims: tuple[int, ...]) -> int:
                 npos = level.idx.size
                 k = j
                 continue
+        elif isinstance(level, STRUCTURED_LEVELS):
+            from .validation_structured import check_structured
+
+            npos = check_structured(level, npos, dims, what)
         elif isinstance(level, Singleton):
             raise ValueError(f"{what} must follow a compressed-nonunique or singleton level")
         else:

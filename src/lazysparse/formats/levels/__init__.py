@@ -1,16 +1,46 @@
 """Level formats: each declares properties and capabilities; tensors compose them."""
 
+from .banded import Banded
 from .base import Level, LevelCapabilities, LevelProperties
+from .blocked import Blocked
 from .bytemap import Bytemap, bytemap_locate
 from .compressed import Compressed
 from .dense import Dense
+from .ell import Ell
 from .hashed import Hashed, build_table, hashed_locate
+from .runs import Runs
 from .singleton import Singleton
 
+# structured levels carry a scalar or two besides their arrays (what io saves with them)
+STRUCTURED_LEVELS = (Banded, Ell, Blocked, Runs)
 
-def level_of_kind(kind: str, size: int, arrays: dict) -> Level:  # type: ignore[type-arg]
+
+def level_attrs(level: Level) -> dict[str, object]:
+    """A level's scalar parameters besides its size (``length``, ``width``, ``block``)."""
+    if isinstance(level, Banded):
+        return {"length": level.length}
+    if isinstance(level, Ell):
+        return {"width": level.width}
+    if isinstance(level, Blocked):
+        return {"block": level.block}
+    return {}
+
+
+def level_of_kind(kind: str, size: int, arrays: dict,  # type: ignore[type-arg]
+                  attrs: dict | None = None) -> Level:  # type: ignore[type-arg]
     """The level of kind ``kind`` over its named ``arrays`` (as ``Level.arrays()`` gives
-    them): how a saved or described layout is rebuilt without knowing each class."""
+    them) and scalar ``attrs`` (as :func:`level_attrs` gives them): how a saved or
+    described layout is rebuilt without knowing each class."""
+    attrs = attrs or {}
+    if kind == "banded":
+        return Banded(size, arrays["offsets"], int(attrs["length"]))  # type: ignore[call-overload]
+    if kind == "ell":
+        return Ell(size, int(attrs["width"]), arrays["idx"])  # type: ignore[call-overload]
+    if kind == "blocked":
+        r, c = attrs["block"]  # type: ignore[misc]
+        return Blocked(size, arrays["ptr"], arrays["idx"], (int(r), int(c)))
+    if kind == "runs":
+        return Runs(size, arrays["ptr"], arrays["idx"], arrays["end"])
     if kind == "dense":
         return Dense(size)
     if kind == "singleton":
@@ -23,6 +53,12 @@ def level_of_kind(kind: str, size: int, arrays: dict) -> Level:  # type: ignore[
 
 
 __all__ = [
+    "STRUCTURED_LEVELS",
+    "Banded",
+    "Blocked",
+    "Ell",
+    "Runs",
+    "level_attrs",
     "level_of_kind",
     "Bytemap",
     "Compressed",

@@ -1,0 +1,85 @@
+"""Banded level: the diagonals of a matrix (scipy's DIA; the unified-formats paper's
+offset level under a dense row level).
+
+Under a Dense root over rows ``i``, the stored coordinates of row ``i`` are the columns
+``j = i + offsets[d]`` that fall inside ``[0, min(size, length))``, one per diagonal ``d``:
+
+- ``offsets`` (ascending, distinct) are the stored diagonals, ``j - i``;
+- a stored entry's position is ``d * length + j`` (scipy's ``data[d, j]``): the values
+  array has ``len(offsets) * length`` entries, band positions outside the matrix unused;
+- the diagonals meeting row ``i`` are a contiguous run ``lo..hi-1`` of ``offsets``, so
+  the level iterates like a compressed one whose coordinate is computed, not stored.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .base import Level, LevelCapabilities, LevelProperties
+
+BANDED_PROPERTIES = LevelProperties(
+    full=False, ordered=True, unique=True, branchless=False, compact=False
+)
+BANDED_CAPABILITIES = LevelCapabilities(iterate="position", locate=False, append=False,
+                                        insert=False)
+
+
+class Banded(Level):
+    """Diagonals ``offsets`` of a matrix with ``size`` columns, ``length`` values each."""
+
+    kind = "banded"
+    __slots__ = ("size", "offsets", "length")
+
+    def __init__(self, size: int, offsets: np.ndarray, length: int) -> None:
+        self.size = int(size)
+        self.offsets = offsets
+        self.length = int(length)
+
+    @property
+    def properties(self) -> LevelProperties:
+        """Ordered and unique (ascending offsets); not compact (positions ``d*length+j``)."""
+        return BANDED_PROPERTIES
+
+    @property
+    def capabilities(self) -> LevelCapabilities:
+        """Position iteration over the diagonals meeting a row."""
+        return BANDED_CAPABILITIES
+
+    def npositions(self, parent_npositions: int) -> int:
+        """One position per diagonal and column slot, whatever the parent."""
+        return int(self.offsets.size) * self.length
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """``offsets``."""
+        return {"offsets": self.offsets}
+
+    def with_arrays(self, **arrays: np.ndarray) -> Banded:
+        """Same level with ``offsets`` replaced."""
+        return Banded(self.size, arrays.get("offsets", self.offsets), self.length)
+
+    def __repr__(self) -> str:
+        return f"Banded(size={self.size}, offsets={self.offsets.size}, length={self.length})"
+
+    @property
+    def limit(self) -> int:
+        """Columns a diagonal can hold: ``min(size, length)``."""
+        return min(self.size, self.length)
+
+    def children(self, parents: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For rows ``parents``: the entry of ``parents`` each child belongs to, the
+        child's column and its position, in row then column order."""
+        off = self.offsets.astype(np.int64)
+        rows = parents.astype(np.int64)
+        cols = rows[:, None] + off[None, :]
+        keep = (cols >= 0) & (cols < self.limit)
+        owner = np.nonzero(keep)[0]
+        diag = np.broadcast_to(np.arange(off.size, dtype=np.int64), cols.shape)[keep]
+        col = cols[keep]
+        return owner, col, diag * self.length + col
+
+    def stored_count(self, nrows: int) -> int:
+        """Band positions inside an ``nrows`` × ``size`` matrix (scipy's DIA ``nnz``)."""
+        off = self.offsets.astype(np.int64)
+        lo = np.maximum(off, 0)
+        hi = np.minimum(nrows + off, self.limit)
+        return int(np.maximum(hi - lo, 0).sum())

@@ -1,0 +1,82 @@
+"""Blocked level: a matrix's columns in dense ``R × C`` blocks (scipy's BSR), the row and
+column axes each split into a block and an offset coordinate.
+
+Under a Dense root over rows ``i`` (block row ``I = i // R``, offset ``r = i % R``):
+
+- blocks of block row ``I`` are ``b = ptr[I] .. ptr[I+1]-1`` with block column ``idx[b]``
+  (ascending, distinct);
+- block ``b`` holds columns ``j = idx[b] * C + c`` for ``c in 0..C-1``, the entry of row
+  ``i`` at position ``(b * R + r) * C + c`` (scipy's ``data[b, r, c]``);
+- kernels walk a row's blocks and run a dense inner loop over ``c``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .base import Level, LevelCapabilities, LevelProperties
+
+BLOCKED_PROPERTIES = LevelProperties(
+    full=False, ordered=True, unique=True, branchless=False, compact=False
+)
+BLOCKED_CAPABILITIES = LevelCapabilities(iterate="position", locate=False, append=False,
+                                         insert=False)
+
+
+class Blocked(Level):
+    """Columns stored in ``block = (R, C)`` blocks: ``ptr`` per block row, ``idx`` per block."""
+
+    kind = "blocked"
+    __slots__ = ("size", "ptr", "idx", "block")
+
+    def __init__(self, size: int, ptr: np.ndarray, idx: np.ndarray,
+                 block: tuple[int, int]) -> None:
+        self.size = int(size)
+        self.ptr = ptr
+        self.idx = idx
+        self.block = (int(block[0]), int(block[1]))
+
+    @property
+    def properties(self) -> LevelProperties:
+        """Ordered, unique; not compact (a block row's positions interleave its rows)."""
+        return BLOCKED_PROPERTIES
+
+    @property
+    def capabilities(self) -> LevelCapabilities:
+        """Position iteration: a row's blocks, each a dense run of ``C`` columns."""
+        return BLOCKED_CAPABILITIES
+
+    def npositions(self, parent_npositions: int) -> int:
+        """``R * C`` positions per block."""
+        return int(self.idx.size) * self.block[0] * self.block[1]
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """``ptr`` and ``idx``."""
+        return {"ptr": self.ptr, "idx": self.idx}
+
+    def with_arrays(self, **arrays: np.ndarray) -> Blocked:
+        """Same level with ``ptr``/``idx`` replaced."""
+        return Blocked(self.size, arrays.get("ptr", self.ptr), arrays.get("idx", self.idx),
+                       self.block)
+
+    def __repr__(self) -> str:
+        return (f"Blocked(size={self.size}, block={self.block}, "
+                f"blocks=<{self.idx.dtype}[{self.idx.size}]>)")
+
+    def children(self, parents: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For rows ``parents``: owner entry, column and position of each stored column of
+        each row's blocks, in row then column order."""
+        r, c = self.block
+        rows = parents.astype(np.int64)
+        brow, off = rows // r, rows % r
+        lo = self.ptr[brow].astype(np.int64)
+        n = self.ptr[brow + 1].astype(np.int64) - lo
+        owner_b = np.repeat(np.arange(rows.size, dtype=np.int64), n)
+        starts = np.cumsum(n) - n
+        blk = np.arange(int(n.sum()), dtype=np.int64) + np.repeat(lo - starts, n)
+        owner = np.repeat(owner_b, c)
+        inner = np.tile(np.arange(c, dtype=np.int64), blk.size)
+        bb = np.repeat(blk, c)
+        col = self.idx[bb].astype(np.int64) * c + inner
+        pos = (bb * r + off[owner]) * c + inner
+        return owner, col, pos
