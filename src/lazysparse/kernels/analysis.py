@@ -42,6 +42,7 @@ class LevelInfo:
     field: str
     props: LevelProperties
     caps: LevelCapabilities
+    kind: str = "compressed"  # how its positions are walked (``kernels.level_walks``)
 
     @property
     def located(self) -> bool:
@@ -297,7 +298,7 @@ def analyze_query(query: Query, env: dict[Alias, Any]) -> tuple[KernelInfo, Quer
                                          f"order {loop_order}")
                     note_extent(fld, t.shape[ax], f"axis {ax} of {alias.name}")
                 lvls = tuple(
-                    LevelInfo(names[t.mode_order[k]], props, lv.capabilities)
+                    LevelInfo(names[t.mode_order[k]], props, lv.capabilities, lv.kind)
                     for k, (lv, props) in enumerate(zip(t.levels, iteration_properties(t),
                                                         strict=True)))
                 pos = [loop_order.index(lv.field) for lv in lvls]

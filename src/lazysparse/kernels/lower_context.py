@@ -17,7 +17,8 @@ import numpy as np
 
 from lazysparse.kernels.analysis import KernelInfo, PAccess, PApply, PConst, PField, PNode
 from lazysparse.kernels.coiterate import LevelPlan
-from lazysparse.kernels.ir_build import I64, C, OpState, State, V, add, cast, land, native, sel
+from lazysparse.kernels.ir_build import C, OpState, State, V, add, cast, land, native, sel
+from lazysparse.kernels.level_walks import LevelWalk, walk_of
 from lazysparse.kernels.loop_ir import (
     Apply,
     Assign,
@@ -169,17 +170,16 @@ class LowerContext:
             if o.pos is None:
                 raise ValueError(f"operand {self.info.operands[s].alias}: a compressed level "
                                  "below a non-unique level is not supported")
-            ptr = self.arr(s, "ptr", k)
-            lo, hi = Cast(I64, Load(ptr, o.pos)), Cast(I64, Load(ptr, add(o.pos, C(1))))
-            if isinstance(o.present, Const) and o.present.value is False:
-                lo, hi = C(0), C(0)
-            else:
-                lo, hi = sel(o.present, lo, C(0)), sel(o.present, hi, C(0))
+            return self.walk(s, k).bounds(self, s, k, o)
         return [Assign(lo_n, lo), Assign(hi_n, hi)], V(lo_n), V(hi_n)
+
+    def walk(self, s: int, k: int) -> LevelWalk:
+        """How operand ``s``'s level ``k`` finds a parent's children."""
+        return walk_of(self.info.operands[s].levels[k].kind)
 
     def crd(self, s: int, k: int, q: Expr) -> Expr:
         """Operand ``s``'s coordinate at position ``q`` of level ``k``."""
-        return Cast(I64, Load(self.arr(s, "idx", k), q))
+        return self.walk(s, k).crd(self, s, k, q)
 
     def unique(self, s: int, k: int) -> bool:
         """Whether operand ``s``'s level ``k`` holds each coordinate once per parent."""
@@ -195,15 +195,7 @@ class LowerContext:
     def child(self, s: int, st: State, q: Expr, present: Expr | None) -> OpState:
         """Operand ``s``'s state after stepping to position ``q`` of its current level."""
         k = st.ops[s].level
-        lv = self.info.operands[s].levels[k]
-        if not lv.props.compact:  # a bytemap: the child sits at p * size + c, not at q
-            parent = st.ops[s].pos
-            assert parent is not None
-            p = add(Bin("*", parent, V(self.arr(s, "n", k))), self.crd(s, k, q))
-            return OpState(k + 1, p, None, present)
-        if self.unique(s, k):
-            return OpState(k + 1, q, None, present)
-        return OpState(k + 1, None, (q, V(f"e{s}_{k}")), present)
+        return self.walk(s, k).child(self, s, k, st.ops[s], q, present)
 
     def probe(self, s: int, st: State, c: Expr) -> tuple[list[Stmt], OpState, Expr]:
         """Operand ``s`` looked up at coordinate ``c`` of a sparse level that can locate

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from lazysparse.kernels.analysis import KernelInfo
 from lazysparse.kernels.coiterate import LevelPlan, LoopKind
-from lazysparse.kernels.ir_build import C, OpState, State, V, add, land
+from lazysparse.kernels.ir_build import C, OpState, State, V, land
 from lazysparse.kernels.loop_ir import (
     Assign,
     Bin,
@@ -94,6 +94,10 @@ class LoopNest:
         s = lp.drivers[0]
         k = st.ops[s].level
         lo, hi = bounds if bounds is not None else ranges[s]
+        own = ctx.walk(s, k).drive(ctx, s, k, st.ops[s], lo, hi, c.name,
+                                   lambda _c, o: body_for({s: o}))
+        if own is not None:  # a block's dense inner loop, a run's coordinates
+            return own
         q = V(f"q{s}_{k}")
         cstate = {s: ctx.child(s, st, q, st.ops[s].present)}
         head: list[Stmt] = [Assign(c.name, ctx.crd(s, k, q))]
@@ -115,11 +119,10 @@ class LoopNest:
         for s in lp.followers:
             k = st.ops[s].level
             q, hi = V(f"q{s}_{k}"), ranges[s][1]
-            body.append(While(Bin("and", Bin("<", q, hi), Bin("<", ctx.crd(s, k, q), c)),
-                              (Assign(q.name, add(q, C(1))),)))
+            seek, holds = ctx.walk(s, k).seek(ctx, s, k, q, hi, c)
+            body += seek
             has = f"has{s}_{k}"
-            body.append(Assign(has, Bin("and", Bin("<", q, hi),
-                                        Bin("==", ctx.crd(s, k, q), c))))
+            body.append(Assign(has, holds))
             if not ctx.unique(s, k):
                 body += ctx.seg_end(s, k, q, hi, c)
             ops[s] = ctx.child(s, st, q, land(st.ops[s].present, V(has)))

@@ -32,6 +32,14 @@ class Role(Enum):
     LEVEL_TABLE = "level table"  # a hashed level's open-addressing table (``a<s>_table<k>``)
     LEVEL_SHIFT = "level shift"  # that table's hash shift, 64 - log2(len) (``a<s>_shift<k>``)
     LEVEL_MASK = "level mask"  # a bytemap level's stored-position mask (``a<s>_mask<k>``)
+    LEVEL_OFFSETS = "level offsets"  # a banded level's diagonals (``a<s>_off<k>``)
+    LEVEL_NDIAG = "level diagonals"  # their count (``a<s>_nd<k>``)
+    LEVEL_LENGTH = "level length"  # values per diagonal (``a<s>_len<k>``)
+    LEVEL_LIMIT = "level limit"  # columns a diagonal reaches, min(size, length) (``a<s>_lim<k>``)
+    LEVEL_WIDTH = "level width"  # an ELL level's slots per parent (``a<s>_w<k>``)
+    LEVEL_BLOCK_ROWS = "level block rows"  # a blocked level's R (``a<s>_br<k>``)
+    LEVEL_BLOCK_COLS = "level block cols"  # and C (``a<s>_bc<k>``)
+    LEVEL_END = "level end"  # a run-length level's run ends (``a<s>_end<k>``)
     VALUES = "values"  # an operand's stored values (``a<s>_vals``)
     FILL = "fill"  # an operand's fill value (``a<s>_fill``)
     EXTENT = "extent"  # a loop field's extent (``n_<var>``)
@@ -47,7 +55,7 @@ class Role(Enum):
     def array(self) -> bool:
         """Whether arguments of this role are arrays (else scalars)."""
         return self in (Role.LEVEL_PTR, Role.LEVEL_IDX, Role.LEVEL_TABLE, Role.LEVEL_MASK,
-                        Role.VALUES)
+                        Role.LEVEL_OFFSETS, Role.LEVEL_END, Role.VALUES)
 
 
 @dataclass(frozen=True)
@@ -113,6 +121,17 @@ class KernelParams:
         return frozenset(p.name for p in self.params if p.role is Role.EXTENT)
 
 
+# the parameters of each structured level kind (issue 16): name suffix and role
+_STRUCTURED_PARAMS: dict[str, tuple[tuple[str, Role], ...]] = {
+    "banded": (("off", Role.LEVEL_OFFSETS), ("nd", Role.LEVEL_NDIAG),
+               ("len", Role.LEVEL_LENGTH), ("lim", Role.LEVEL_LIMIT)),
+    "ell": (("w", Role.LEVEL_WIDTH), ("idx", Role.LEVEL_IDX)),
+    "blocked": (("ptr", Role.LEVEL_PTR), ("idx", Role.LEVEL_IDX),
+                ("br", Role.LEVEL_BLOCK_ROWS), ("bc", Role.LEVEL_BLOCK_COLS)),
+    "runs": (("ptr", Role.LEVEL_PTR), ("idx", Role.LEVEL_IDX), ("end", Role.LEVEL_END)),
+}
+
+
 def kernel_params(info: KernelInfo, out: OutputPlan, cvar: dict[str, str]) -> KernelParams:
     """The leading parameters of a kernel (``cvar``: the loop variable of each field)."""
     ps: list[KernelParam] = []
@@ -121,6 +140,10 @@ def kernel_params(info: KernelInfo, out: OutputPlan, cvar: dict[str, str]) -> Ke
         for k, lv in enumerate(op.levels):
             if lv.located:
                 ps.append(KernelParam(f"a{s}_n{k}", Role.LEVEL_SIZE, s, k, lv.field))
+                continue
+            if lv.kind in _STRUCTURED_PARAMS:
+                ps += [KernelParam(f"a{s}_{n}{k}", role, s, k, lv.field)
+                       for n, role in _STRUCTURED_PARAMS[lv.kind]]
                 continue
             if lv.caps.locate or not lv.props.compact:  # hashed, bytemap: located by size
                 ps.append(KernelParam(f"a{s}_n{k}", Role.LEVEL_SIZE, s, k, lv.field))
@@ -192,6 +215,14 @@ _BIND: dict[Role, Callable[[_Call, KernelParam], Any]] = {
     Role.LEVEL_TABLE: lambda c, p: _level(c, p).table,
     Role.LEVEL_SHIFT: lambda c, p: np.int64(table_shift(_level(c, p).table.size)),
     Role.LEVEL_MASK: lambda c, p: _level(c, p).mask,
+    Role.LEVEL_OFFSETS: lambda c, p: _level(c, p).offsets,
+    Role.LEVEL_NDIAG: lambda c, p: np.int64(_level(c, p).offsets.size),
+    Role.LEVEL_LENGTH: lambda c, p: np.int64(_level(c, p).length),
+    Role.LEVEL_LIMIT: lambda c, p: np.int64(_level(c, p).limit),
+    Role.LEVEL_WIDTH: lambda c, p: np.int64(_level(c, p).width),
+    Role.LEVEL_BLOCK_ROWS: lambda c, p: np.int64(_level(c, p).block[0]),
+    Role.LEVEL_BLOCK_COLS: lambda c, p: np.int64(_level(c, p).block[1]),
+    Role.LEVEL_END: lambda c, p: _level(c, p).end,
     Role.VALUES: lambda c, p: c.data.tensors[p.slot].values,
     Role.FILL: lambda c, p: scalar(c.data.tensors[p.slot].fill_value,
                                    c.info.operands[p.slot].dtype),

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from lazysparse.formats.dtypes import fill_key
-from lazysparse.formats.ordering import ordered
+from lazysparse.formats.ordering import canonical, ordered
 from lazysparse.kernels.analysis import (
     DENSE_FILL,
     KernelInfo,
@@ -35,7 +35,7 @@ from lazysparse.kernels.execute import (
     fold_ok,
     out_fill_key,
 )
-from lazysparse.kernels.ordering import analyze_ordered
+from lazysparse.kernels.structured_inputs import analyze_readable
 from lazysparse.logic.nodes import (
     Aggregate,
     Alias,
@@ -109,6 +109,8 @@ class Recipe:
         for t, spec in zip(tensors, self.specs, strict=True):
             if getattr(t, "spec", spec) != spec:
                 t = ordered(t)
+                if t.spec != spec:  # a structured operand the kernel reads csr-like
+                    t = canonical(t)
                 if t.spec != spec:
                     return None
             out.append(t)
@@ -279,7 +281,7 @@ class Program:
                    params: tuple[Any, ...]) -> Any:
         """Run ``query`` through the full path and remember its recipe (once per query:
         a query whose recipe failed its checks keeps the full path)."""
-        info, data = analyze_ordered(query, env)
+        info, data = analyze_readable(query, env)
         kernel, host = choose_runner(info, data)
         if j not in self.recipes:
             self.recipes[j] = _recipe(template, info, data, kernel, host, params)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from lazysparse.formats.specs import STRUCTURED_KINDS, is_structured
 from lazysparse.kernels.analysis import KernelInfo
 from lazysparse.kernels.coiterate import LevelPlan, LoopKind
 
@@ -99,10 +100,18 @@ def plan_output(info: KernelInfo, plans: tuple[LevelPlan, ...],
     ``hash_ws``: a row workspace over an unordered last level becomes a hash workspace
     (the host's choice for this call's data, ``kernels.hash_workspace``)."""
     acc = _acc_depth(info)
+    if is_structured(info.out_spec):  # written only as an operand's shared pattern
+        shared = shared_operand(info, plans, acc)
+        if shared is None:
+            raise ValueError(f"output {info.out_spec}: a structured result is written only "
+                             "by sharing the pattern of an operand with the same structure "
+                             "(kernels.structured_inputs writes it csr-like otherwise)")
+        prefix = len(info.out_spec.level_kinds) - 1
+        return OutputPlan(OutputMode.SHARED, acc, None, (), shared, (), prefix)
     dense_prefix, groups = _groups(info)
     if not groups:
         return OutputPlan(OutputMode.DENSE, acc, None, (), None, (), dense_prefix)
-    shared = _shared_operand(info, plans, acc)
+    shared = shared_operand(info, plans, acc)
     if shared is not None:
         return OutputPlan(OutputMode.SHARED, acc, None, (), shared, groups, dense_prefix)
     order = info.loop_order
@@ -135,8 +144,8 @@ def plan_output(info: KernelInfo, plans: tuple[LevelPlan, ...],
     return OutputPlan(mode, acc, ws_depth, tuple(ws_fields), None, groups, dense_prefix)
 
 
-def _shared_operand(info: KernelInfo, plans: tuple[LevelPlan, ...],
-                    acc: int | None) -> int | None:
+def shared_operand(info: KernelInfo, plans: tuple[LevelPlan, ...],
+                   acc: int | None) -> int | None:
     """An operand whose stored pattern is exactly the result's: the output reuses its index
     arrays (intersection with one sparse operand, everything else located, and every reduced
     loop visits its whole extent, so each entry receives a value)."""
@@ -149,6 +158,9 @@ def _shared_operand(info: KernelInfo, plans: tuple[LevelPlan, ...],
     for op in info.operands:
         if tuple(lv.field for lv in op.levels) != storage:
             continue
+        if any(lv.kind != k for lv, k in zip(op.levels, out_kinds, strict=False)
+               if k in STRUCTURED_KINDS or lv.kind in STRUCTURED_KINDS):
+            continue  # a structured pattern is shared only by the same structure
         kinds_ok = all(
             lv.props == p and lv.caps == c for lv, p, c in zip(
                 op.levels, info.out_spec.level_properties(),
