@@ -34,9 +34,9 @@ from lazysparse.kernels.host import run_plan
 from lazysparse.kernels.loop_ir import Alloc, format_function
 from lazysparse.kernels.lower import Lowered, lower
 from lazysparse.kernels.numpy_executor import numpy_eligible, run_numpy
-from lazysparse.kernels.ordering import analyze_ordered
 from lazysparse.kernels.params import bind
 from lazysparse.kernels.relayout import is_relayout, run_relayout
+from lazysparse.kernels.structured_inputs import analyze_readable
 from lazysparse.logic.nodes import Alias, Plan, Query
 
 # the dispatcher statistics already counted into cache.STATS, by dispatcher (generated
@@ -211,12 +211,12 @@ def choose_runner(info: KernelInfo, data: QueryData, *, allow_numpy: bool = True
 
 def compile_query(query: Query, env: dict[Alias, Any]) -> Kernel:
     """The kernel of one normal-form compute query (env maps Alias -> Tensor)."""
-    return cached_kernel(*analyze_ordered(query, env))
+    return cached_kernel(*analyze_readable(query, env))
 
 
 def run_query(query: Query, env: dict[Alias, Any], *, allow_numpy: bool = True) -> Tensor:
     """Evaluate one compute query (see :func:`choose_runner`)."""
-    info, data = analyze_ordered(query, env)
+    info, data = analyze_readable(query, env)
     kernel, host = choose_runner(info, data, allow_numpy=allow_numpy)
     return kernel(data) if kernel is not None else host(info, data)  # type: ignore[misc]
 
