@@ -15,7 +15,7 @@ from .dtypes import choose_index_dtype
 from .levels import STRUCTURED_LEVELS, Bytemap, Compressed, Dense, Hashed, Level, Singleton
 from .levels.hashed import build_table
 from .sortkernels import stable_perm_pass
-from .specs import FormatSpec
+from .specs import STRUCTURED_KINDS, FormatSpec
 from .tensor import Tensor
 
 
@@ -35,6 +35,8 @@ def build_tensor(
     """
     n = int(values.size)
     dims = tuple(shape[m] for m in spec.mode_order)
+    if spec.level_kinds and spec.level_kinds[-1] in STRUCTURED_KINDS:
+        return _structured(shape, spec, dims, coords, values, fill_value)
     idt = choose_index_dtype(shape, n)
     coords = [c if c.dtype == idt else c.astype(idt) for c in coords]
     levels: list[Level] = []
@@ -94,6 +96,20 @@ def build_tensor(
         else:
             out_values[parent] = values
     return Tensor(shape, levels, spec.mode_order, out_values, fill_value, format=spec, check=False)
+
+
+def _structured(shape: tuple[int, ...], spec: FormatSpec, dims: tuple[int, ...],
+                coords: Sequence[np.ndarray], values: np.ndarray, fill_value: np.generic
+                ) -> Tensor:
+    """A structured layout (dia, bsr, ell, rle) from sorted entries: the leading dense
+    levels' coordinates make one parent position (``formats.structured`` lays them out)."""
+    from .structured import build_structured
+
+    parent = np.zeros(values.size, dtype=np.int64)
+    for c, d in zip(coords[:-1], dims[:-1], strict=True):
+        parent *= d
+        parent += c
+    return build_structured(shape, spec, parent, np.asarray(coords[-1]), values, fill_value)
 
 
 def _bytemap(size: int, c: np.ndarray, parent: np.ndarray | None, npos: int, last: bool,

@@ -9,6 +9,7 @@ fill), except that runs are formed by value: adjacent equal values share one run
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy as np
@@ -86,9 +87,12 @@ def _ell(size: int, nparent: int, shape: tuple[int, ...], parent: np.ndarray,
 def check_blocksize(block: Any, dims: tuple[int, ...]) -> tuple[int, int]:
     """``block`` as ``(R, C)`` dividing the matrix shape (ValueError naming what does not)."""
     try:
-        r, c = (int(b) for b in block)
+        if isinstance(block, str | bytes) or any(isinstance(b, bool | np.bool_)
+                                                  for b in block):
+            raise TypeError
+        r, c = (operator.index(b) for b in block)  # 2.5 or "2" are no block sizes
     except (TypeError, ValueError) as exc:
-        raise TypeError(f"blocksize must be a pair of ints, got {block!r}") from exc
+        raise TypeError(f"blocksize must be a pair of ints (R, C), got {block!r}") from exc
     if r < 1 or c < 1:
         raise ValueError(f"blocksize must be positive, got {(r, c)}")
     if dims[0] % r or dims[1] % c:
@@ -140,7 +144,7 @@ def _runs(size: int, nparent: int, shape: tuple[int, ...], parent: np.ndarray,
         same &= _same(values[1:], values[:-1])
         start[1:] = ~same
     first = np.flatnonzero(start)
-    last = np.append(first[1:], n) - 1
+    last = np.append(first[1:], n)[: first.size] - 1  # no entries: no runs
     idt = choose_index_dtype(shape, first.size)
     ptr = np.zeros(nparent + 1, dtype=idt)
     if first.size:
@@ -154,7 +158,7 @@ def runs_from_dense(arr: np.ndarray, spec: FormatSpec, fill: np.generic) -> Tens
     the last stored axis, fill-valued runs left out (O(size), no per-entry coordinates)."""
     stored = np.ascontiguousarray(arr.transpose(spec.mode_order)) if arr.ndim else arr
     dims = stored.shape
-    flat = stored.reshape(-1, dims[-1]) if dims[-1] else stored.reshape(-1, 0)
+    flat = stored.reshape(int(np.prod(dims[:-1], dtype=np.int64)), dims[-1])  # any size 0
     nparent, size = flat.shape
     change = np.ones(flat.shape, dtype=bool)
     if size > 1:
