@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from .formats.convert import as_tensor
-from .formats.levels import Level, level_of_kind
+from .formats.levels import Level, level_attrs, level_of_kind
 from .formats.specs import LEVEL_KINDS, format_spec
 from .formats.tensor import Tensor
 
@@ -64,7 +64,14 @@ def save_npz(path: PathLike, t: Any) -> None:
     for k, level in enumerate(t.levels):
         for name, a in level.arrays().items():
             arrays[f"level{k}_{name}"] = a
+        # a structured level's scalars (DIA length, ELL width, BSR block shape)
+        for name, v in level_attrs(level).items():
+            arrays[f"attr{k}_{name}"] = np.array(v, dtype=np.int64)
     np.savez(path, **arrays)
+
+
+# the scalar attributes each structured level kind is rebuilt with (formats.levels.level_attrs)
+_LEVEL_ATTRS = {"banded": ("length",), "ell": ("width",), "blocked": ("block",)}
 
 
 def load_npz(path: PathLike) -> Tensor:
@@ -109,6 +116,17 @@ def _array(f: Any, name: str, path: PathLike) -> np.ndarray:
                          f"be read ({exc})") from exc
 
 
+def _attr(f: Any, name: str, path: PathLike, attr: str) -> Any:
+    """Scalar level attribute ``name`` (a block shape: a pair) as Python ints."""
+    a = _array(f, name, path)
+    want = (2,) if attr == "block" else ()
+    if a.dtype.kind not in "iu" or a.shape != want:
+        raise ValueError(f"{path}: array {name!r} of the lazysparse tensor archive must be "
+                         f"{'a pair of integers' if want else 'an integer'}, got "
+                         f"{a.dtype}{list(a.shape)}")
+    return tuple(int(v) for v in a) if want else int(a)
+
+
 def _read_tensor(f: Any, path: PathLike) -> Tensor:
     """The Tensor a lazysparse archive holds (its arrays checked like any user-built one)."""
     kinds = [str(k) for k in _array(f, "level_kinds", path)]
@@ -120,9 +138,10 @@ def _read_tensor(f: Any, path: PathLike) -> Tensor:
         if kind not in LEVEL_KINDS:
             raise ValueError(f"{path}: unknown level kind {kind!r}")
         names = [n[len(f"level{k}_"):] for n in f.files if n.startswith(f"level{k}_")]
+        attrs = {a: _attr(f, f"attr{k}_{a}", path, a) for a in _LEVEL_ATTRS.get(kind, ())}
         try:
             levels.append(level_of_kind(kind, size, {n: _array(f, f"level{k}_{n}", path)
-                                                     for n in names}))
+                                                     for n in names}, attrs))
         except KeyError as exc:  # the standard "has no array" message for the missing one
             _array(f, f"level{k}_{exc.args[0]}", path)
             raise

@@ -12,11 +12,16 @@ from lazysparse.api.operands import as_array
 from lazysparse.logic.nodes import Relabel
 
 
-def asformat(x: Any, format: Any, /) -> LazyArray:  # noqa: A002 - public name
-    """``x`` stored in ``format`` (a name such as ``"csr"`` or a ``FormatSpec``). Lazy: the
-    result's query gets a ``Reformat`` that the optimizer keeps."""
+def asformat(x: Any, format: Any, /, *, blocksize: Any = None) -> LazyArray:  # noqa: A002
+    """``x`` stored in ``format`` (a name such as ``"csr"``, ``"dia"``, ``"bsr"``, ``"ell"``,
+    ``"rle"`` or a ``FormatSpec``). Lazy: the result's query gets a ``Reformat`` that the
+    optimizer keeps. ``blocksize=(R, C)`` (``"bsr"`` only) fixes the block shape, which
+    must divide ``x``'s shape; it depends on the data, so ``x`` is computed first (without
+    it a block shape is chosen from the stored entries)."""
     x = as_array(x, "asformat")
     spec = formats.format_spec(format, x.ndim)
+    if blocksize is not None:
+        return _asformat_blocked(x, spec, blocksize)
     if x.format == spec.name and x.requested_format in (None, spec):
         t = x.result
         if t is not None and t.spec == spec:
@@ -28,6 +33,24 @@ def asformat(x: Any, format: Any, /) -> LazyArray:  # noqa: A002 - public name
     body = Relabel(x.expr, fresh_fields(x.ndim))
     return LazyArray(identify(body), x.shape, x.dtype, x.fill_value, x.device, spec.name,
                      spec)
+
+
+def _asformat_blocked(x: LazyArray, spec: formats.FormatSpec, blocksize: Any) -> LazyArray:
+    """``x`` as a bsr array of block shape ``blocksize`` (checked before ``x`` is
+    computed: TypeError for a non-pair, ValueError for a shape it does not divide or a
+    format other than bsr)."""
+    from lazysparse.formats.structured import check_blocksize
+
+    if spec.level_kinds[-1:] != ("blocked",):
+        raise ValueError(f"asformat: blocksize is for format 'bsr' only, got format "
+                         f"{spec.name!r}")
+    try:
+        block = check_blocksize(blocksize, x.shape)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"asformat: {exc}") from None
+    t = x.tensor()
+    out = t.asformat(spec, blocksize=block)
+    return x if out is t else LazyArray.from_tensor(out, x.device)
 
 
 def to_scipy(x: Any, /) -> Any:

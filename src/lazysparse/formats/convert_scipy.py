@@ -1,4 +1,5 @@
-"""Conversions to and from scipy.sparse; csr, csc and coo share their arrays (no copies)."""
+"""Conversions to and from scipy.sparse; csr, csc, coo, dia and bsr share their arrays (no
+copies) where scipy's layout is canonical."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import numpy as np
 from . import checkkernels as K
 from .checkkernels import check_coo_chain
 from .dtypes import check_dtype, equals_fill
-from .levels import Compressed, Dense, Level, Singleton
+from .levels import STRUCTURED_LEVELS, Banded, Blocked, Compressed, Dense, Level, Singleton
 from .tensor import Tensor
 from .validation import CoordinateError, as_index_array
 
@@ -22,7 +23,10 @@ def from_scipy(m: Any) -> Tensor:
     csr/csc/coo in canonical form (sorted, no duplicates) are wrapped without copying; a
     csr/csc with unsorted but unique indices (what scipy's ``A @ B`` returns) is wrapped
     without copying or sorting as an unordered compressed level; duplicates are summed,
-    as scipy defines them; dia/bsr/lil/dok go through csr (2-D) or coo.
+    as scipy defines them. A dia becomes a ``"dia"`` tensor (a banded level over its
+    ``data``, no copy when its offsets ascend; unsorted offsets are sorted, duplicate ones
+    summed), a bsr a ``"bsr"`` tensor (a blocked level over its ``indptr``/``indices``/
+    ``data``, no copy in canonical form); lil/dok go through csr (2-D) or coo.
     """
     import scipy.sparse as sp
 
@@ -60,9 +64,55 @@ def from_scipy(m: Any) -> Tensor:
         return Tensor(
             m.shape, coo_levels(m.shape, coords), tuple(range(m.ndim)), m.data, 0, format="coo"
         )
+    if fmt == "dia" and m.ndim == 2:
+        return _from_scipy_dia(m)
+    if fmt == "bsr" and m.ndim == 2:
+        return _from_scipy_bsr(m)
     if m.ndim == 2:
         return from_scipy(m.tocsr())
     return from_scipy(m.tocoo())
+
+
+def _scipy_name(m: Any) -> str:
+    return f"scipy {m.format}_{'matrix' if type(m).__name__.endswith('matrix') else 'array'}"
+
+
+def _from_scipy_dia(m: Any) -> Tensor:
+    """A ``"dia"`` tensor over a scipy dia's diagonals: ``data[d, j]`` is position
+    ``d * length + j`` of the banded level, so ``data`` (C-contiguous) is shared as is when
+    ``offsets`` ascend; otherwise the diagonals are sorted (one copy) and those of equal
+    offset summed (scipy adds duplicates)."""
+    name = _scipy_name(m)
+    offsets = as_index_array(np.asarray(m.offsets), f"{name} offsets")
+    data = np.asarray(m.data)
+    if data.ndim == 1 and data.size == 0:
+        data = data.reshape(0, 0)
+    if offsets.ndim != 1 or data.ndim != 2 or data.shape[0] != offsets.size:
+        raise ValueError(f"{name}: data has shape {data.shape} but offsets has shape "
+                         f"{offsets.shape} (one row of data per offset)")
+    if offsets.size > 1 and (offsets[1:] <= offsets[:-1]).any():
+        order = np.argsort(offsets, kind="stable")
+        offsets, data = offsets[order], data[order]
+        first = np.flatnonzero(np.r_[True, offsets[1:] != offsets[:-1]])
+        if first.size < offsets.size:  # duplicate offsets: scipy adds their diagonals
+            offsets, data = offsets[first], np.add.reduceat(data, first, axis=0)
+    length = int(data.shape[1])
+    levels: list[Level] = [Dense(m.shape[0]), Banded(m.shape[1], offsets, length)]
+    return Tensor(m.shape, levels, (0, 1), data.reshape(-1), 0, format="dia")
+
+
+def _from_scipy_bsr(m: Any) -> Tensor:
+    """A ``"bsr"`` tensor over a scipy bsr's blocks (``data[b, r, c]`` is position
+    ``(b * R + r) * C + c`` of the blocked level): shared as is in canonical form (sorted
+    block columns, no duplicate blocks), else summed and sorted in a copy first."""
+    if not m.has_canonical_format:
+        m = m.copy()
+        m.sum_duplicates()
+    nnzb = int(m.indptr[-1])
+    block = tuple(int(b) for b in m.blocksize)
+    levels: list[Level] = [Dense(m.shape[0]),
+                           Blocked(m.shape[1], m.indptr, m.indices[:nnzb], block)]
+    return Tensor(m.shape, levels, (0, 1), m.data[:nnzb].reshape(-1), 0, format="bsr")
 
 
 def _unique_unsorted(m: Any, n_minor: int) -> bool:
@@ -137,9 +187,11 @@ def _coo_is_canonical(coords: tuple[np.ndarray, ...]) -> bool:
 def to_scipy(t: Tensor, format: str | None = None, *, matrix: bool = False) -> Any:  # noqa: A002
     """``t`` as a scipy.sparse array (``matrix=True``: matrix) of ``format``.
 
-    The default format is the tensor's own when scipy has it (csr, csc, coo), else csr.
-    csr/csc/coo results share the tensor's arrays. scipy has no fill values, so a tensor
-    whose fill value is not 0 raises ValueError.
+    The default format is the tensor's own when scipy has it (csr, csc, coo, dia, bsr),
+    else csr (coo for n-d); ell and run-length tensors go through their csr-like layout
+    (:func:`formats.ordering.canonical`). csr/csc/coo/dia/bsr results share the tensor's
+    arrays. scipy has no fill values, so a tensor whose fill value is not 0 raises
+    ValueError.
     """
     import scipy.sparse as sp
 
@@ -151,11 +203,21 @@ def to_scipy(t: Tensor, format: str | None = None, *, matrix: bool = False) -> A
             "(not 0); convert it to a dense array with to_numpy(), to pydata sparse with "
             "to_pydata(), or build it with fill_value=0"
         )
+    if format is not None:
+        format = format.lower()  # noqa: A001
+    structured = bool(t.levels) and isinstance(t.levels[-1], STRUCTURED_LEVELS)
+    if structured and format not in ("dia", "bsr") and not (format is None and t.format in (
+            "dia", "bsr")):
+        # structured levels have ptr/idx arrays of other meanings (block columns, run
+        # starts): read a csr-like layout of theirs instead
+        from .ordering import canonical
+
+        t = canonical(t)
     if format is None:
-        format = (
-            t.format if t.format in ("csr", "csc", "coo") else ("csr" if t.ndim == 2 else "coo")
-        )  # noqa: A001
-    format = format.lower()  # noqa: A001
+        format = (  # noqa: A001
+            t.format if t.format in ("csr", "csc", "coo", "dia", "bsr")
+            else ("csr" if t.ndim == 2 else "coo")
+        )
     if format not in _SCIPY_FORMATS:
         raise ValueError(
             f"unknown scipy.sparse format {format!r}; expected one of {_SCIPY_FORMATS}"
@@ -166,6 +228,25 @@ def to_scipy(t: Tensor, format: str | None = None, *, matrix: bool = False) -> A
             f"shape {t.shape} (use format='coo' for a {t.ndim}-d coo_array)"
         )
     kind = "matrix" if matrix else "array"
+    if format == "dia":
+        u = t if isinstance(t.levels[-1], Banded) else convert(t, "dia")
+        band = u.levels[1]
+        assert isinstance(band, Banded)
+        m = getattr(sp, f"dia_{kind}")(t.shape, dtype=t.dtype)
+        m.data = u.values.reshape(band.offsets.size, band.length)
+        m.offsets = band.offsets
+        return m
+    if format == "bsr":
+        u = t if isinstance(t.levels[-1], Blocked) else convert(t, "bsr")
+        blk = u.levels[1]
+        assert isinstance(blk, Blocked)
+        r, c = blk.block
+        m = getattr(sp, f"bsr_{kind}")(t.shape, blocksize=(r, c), dtype=t.dtype)
+        m.indptr, m.indices = blk.ptr, blk.idx
+        m.data = u.values.reshape(blk.idx.size, r, c)
+        m.has_sorted_indices = True
+        m.has_canonical_format = True
+        return m
     if format in ("csr", "csc"):
         u = t if t.spec.ordered_spec().name == format and t.spec.level_kinds == (
             "dense", "compressed-unordered") else convert(t, format)

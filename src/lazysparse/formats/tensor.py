@@ -224,11 +224,23 @@ class Tensor:
 
         return to_pydata(self, format)
 
-    def asformat(self, format: str | FormatSpec, mode_order: Sequence[int] | None = None) -> Tensor:  # noqa: A002
-        """This tensor converted to ``format`` (same as ``convert(self, format)``)."""
-        from .convert import convert
+    def asformat(self, format: str | FormatSpec, mode_order: Sequence[int] | None = None,  # noqa: A002
+                 *, blocksize: Sequence[int] | None = None) -> Tensor:
+        """This tensor converted to ``format`` (same as ``convert(self, format)``);
+        ``blocksize=(R, C)``: the block shape of a ``"bsr"`` result (else chosen)."""
+        from .convert import convert, to_structured
 
-        return convert(self, format, mode_order=mode_order)
+        if blocksize is None:
+            return convert(self, format, mode_order=mode_order)
+        from .structured import check_blocksize
+
+        spec = format_spec(format, self.ndim, mode_order)
+        if spec.level_kinds[-1:] != ("blocked",):
+            raise ValueError(f"blocksize is for format 'bsr' only, got format {spec.name!r}")
+        block = check_blocksize(blocksize, self.shape)
+        if isinstance(self.levels[-1], Blocked) and self.levels[-1].block == block:
+            return self
+        return to_structured(self, spec, blocksize=block)
 
 
 def _unify_index_dtype(levels: tuple[Level, ...], shape: tuple[int, ...]) -> tuple[Level, ...]:
