@@ -2,7 +2,8 @@
 the dense equivalent and against the reference interpreter (the oracle).
 
 An expression is a recipe: a tree of namespace calls (depth <= 4) over leaves drawn in mixed
-formats (dense, csr, csc, coo, csf, unordered csr, hash, bytemap), fill values (0, NaN, 1),
+formats (dense, csr, csc, coo, csf, unordered csr, hash, bytemap, dia, bsr, ell, rle), fill
+values (0, NaN, 1),
 shapes ((n, n), (n,), ()) and dtypes of one kind per expression (int8 with int64, float32
 with float64, ...).
 The same recipe is applied to ``lazysparse`` arrays (compiled, then reference executor) and
@@ -35,7 +36,10 @@ from lazysparse.formats import Compressed, Tensor
 DTYPES = ("bool", "int8", "int64", "uint8", "float32", "float64", "complex128")
 # "unordered": a CSR whose rows hold their entries in a random order (scipy's unsorted CSR,
 # what a SpGEMM returns); "hash" and "bytemap": the scatter-friendly levels of issue 14
-FORMATS = ("dense", "csr", "csc", "coo", "csf", "unordered", "hash", "bytemap")
+# "dia", "bsr", "ell", "rle": the structured levels of issue 16 (dia/bsr: 2-D, else coo)
+FORMATS = ("dense", "csr", "csc", "coo", "csf", "unordered", "hash", "bytemap", "dia", "bsr",
+           "ell", "rle")
+_STRUCTURED_2D = ("dia", "bsr")
 EXAMPLES = int(os.environ.get("LAZYSPARSE_RANDOM_EXAMPLES", "300"))
 # shrinking re-runs compiled kernels for minutes; LAZYSPARSE_RANDOM_SHRINK=0 skips it
 PHASES = tuple(p for p in Phase if p is not Phase.shrink or
@@ -69,7 +73,9 @@ class Leaf:
         if self.fmt == "unordered" and self.values.ndim == 2:
             return xp.asarray(shuffled_rows(
                 xp.asarray(self.values, format="csr", fill_value=self.fill).tensor()))
-        if self.fmt in ("hash", "bytemap"):
+        if self.fmt in _STRUCTURED_2D and self.values.ndim != 2:
+            return xp.asarray(self.values, format="coo", fill_value=self.fill)
+        if self.fmt in ("hash", "bytemap", *_STRUCTURED_2D, "ell", "rle"):
             return xp.asformat(xp.asarray(self.values, format="coo", fill_value=self.fill),
                                self.fmt)
         fmt = self.fmt if self.values.ndim == 2 or self.fmt in ("coo", "csf") else "coo"

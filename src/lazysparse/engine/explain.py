@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from lazysparse.formats import Compressed, Dense, FormatSpec, Singleton, Tensor
+from lazysparse.formats.specs import is_structured
 from lazysparse.logic.nodes import Alias, Plan, Query, Reformat, Table
 from lazysparse.optimizer.analysis import plan_infos
 from lazysparse.optimizer.pipeline import optimize
@@ -70,6 +71,12 @@ def _indent(text: str, n: int) -> str:
 
 def placeholder(shape: tuple[int, ...], spec: FormatSpec, dtype: Any, fill: Any) -> Tensor:
     """An empty tensor with ``spec``'s levels (no entries), standing in for a result."""
+    if is_structured(spec):
+        from lazysparse.formats.structured import build_structured
+
+        empty = np.zeros(0, np.int64)
+        return build_structured(shape, spec, empty, empty, np.zeros(0, dtype), fill,
+                                blocksize=(1, 1))
     levels = []
     parents = 1
     for kind, m in zip(spec.level_kinds, spec.mode_order, strict=True):
@@ -93,6 +100,7 @@ def explain_plan(plan: Plan) -> Explanation:
     from lazysparse.kernels import compile_query  # the backend loads on first use
     from lazysparse.kernels.ordering import sorted_operands
     from lazysparse.kernels.relayout import is_relayout
+    from lazysparse.kernels.structured_inputs import converted_aliases
 
     after = optimize(plan)
     schedules = schedule_reports(plan)
@@ -118,6 +126,10 @@ def explain_plan(plan: Plan) -> Explanation:
             line = ((line + "; ") if line else "") + (
                 f"sorts {', '.join(names)} first (an unordered level it merges, follows or "
                 "appends in order)")
+        if (names := converted_aliases(body, env)):  # structured levels it cannot walk
+            line = ((line + "; ") if line else "") + (
+                f"reads {', '.join(names)} as csr-like (a structured level it cannot walk "
+                "here: kernels.structured_inputs)")
         if is_relayout(k.info):  # kernels.execute.choose_runner picks formats.convert
             line = ((line + "; ") if line else "") + ("runs as a relayout (one counting-sort "
                                                       "pass, formats.convert); the kernel "

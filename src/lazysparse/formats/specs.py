@@ -249,10 +249,17 @@ def _check_mode_order(mode_order: Any, ndim: int) -> tuple[int, ...]:
 
 
 def infer_spec(level_kinds: tuple[str, ...], mode_order: tuple[int, ...]) -> FormatSpec:
-    """The named spec matching these levels and mode order (``"custom"`` when none does)."""
+    """The named spec matching these levels and mode order (``"custom"`` when none does); a
+    structured level that cannot store that order (DIA transposed) reads as compressed."""
     ndim = len(level_kinds)
     if ndim == 0:
         return FormatSpec("dense", (), ())
+    if any(k in STRUCTURED_KINDS for k in level_kinds):
+        try:
+            _check_structured(tuple(level_kinds), tuple(mode_order), ndim - 1)
+        except ValueError:  # a structure of another axis order: the csr-like layout
+            kinds = tuple("compressed" if k in STRUCTURED_KINDS else k for k in level_kinds)
+            return infer_spec(kinds, mode_order)
     for name in (*_SCATTER_FORMATS, *_STRUCTURED_FORMATS):
         if level_kinds[-1] == (_SCATTER_FORMATS | _STRUCTURED_FORMATS)[name] and all(
                 k == "dense" for k in level_kinds[:-1]):

@@ -28,6 +28,7 @@ from lazysparse.kernels.analysis import KernelInfo, QueryData
 from lazysparse.kernels.coiterate import LoopKind
 from lazysparse.kernels.ordering import analyze_ordered
 from lazysparse.kernels.plan import KernelPlan, plan_kernel
+from lazysparse.kernels.relayout import is_relayout
 from lazysparse.kernels.workspace import OutputMode, shared_operand
 from lazysparse.logic.nodes import Alias, Immediate, Query, Reformat
 
@@ -77,7 +78,7 @@ def _native(info: KernelInfo, plan: KernelPlan, shared: int | None, slot: int) -
 def converted_operands(info: KernelInfo, data: QueryData) -> set[int]:
     """Operand slots the kernel reads as their canonical layout (see the module doc)."""
     slots = _structured_slots(info)
-    if not slots:
+    if not slots or is_relayout(info):
         return set()
     plan, shared = _plan(info, data)
     return {s for s in slots if not _native(info, plan, shared, s)}
@@ -96,7 +97,7 @@ def analyze_readable(query: Query, env: dict[Alias, Any]) -> tuple[KernelInfo, Q
     info, data = analyze_ordered(query, env)
     out_structured = is_structured(info.out_spec)
     slots = _structured_slots(info)
-    if not slots and not out_structured:
+    if (not slots and not out_structured) or is_relayout(info):  # formats.convert reads all
         return info, data
     plan, shared = _plan(info, data)
     need = {s for s in slots if not _native(info, plan, shared, s)}

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from lazysparse.formats.specs import STRUCTURED_KINDS, is_structured
-from lazysparse.kernels.analysis import KernelInfo
+from lazysparse.kernels.analysis import KernelInfo, PApply, PField, PNode
 from lazysparse.kernels.coiterate import LevelPlan, LoopKind
 
 
@@ -144,6 +144,14 @@ def plan_output(info: KernelInfo, plans: tuple[LevelPlan, ...],
     return OutputPlan(mode, acc, ws_depth, tuple(ws_fields), None, groups, dense_prefix)
 
 
+def _varies_along(info: KernelInfo, slot: int, fld: str) -> bool:
+    """Whether the value may change along ``fld`` other than through operand ``slot``:
+    another operand stores ``fld``, or the coordinate itself is a value."""
+    if any(op.slot != slot and op.level_of(fld) is not None for op in info.operands):
+        return True
+    return any(isinstance(n, PField) and n.name == fld for n in walk_pointwise(info.expr))
+
+
 def shared_operand(info: KernelInfo, plans: tuple[LevelPlan, ...],
                    acc: int | None) -> int | None:
     """An operand whose stored pattern is exactly the result's: the output reuses its index
@@ -161,6 +169,8 @@ def shared_operand(info: KernelInfo, plans: tuple[LevelPlan, ...],
         if any(lv.kind != k for lv, k in zip(op.levels, out_kinds, strict=False)
                if k in STRUCTURED_KINDS or lv.kind in STRUCTURED_KINDS):
             continue  # a structured pattern is shared only by the same structure
+        if op.levels[-1].kind == "runs" and _varies_along(info, op.slot, op.levels[-1].field):
+            continue  # one value per run: nothing else may vary along the run
         kinds_ok = all(
             lv.props == p and lv.caps == c for lv, p, c in zip(
                 op.levels, info.out_spec.level_properties(),
@@ -181,3 +191,12 @@ def shared_operand(info: KernelInfo, plans: tuple[LevelPlan, ...],
         if ok:
             return op.slot
     return None
+
+
+def walk_pointwise(node: PNode) -> list[PNode]:
+    """Every node of a pointwise tree, root first."""
+    out = [node]
+    if isinstance(node, PApply):
+        for a in node.args:
+            out += walk_pointwise(a)
+    return out

@@ -39,6 +39,7 @@ from lazysparse.optimizer.analysis import (
 from lazysparse.optimizer.push_fields import rename_fields
 from lazysparse.optimizer.rewrite import accesses, expr_fields, substitute_access
 from lazysparse.optimizer.scatter import scatter_level_kinds
+from lazysparse.optimizer.structure import structured_kinds
 
 
 def choose_formats(plan: Plan) -> Plan:
@@ -61,6 +62,7 @@ def _choose_formats(plan: Plan, unordered: bool) -> Plan:
         if not isinstance(rhs, Reformat):
             kinds = choose_level_kinds(rhs, infos)
             check_dense_result(rhs, infos, kinds)
+            kinds = structured_kinds(rhs, kinds, infos)
             if unordered:
                 kinds = scatter_level_kinds(rhs, kinds, infos)
             rhs = Reformat(Immediate(infer_spec(kinds, tuple(range(len(kinds))))), rhs)

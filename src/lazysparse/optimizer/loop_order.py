@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lazysparse.formats.specs import UNORDERED_KINDS, FormatSpec, infer_spec
+from lazysparse.formats.specs import STRUCTURED_KINDS, UNORDERED_KINDS, FormatSpec, infer_spec
 from lazysparse.logic.nodes import (
     Aggregate,
     Alias,
@@ -330,8 +330,10 @@ def _copy_kinds(info: AliasInfo) -> tuple[str, ...]:
     kinds = info.level_kinds or ("dense",) * len(info.shape)
     if any(k in ("compressed-nonunique", "singleton") for k in kinds):
         return ("compressed",) * len(kinds)
-    # a relayout sorts anyway; a bytemap copy would span every position of a new order
-    return tuple("compressed" if k == "bytemap" else UNORDERED_KINDS.get(k, k) for k in kinds)
+    # a relayout sorts anyway; a bytemap copy would span every position of a new order; a
+    # structured level describes one axis order (DIA's diagonals are a row's columns)
+    return tuple("compressed" if k == "bytemap" or k in STRUCTURED_KINDS
+                 else UNORDERED_KINDS.get(k, k) for k in kinds)
 
 
 def concordize(plan: Plan) -> Plan:
