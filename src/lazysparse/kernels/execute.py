@@ -36,6 +36,7 @@ from lazysparse.kernels.lower import Lowered, lower
 from lazysparse.kernels.numpy_executor import numpy_eligible, run_numpy
 from lazysparse.kernels.params import bind
 from lazysparse.kernels.relayout import is_relayout, run_relayout
+from lazysparse.kernels.run_length import run_length_eligible, run_run_length
 from lazysparse.kernels.structured_inputs import analyze_readable
 from lazysparse.logic.nodes import Alias, Plan, Query
 
@@ -204,6 +205,8 @@ def choose_runner(info: KernelInfo, data: QueryData, *, allow_numpy: bool = True
     relayout, else the compiled kernel (exactly one of the two is not None)."""
     if allow_numpy and numpy_eligible(info, data):
         return None, _numpy
+    if allow_numpy and run_length_eligible(info, data):
+        return None, run_run_length
     if is_relayout(info):
         return None, run_relayout
     return cached_kernel(info, data), None
