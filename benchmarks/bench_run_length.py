@@ -47,8 +47,7 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 import lazysparse as xp  # noqa: E402
-from lazysparse.kernels import execute, program, run_length, structured_inputs  # noqa: E402
-from lazysparse.kernels.ordering import analyze_ordered  # noqa: E402
+from lazysparse.kernels import run_length  # noqa: E402
 
 
 def rectangles(rng: np.random.Generator, n: int, count: int, binary: bool) -> np.ndarray:
@@ -59,31 +58,6 @@ def rectangles(rng: np.random.Generator, n: int, count: int, binary: bool) -> np
         c, r = int(rng.integers(0, n - w)), int(rng.integers(0, max(1, n - h)))
         img[r:r + h, c:c + w] = 1.0 if binary else float(rng.integers(1, 256)) / 4
     return img
-
-
-def keeps_runs() -> bool:
-    """Whether a two-operand run-length query reaches the run-length executor (the
-    kernels' input analysis may read such operands as csr-like for a merge)."""
-    a = xp.asformat(xp.asarray(np.eye(4)), "rle")
-    b = xp.asformat(xp.asarray(np.eye(4)[::-1].copy()), "rle")
-    before = run_length.STATS["calls"]
-    xp.compute(a * b + 1)
-    return run_length.STATS["calls"] > before
-
-
-def keep_runs() -> None:
-    """Let the run-length executor see run-length operands before they are read csr-like
-    (what ``structured_inputs.analyze_readable`` does once it defers to it)."""
-    original = structured_inputs.analyze_readable
-
-    def readable(query: Any, env: Any) -> Any:
-        info, data = analyze_ordered(query, env)
-        if run_length.run_length_eligible(info, data):
-            return info, data
-        return original(query, env)
-
-    program.analyze_readable = readable  # type: ignore[attr-defined]
-    execute.analyze_readable = readable  # type: ignore[attr-defined]
 
 
 def best(fn: Callable[[], Any], reps: int, other: Callable[[], Any]) -> tuple[float, float]:
@@ -116,12 +90,6 @@ def main() -> None:
     print(f"image {n}x{n} float64: {runs} runs ({runs / n:.1f} per row, mean length "
           f"{x.tensor().levels[-1].nstored / max(runs, 1):.0f}); mask "
           f"{mf.tensor().levels[-1].idx.size} runs")
-    patched = False
-    if not keeps_runs():
-        keep_runs()
-        patched = True
-        print("note: kernels.structured_inputs.analyze_readable reads merged run-length "
-              "operands csr-like; this run defers to the run-length executor first")
     cases: list[tuple[str, Callable[[], Any], Callable[[], Any]]] = [
         ("masked-sum", lambda: xp.compute(xp.sum(x * mf)), lambda: np.sum(img * maskf)),
         ("row-sum", lambda: xp.compute(xp.sum(x, axis=1)), lambda: img.sum(axis=1)),
@@ -143,8 +111,6 @@ def main() -> None:
         t_ls, t_np = best(ls, args.reps, ref)
         print(f"{name:12s} {t_np * 1e3:9.2f} {t_ls * 1e3:14.2f} {t_np / t_ls:7.1f}  "
               f"{'yes' if ran else 'no':19s}  {got.format}{'' if ok else '  MISMATCH'}")
-    if patched:
-        print("(with analyze_readable deferring first, as noted above)")
 
 
 if __name__ == "__main__":

@@ -7,25 +7,7 @@ import numpy as np
 import pytest
 
 import lazysparse as xp
-from lazysparse.kernels import execute, program, run_length, structured_inputs
-from lazysparse.kernels.ordering import analyze_ordered
-
-_ORIGINAL = structured_inputs.analyze_readable
-
-
-def _readable(query, env):  # noqa: ANN001, ANN202
-    """``analyze_readable`` that keeps the run-length operands a query reads when the
-    run-length executor takes it (they are not read as csr-like for a merge)."""
-    info, data = analyze_ordered(query, env)
-    if run_length.run_length_eligible(info, data):
-        return info, data
-    return _ORIGINAL(query, env)
-
-
-@pytest.fixture(autouse=True)
-def _keep_runs(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(program, "analyze_readable", _readable)
-    monkeypatch.setattr(execute, "analyze_readable", _readable)
+from lazysparse.kernels import run_length
 
 
 def piecewise(rng: np.random.Generator, shape: tuple[int, ...], dtype: object = np.float64,

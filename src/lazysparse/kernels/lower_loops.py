@@ -25,6 +25,7 @@ from lazysparse.kernels.loop_ir import (
     Var,
     While,
 )
+from lazysparse.kernels.lower_band import band_major_nest
 from lazysparse.kernels.lower_context import LowerContext
 from lazysparse.kernels.lower_merges import BodyFor, Ranges, merge_loop
 from lazysparse.kernels.lower_outputs import OutputLowering
@@ -62,6 +63,8 @@ class LoopNest:
     def loop(self, d: int, st: State, bounds: tuple[Expr, Expr] | None) -> list[Stmt]:
         """Loop ``d``: its drivers' and followers' ranges, then the loop its kind needs."""
         ctx = self.ctx
+        if ctx.plan.band_major == d:  # a DIA row reduction, one diagonal at a time
+            return band_major_nest(ctx, self.output, d, st, bounds)
         lp = ctx.plans[d]
         c = V(ctx.cvar[lp.field])
         out: list[Stmt] = [Comment(f"loop {lp.field}: {lp.kind} {describe(ctx.info, lp)}")]

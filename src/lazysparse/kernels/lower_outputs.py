@@ -34,6 +34,8 @@ class OutputLowering:
         if fld not in ctx.info.out_fields:
             return od
         m = ctx.storage.index(fld)
+        if m == self.out.dense_prefix - 1:  # the innermost dense level: unit stride
+            return add(od, c)
         if m < self.out.dense_prefix:
             return add(od, Bin("*", c, V(f"os{m}")))
         return od

@@ -36,6 +36,9 @@ class KernelPlan:
     choice: ParallelChoice
     fold: tuple[int, ...] | None
     epilogue: EpiloguePlace | None
+    # the depth of a row loop whose banded (DIA) operand is walked diagonal by diagonal
+    # (``band_major_depth``; lowered by ``kernels.lower_band``), else None
+    band_major: int | None = None
 
     @property
     def partials(self) -> bool:
@@ -72,7 +75,32 @@ def plan_kernel(info: KernelInfo, fills: tuple[Any, ...], out_fill: Any,
         out = plan_output(info, levels, hash_ws)
     choice = choose_parallel(info, levels, out)
     return KernelPlan(info, levels, out, choice, folded,
-                      epilogue_place(info, levels, out, folded, choice.partials))
+                      epilogue_place(info, levels, out, folded, choice.partials),
+                      band_major_depth(info, levels, out, folded, choice.partials))
+
+
+def band_major_depth(info: KernelInfo, levels: tuple[LevelPlan, ...], out: OutputPlan,
+                     fold: tuple[int, ...] | None, partials: bool) -> int | None:
+    """The row loop ``d`` of a reduction over a banded operand's columns, walked diagonal
+    by diagonal (scipy's DIA order: each diagonal a unit-stride stream, every row's sum in
+    the same column order as row by row), when the last two loops are that row loop
+    (every other operand located) and the band's column loop, driven by the band alone,
+    and the result is a dense array of the rows' sums with no epilogue."""
+    k = len(info.loop_order)
+    if (k < 2 or out.mode is not OutputMode.DENSE or fold is not None or partials
+            or info.reduce_op is None or info.epilogue is not None
+            or out.acc_depth != k - 1 or info.reduced != (info.loop_order[-1],)):
+        return None
+    rows, cols = levels[-2], levels[-1]
+    if (rows.kind is not LoopKind.RANGE or rows.followers or rows.probed
+            or cols.kind is not LoopKind.DRIVER or cols.followers or cols.probed
+            or len(cols.drivers) != 1):
+        return None
+    op = info.operands[cols.drivers[0]]
+    if len(op.levels) != 2 or op.levels[1].kind != "banded" \
+            or op.levels[0].field != rows.field or cols.drivers[0] not in rows.located:
+        return None
+    return k - 2
 
 
 def epilogue_place(info: KernelInfo, levels: tuple[LevelPlan, ...], out: OutputPlan,

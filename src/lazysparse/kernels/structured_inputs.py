@@ -10,7 +10,9 @@ Banded, ELL and blocked levels drive, follow and merge like compressed ones
 - the structured level is not the root (its parent is a dense row level);
 - a run-length level is not merged with another driver.
 
-Other structured operands are read as their canonical csr-like layout
+Queries the run-length executor takes (``kernels.run_length``) keep their run-length
+operands whatever they merge. Other structured operands are read as their canonical
+csr-like layout
 (``formats.ordering.canonical``), once per call. A structured result (the optimizer asks
 for one when a map keeps an operand's structure, ``A * 2`` on DIA) is written by sharing
 that operand's index arrays; where the kernel cannot share them it writes the csr-like
@@ -29,6 +31,7 @@ from lazysparse.kernels.coiterate import LoopKind
 from lazysparse.kernels.ordering import analyze_ordered
 from lazysparse.kernels.plan import KernelPlan, plan_kernel
 from lazysparse.kernels.relayout import is_relayout
+from lazysparse.kernels.run_length import run_length_eligible
 from lazysparse.kernels.workspace import OutputMode, shared_operand
 from lazysparse.logic.nodes import Alias, Immediate, Query, Reformat
 
@@ -78,7 +81,7 @@ def _native(info: KernelInfo, plan: KernelPlan, shared: int | None, slot: int) -
 def converted_operands(info: KernelInfo, data: QueryData) -> set[int]:
     """Operand slots the kernel reads as their canonical layout (see the module doc)."""
     slots = _structured_slots(info)
-    if not slots or is_relayout(info):
+    if not slots or is_relayout(info) or run_length_eligible(info, data):
         return set()
     plan, shared = _plan(info, data)
     return {s for s in slots if not _native(info, plan, shared, s)}
@@ -98,6 +101,8 @@ def analyze_readable(query: Query, env: dict[Alias, Any]) -> tuple[KernelInfo, Q
     out_structured = is_structured(info.out_spec)
     slots = _structured_slots(info)
     if (not slots and not out_structured) or is_relayout(info):  # formats.convert reads all
+        return info, data
+    if run_length_eligible(info, data):  # merged a run at a time (kernels.run_length)
         return info, data
     plan, shared = _plan(info, data)
     need = {s for s in slots if not _native(info, plan, shared, s)}

@@ -3,7 +3,9 @@ run-length operands stays in their layout where the algebra allows.
 
 A query with no reduction whose sparse operands all store the result's fields in the
 result's order, in one structured layout, and whose result the format choice made sparse
-(the fill survives, ``A * 2``, ``A + A``, ``where(A > 0, A, 0)``), is stored in that layout:
+(the fill survives, ``A * 2``, ``A + A``, ``where(A > 0, A, 0)``), is stored in that layout;
+a map of run-length operands stays run-length even when the fill changes (``img * 2 + 1``:
+the same runs, each value mapped once, the fill mapped too). The result is stored so:
 the kernel writes one value per stored position of the operand and shares its index
 arrays, or (several operands: ``A + B`` on two DIAs) writes csr-like and the host lays the
 union out as the structure again (``kernels.structured_inputs``). A reduction, a transpose,
@@ -23,7 +25,7 @@ def structured_kinds(rhs: LogicNode, kinds: tuple[str, ...],
                      infos: dict[Alias, AliasInfo]) -> tuple[str, ...]:
     """``kinds``, or the structured layout of the query's sparse operands when the result
     keeps it (see the module docstring)."""
-    if not kinds or kinds[-1] == "dense":
+    if not kinds:
         return kinds
     _, agg, loop = query_parts(rhs)
     if agg is not None:
@@ -44,6 +46,8 @@ def structured_kinds(rhs: LogicNode, kinds: tuple[str, ...],
     if len(layouts) != 1:
         return kinds
     (own,) = layouts
-    if own[-1] == "runs" and dense_last:  # one value per run would not hold
-        return kinds
-    return own if len(own) == len(kinds) else kinds
+    if len(own) != len(kinds) or (own[-1] == "runs" and dense_last):
+        return kinds  # one value per run would not hold
+    if kinds[-1] == "dense" and own[-1] != "runs":
+        return kinds  # the fill does not survive (``A + 1``): dense, as for csr
+    return own
