@@ -25,6 +25,7 @@ from lazysparse.formats.sortkernels import (
     gather_ptr,
     gather_ranges,
 )
+from lazysparse.formats.specs import STRUCTURED_KINDS
 
 # batches up to this size are searched one coordinate at a time (NumPy call overhead beats
 # a vectorized binary search there)
@@ -124,7 +125,8 @@ def locate(t: formats.Tensor, coords: np.ndarray) -> np.ndarray:
     """The position in ``t.values`` of each coordinate (``coords`` is ``(ndim, n)``, axis
     order), -1 where ``t`` does not store it. Levels are walked outermost first: a dense
     level computes the child position, a compressed or singleton level binary-searches the
-    parent's segment (sorted, as every lazysparse level is)."""
+    parent's segment (sorted, as every lazysparse level is), a level that locates or a
+    structured level finds it its own way (a run-length level: the run covering it)."""
     n = coords.shape[1]
     lo = np.zeros(n, dtype=np.int64)
     hi = np.ones(n, dtype=np.int64)
@@ -135,7 +137,8 @@ def locate(t: formats.Tensor, coords: np.ndarray) -> np.ndarray:
             lo = np.where(missed, 0, lo * level.size + c)
             hi = np.where(missed, lo, lo + 1)
             continue
-        if level.capabilities.locate:  # hashed, bytemap: random access by coordinate
+        if level.capabilities.locate or level.kind in STRUCTURED_KINDS:
+            # hashed, bytemap: random access; banded, ELL, blocked, runs: their own search
             found = level.locate_many(np.where(missed, 0, lo), c)  # type: ignore[attr-defined]
             lo = np.where(missed, -1, found)
             hi = np.where(lo >= 0, lo + 1, lo)

@@ -267,6 +267,9 @@ def _write_sparse(x: LazyArray, t: formats.Tensor, items: list[Any], val: Any) -
     """Overwrite stored entries in place; queue new coordinates for one merge."""
     coords, sel_shape = selection(items, x.shape)
     vals = _values_for(val, sel_shape, x.dtype)
+    if t.levels[-1].kind == "runs":  # one value per run: an assignment splits runs
+        _adopt(x, _rewritten_runs(t, coords, vals))
+        return
     pos = locate(t, coords)
     hit = pos >= 0
     t.values[pos[hit]] = vals[hit]
@@ -274,6 +277,21 @@ def _write_sparse(x: LazyArray, t: formats.Tensor, items: list[Any], val: Any) -
         state = x._update
         assert isinstance(state, Owned)
         state.pending.add(coords[:, ~hit], vals[~hit])
+
+
+def _rewritten_runs(t: formats.Tensor, coords: np.ndarray, vals: np.ndarray
+                    ) -> formats.Tensor:
+    """Run-length ``t`` with ``vals`` assigned at ``coords``: its entries and the new ones
+    (the last assignment of a coordinate wins) laid out as runs again, O(stored + new)."""
+    from lazysparse.formats.assemble import expand
+    from lazysparse.formats.convert import from_coords
+
+    stored, svals = expand(t)
+    inverse = np.argsort(t.mode_order)
+    old = np.stack([stored[k] for k in inverse]).astype(np.int64).reshape(t.ndim, -1)
+    coords, vals = last_wins(np.concatenate([old, coords.astype(np.int64)], axis=1),
+                             np.concatenate([svals, vals.astype(svals.dtype)]))
+    return from_coords(coords, vals, t.shape, format=t.spec, fill_value=t.fill_value)
 
 
 def assign_all(x: LazyArray, val: Any) -> None:

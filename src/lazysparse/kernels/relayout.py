@@ -10,6 +10,8 @@ tensor: the same stored entries, values and fill value, in the requested format.
 from __future__ import annotations
 
 from lazysparse.formats.convert import convert
+from lazysparse.formats.ordering import canonical
+from lazysparse.formats.specs import is_structured
 from lazysparse.formats.tensor import Tensor
 from lazysparse.kernels.analysis import DENSE_FILL, KernelInfo, PAccess, QueryData
 
@@ -34,6 +36,8 @@ def run_relayout(info: KernelInfo, data: QueryData) -> Tensor:
     axis_fields = info.operands[0].axis_fields
     perm = [axis_fields.index(f) for f in info.out_fields]  # result axis m = operand's perm[m]
     if perm != list(range(len(perm))):
+        if is_structured(t.spec):  # a structure describes one axis order (DIA: row-major)
+            t = canonical(t)
         # the same storage read with the result's axis numbers: a view, nothing moves
         order = tuple(perm.index(m) for m in t.mode_order)
         t = Tensor(tuple(t.shape[a] for a in perm), t.levels, order, t.values, t.fill_value,

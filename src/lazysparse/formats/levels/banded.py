@@ -77,6 +77,15 @@ class Banded(Level):
         col = cols[keep]
         return owner, col, diag * self.length + col
 
+    def locate_many(self, parents: np.ndarray, coords: np.ndarray) -> np.ndarray:
+        """Positions of columns ``coords`` of rows ``parents`` (-1 off the band)."""
+        off = self.offsets.astype(np.int64)
+        want = coords.astype(np.int64) - parents.astype(np.int64)
+        d = np.minimum(np.searchsorted(off, want), max(off.size - 1, 0))
+        hit = (off.size > 0) & (coords >= 0) & (coords < self.limit)
+        hit &= off[d] == want if off.size else hit
+        return np.where(hit, d * self.length + coords, -1)
+
     def stored_count(self, nrows: int) -> int:
         """Band positions inside an ``nrows`` × ``size`` matrix (scipy's DIA ``nnz``)."""
         off = self.offsets.astype(np.int64)

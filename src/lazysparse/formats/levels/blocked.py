@@ -63,6 +63,21 @@ class Blocked(Level):
         return (f"Blocked(size={self.size}, block={self.block}, "
                 f"blocks=<{self.idx.dtype}[{self.idx.size}]>)")
 
+    def locate_many(self, parents: np.ndarray, coords: np.ndarray) -> np.ndarray:
+        """Positions of columns ``coords`` of rows ``parents`` (-1: no stored block)."""
+        r, c = self.block
+        rows, cols = parents.astype(np.int64), coords.astype(np.int64)
+        brow, bcol = rows // r, cols // c
+        lo = self.ptr[brow].astype(np.int64)
+        hi = self.ptr[brow + 1].astype(np.int64)
+        out = np.full(rows.shape, -1, dtype=np.int64)
+        for n in range(rows.size):  # one binary search per query, in its block row
+            seg = self.idx[lo[n]:hi[n]]
+            b = int(np.searchsorted(seg, bcol[n]))
+            if b < seg.size and seg[b] == bcol[n]:
+                out[n] = ((lo[n] + b) * r + rows[n] % r) * c + cols[n] % c
+        return out
+
     def children(self, parents: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """For rows ``parents``: owner entry, column and position of each stored column of
         each row's blocks, in row then column order."""

@@ -67,6 +67,17 @@ class Ell(Level):
         keep = c >= 0
         return owner[keep], c[keep], q[keep]
 
+    def locate_many(self, parents: np.ndarray, coords: np.ndarray) -> np.ndarray:
+        """Positions of coordinates ``coords`` under parents ``parents`` (-1: not stored)."""
+        w = self.width
+        if w == 0 or parents.size == 0:
+            return np.full(parents.shape, -1, dtype=np.int64)
+        base = parents.astype(np.int64) * w
+        slots = self.idx[base[:, None] + np.arange(w, dtype=np.int64)]
+        match = slots == coords[:, None]
+        k = match.argmax(axis=1)
+        return np.where(match.any(axis=1), base + k, -1)
+
     @property
     def nstored(self) -> int:
         """Slots that are not padding."""

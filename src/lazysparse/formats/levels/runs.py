@@ -64,6 +64,17 @@ class Runs(Level):
         """Coordinates the runs cover."""
         return int(self.lengths.sum())
 
+    def locate_many(self, parents: np.ndarray, coords: np.ndarray) -> np.ndarray:
+        """The run covering each coordinate ``coords`` under ``parents`` (-1: a gap)."""
+        lo = self.ptr[parents].astype(np.int64)
+        hi = self.ptr[parents + 1].astype(np.int64)
+        out = np.full(parents.shape, -1, dtype=np.int64)
+        for n in range(parents.size):  # the last run starting at or before the coordinate
+            q = lo[n] + int(np.searchsorted(self.idx[lo[n]:hi[n]], coords[n], "right")) - 1
+            if q >= lo[n] and coords[n] < self.end[q]:
+                out[n] = q
+        return out
+
     def children(self, parents: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """For parent positions ``parents``: owner entry, coordinate and run (position) of
         every covered coordinate, in parent then coordinate order."""
