@@ -13,8 +13,9 @@ Cases:
 
 - ``dia-5pt``: 2-D 5-point Laplacian on a 1024 × 1024 grid (1 048 576 rows, 5 diagonals);
 - ``dia-7pt``: 3-D 7-point Laplacian on a 102³ grid (1 061 208 rows, 7 diagonals);
-- ``bsr-3x3`` / ``bsr-4x4``: 500 000 block rows, 3×3 / 4×4 dense blocks, a block
-  tridiagonal pattern plus two random blocks per block row (5 blocks per block row).
+- ``bsr-3x3`` / ``bsr-4x4``: an FEM-style system on a 708 × 708 grid (501 264 block rows),
+  3 / 4 unknowns per node: dense 3×3 / 4×4 blocks coupling each node with itself and its
+  four grid neighbours (5 blocks per interior block row).
 
 Usage::
 
@@ -89,19 +90,20 @@ def laplacian_dia(dims: tuple[int, ...]) -> sp.dia_array:
                         shape=(n, n))
 
 
-def block_matrix(nb: int, r: int, seed: int) -> sp.bsr_array:
-    """``nb`` block rows of ``r × r`` dense blocks: block tridiagonal plus two random
-    blocks per block row (sorted, distinct)."""
+def block_matrix(nx: int, r: int, seed: int) -> sp.bsr_array:
+    """A 2-D ``nx × nx`` grid with ``r`` unknowns per node (an FEM-style system): block row
+    ``i`` couples node ``i`` with its grid neighbours ``i ± 1``, ``i ± nx`` through dense
+    ``r × r`` blocks (5 blocks per interior block row), random values."""
+    nb = nx * nx
     rng = np.random.default_rng(seed)
-    cols = np.stack([np.arange(nb) - 1, np.arange(nb), np.arange(nb) + 1,
-                     rng.integers(0, nb, nb), rng.integers(0, nb, nb)], axis=1)
-    cols = np.clip(cols, 0, nb - 1)
-    cols.sort(axis=1)
-    keep = np.ones(cols.shape, dtype=bool)
-    keep[:, 1:] = cols[:, 1:] != cols[:, :-1]
-    counts = keep.sum(axis=1)
+    node = np.arange(nb)
+    x, y = node % nx, node // nx
+    cols = np.stack([np.where(y > 0, node - nx, -1), np.where(x > 0, node - 1, -1), node,
+                     np.where(x < nx - 1, node + 1, -1), np.where(y < nx - 1, node + nx, -1)],
+                    axis=1)
+    keep = cols >= 0
     indptr = np.zeros(nb + 1, dtype=np.int32)
-    np.cumsum(counts, out=indptr[1:])
+    np.cumsum(keep.sum(axis=1), out=indptr[1:])
     indices = cols[keep].astype(np.int32)
     data = rng.standard_normal((indices.size, r, r))
     return sp.bsr_array((data, indices, indptr), shape=(nb * r, nb * r))
@@ -134,10 +136,10 @@ CASES: dict[str, Callable[[], Case]] = {
                                  "5-point Laplacian, 1 048 576 rows, DIA"),
     "dia-7pt": lambda: spmv_case("dia-7pt", laplacian_dia((102, 102, 102)),
                                  "7-point Laplacian, 1 061 208 rows, DIA"),
-    "bsr-3x3": lambda: spmv_case("bsr-3x3", block_matrix(500_000, 3, 0),
-                                 "500k block rows, 3x3 blocks, 5 blocks/row, BSR"),
-    "bsr-4x4": lambda: spmv_case("bsr-4x4", block_matrix(500_000, 4, 0),
-                                 "500k block rows, 4x4 blocks, 5 blocks/row, BSR"),
+    "bsr-3x3": lambda: spmv_case("bsr-3x3", block_matrix(708, 3, 0),
+                                 "708² = 501 264 block rows, 3x3 blocks, grid stencil, BSR"),
+    "bsr-4x4": lambda: spmv_case("bsr-4x4", block_matrix(708, 4, 0),
+                                 "708² = 501 264 block rows, 4x4 blocks, grid stencil, BSR"),
 }
 
 

@@ -127,8 +127,12 @@ class Tensor:
 
     @property
     def signature(self) -> tuple[Any, ...]:
-        """Hashable cache key of the data: (format spec, dtype, fill value (NaN-safe), ndim)."""
-        return (self.spec, self.dtype.str, fill_key(self.fill_value), self.ndim)
+        """Hashable cache key of the data: (format spec, dtype, fill value (NaN-safe), ndim;
+        a BSR's block shape, which its kernels are compiled for)."""
+        key = (self.spec, self.dtype.str, fill_key(self.fill_value), self.ndim)
+        if self.spec.level_kinds and self.spec.level_kinds[-1] == "blocked":
+            return (*key, self.levels[-1].block)  # type: ignore[attr-defined]
+        return key
 
     def level_arrays(self, k: int) -> dict[str, np.ndarray]:
         """Index arrays of level ``k`` by name (``ptr``/``idx``); no copies."""

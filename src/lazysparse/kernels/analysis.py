@@ -43,6 +43,8 @@ class LevelInfo:
     props: LevelProperties
     caps: LevelCapabilities
     kind: str = "compressed"  # how its positions are walked (``kernels.level_walks``)
+    # a blocked (BSR) level's block shape: constants of the kernel (unrolled inner loops)
+    block: tuple[int, int] | None = None
 
     @property
     def located(self) -> bool:
@@ -298,7 +300,8 @@ def analyze_query(query: Query, env: dict[Alias, Any]) -> tuple[KernelInfo, Quer
                                          f"order {loop_order}")
                     note_extent(fld, t.shape[ax], f"axis {ax} of {alias.name}")
                 lvls = tuple(
-                    LevelInfo(names[t.mode_order[k]], props, lv.capabilities, lv.kind)
+                    LevelInfo(names[t.mode_order[k]], props, lv.capabilities, lv.kind,
+                              getattr(lv, "block", None))
                     for k, (lv, props) in enumerate(zip(t.levels, iteration_properties(t),
                                                         strict=True)))
                 pos = [loop_order.index(lv.field) for lv in lvls]

@@ -144,6 +144,15 @@ class SlotWalk(LevelWalk):
         return stm, lo_v, hi_v
 
 
+def block_shape(ctx: LowerContext, s: int, k: int) -> tuple[Expr, Expr]:
+    """A blocked level's ``R`` and ``C``: the kernel's constants (its structure includes
+    the block shape, ``LevelInfo.block``), else its arguments."""
+    shape = ctx.info.operands[s].levels[k].block
+    if shape is not None:
+        return C(shape[0]), C(shape[1])
+    return V(ctx.arr(s, "br", k)), V(ctx.arr(s, "bc", k))
+
+
 class BlockWalk(LevelWalk):
     """BSR: a row's blocks, each ``C`` columns wide; ``t`` counts block columns flat."""
 
@@ -151,7 +160,7 @@ class BlockWalk(LevelWalk):
                ) -> tuple[list[Stmt], Expr, Expr]:
         assert o.pos is not None
         par = _parent(s, k)
-        r, c = V(ctx.arr(s, "br", k)), V(ctx.arr(s, "bc", k))
+        r, c = block_shape(ctx, s, k)
         ptr = ctx.arr(s, "ptr", k)
         brow = Bin("//", par, r)
         lo = Bin("*", Cast(I64, Load(ptr, brow)), c)
@@ -160,23 +169,23 @@ class BlockWalk(LevelWalk):
         return [Assign(par.name, Cast(I64, o.pos)), *stm], lo_v, hi_v  # type: ignore[attr-defined]
 
     def crd(self, ctx: LowerContext, s: int, k: int, q: Expr) -> Expr:
-        c = V(ctx.arr(s, "bc", k))
+        c = block_shape(ctx, s, k)[1]
         blk = Cast(I64, Load(ctx.arr(s, "idx", k), Bin("//", q, c)))
         return Bin("+", Bin("*", blk, c), Bin("%", q, c))
 
     def _base(self, ctx: LowerContext, s: int, k: int, b: Expr) -> Expr:
-        r, c = V(ctx.arr(s, "br", k)), V(ctx.arr(s, "bc", k))
+        r, c = block_shape(ctx, s, k)
         return Bin("*", Bin("+", Bin("*", b, r), Bin("%", _parent(s, k), r)), c)
 
     def child(self, ctx: LowerContext, s: int, k: int, o: OpState, q: Expr,
               present: Expr | None) -> OpState:
-        c = V(ctx.arr(s, "bc", k))
+        c = block_shape(ctx, s, k)[1]
         p = Bin("+", self._base(ctx, s, k, Bin("//", q, c)), Bin("%", q, c))
         return OpState(k + 1, p, None, present)
 
     def drive(self, ctx: LowerContext, s: int, k: int, o: OpState, lo: Expr, hi: Expr,
               c: str, body: Body) -> list[Stmt] | None:
-        cw = V(ctx.arr(s, "bc", k))
+        cw = block_shape(ctx, s, k)[1]
         b, j, base, pb = f"b{s}_{k}", f"j{s}_{k}", f"cb{s}_{k}", f"pb{s}_{k}"
         inner = [Assign(c, Bin("+", V(base), V(j))),
                  *body(V(c), OpState(k + 1, Bin("+", V(pb), V(j)), None, o.present))]
@@ -227,4 +236,4 @@ def walk_of(kind: str) -> LevelWalk:
     return WALKS[kind]
 
 
-__all__ = ["WALKS", "LevelWalk", "walk_of"]
+__all__ = ["WALKS", "LevelWalk", "block_shape", "walk_of"]

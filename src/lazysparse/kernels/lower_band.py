@@ -3,7 +3,7 @@
 Row by row, a DIA row of a few diagonals is a short loop whose sum is a chain of dependent
 adds; scipy's DIA kernel instead walks one diagonal at a time, a unit-stride stream of
 values and of the other operands. :func:`band_major_nest` emits that order for the plan's
-``band_major`` loops (``plan.band_major_depth``), over tiles of :data:`BAND_TILE` rows so
+``storage_major`` loops (``plan.storage_major_depth``), over tiles of :data:`BAND_TILE` rows so
 that a tile's results and operand rows stay in cache across its diagonals: the tile's
 results are set to the reduction's start, then for each diagonal ``q`` with offset ``o``
 and each row ``i`` of the tile it meets, ``out[i] = out[i] ⊕ f(..., A[i, i + o], ...)``.

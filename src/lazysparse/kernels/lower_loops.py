@@ -26,6 +26,7 @@ from lazysparse.kernels.loop_ir import (
     While,
 )
 from lazysparse.kernels.lower_band import band_major_nest
+from lazysparse.kernels.lower_block import block_major_nest
 from lazysparse.kernels.lower_context import LowerContext
 from lazysparse.kernels.lower_merges import BodyFor, Ranges, merge_loop
 from lazysparse.kernels.lower_outputs import OutputLowering
@@ -46,6 +47,10 @@ def describe(info: KernelInfo, lp: LevelPlan) -> str:
     return "; ".join(txt)
 
 
+# the storage-order nest of each structured walk (``KernelPlan.storage_major``)
+STORAGE_MAJOR = {"banded": band_major_nest, "blocked": block_major_nest}
+
+
 class LoopNest:
     """Builds loops ``d..K-1`` of one phase with ``output`` writing the result."""
 
@@ -63,8 +68,10 @@ class LoopNest:
     def loop(self, d: int, st: State, bounds: tuple[Expr, Expr] | None) -> list[Stmt]:
         """Loop ``d``: its drivers' and followers' ranges, then the loop its kind needs."""
         ctx = self.ctx
-        if ctx.plan.band_major == d:  # a DIA row reduction, one diagonal at a time
-            return band_major_nest(ctx, self.output, d, st, bounds)
+        if ctx.plan.storage_major == d:  # DIA/BSR row sums, in the storage's own order
+            s = ctx.plans[d + 1].drivers[0]
+            nest = STORAGE_MAJOR[ctx.info.operands[s].levels[1].kind]
+            return nest(ctx, self.output, d, st, bounds)
         lp = ctx.plans[d]
         c = V(ctx.cvar[lp.field])
         out: list[Stmt] = [Comment(f"loop {lp.field}: {lp.kind} {describe(ctx.info, lp)}")]

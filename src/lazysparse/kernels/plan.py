@@ -36,9 +36,10 @@ class KernelPlan:
     choice: ParallelChoice
     fold: tuple[int, ...] | None
     epilogue: EpiloguePlace | None
-    # the depth of a row loop whose banded (DIA) operand is walked diagonal by diagonal
-    # (``band_major_depth``; lowered by ``kernels.lower_band``), else None
-    band_major: int | None = None
+    # the depth of a row loop whose banded (DIA) or blocked (BSR) operand is walked in its
+    # storage's order, a diagonal or a block row at a time (``storage_major_depth``;
+    # lowered by ``kernels.lower_band`` / ``kernels.lower_block``), else None
+    storage_major: int | None = None
 
     @property
     def partials(self) -> bool:
@@ -76,16 +77,18 @@ def plan_kernel(info: KernelInfo, fills: tuple[Any, ...], out_fill: Any,
     choice = choose_parallel(info, levels, out)
     return KernelPlan(info, levels, out, choice, folded,
                       epilogue_place(info, levels, out, folded, choice.partials),
-                      band_major_depth(info, levels, out, folded, choice.partials))
+                      storage_major_depth(info, levels, out, folded, choice.partials))
 
 
-def band_major_depth(info: KernelInfo, levels: tuple[LevelPlan, ...], out: OutputPlan,
+def storage_major_depth(info: KernelInfo, levels: tuple[LevelPlan, ...], out: OutputPlan,
                      fold: tuple[int, ...] | None, partials: bool) -> int | None:
-    """The row loop ``d`` of a reduction over a banded operand's columns, walked diagonal
-    by diagonal (scipy's DIA order: each diagonal a unit-stride stream, every row's sum in
-    the same column order as row by row), when the last two loops are that row loop
-    (every other operand located) and the band's column loop, driven by the band alone,
-    and the result is a dense array of the rows' sums with no epilogue."""
+    """The row loop ``d`` of a reduction over a banded or blocked operand's columns, walked
+    in storage order: diagonal by diagonal (scipy's DIA order, each diagonal a unit-stride
+    stream) or block row by block row (each block read once, its ``R`` rows summed
+    together); every row's sum still takes its columns in ascending order. Applies when the
+    last two loops are that row loop (every other operand located) and the structure's
+    column loop, driven by it alone, and the result is a dense array of the rows' sums
+    with no epilogue."""
     k = len(info.loop_order)
     if (k < 2 or out.mode is not OutputMode.DENSE or fold is not None or partials
             or info.reduce_op is None or info.epilogue is not None
@@ -97,7 +100,7 @@ def band_major_depth(info: KernelInfo, levels: tuple[LevelPlan, ...], out: Outpu
             or len(cols.drivers) != 1):
         return None
     op = info.operands[cols.drivers[0]]
-    if len(op.levels) != 2 or op.levels[1].kind != "banded" \
+    if len(op.levels) != 2 or op.levels[1].kind not in ("banded", "blocked") \
             or op.levels[0].field != rows.field or cols.drivers[0] not in rows.located:
         return None
     return k - 2
