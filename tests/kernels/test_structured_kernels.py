@@ -59,12 +59,17 @@ OPS: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
 
 @pytest.mark.parametrize("fmt", STRUCTURED)
 @pytest.mark.parametrize("op", sorted(OPS))
-def test_ops_match_numpy(fmt: str, op: str) -> None:
+def test_ops_match_numpy_and_oracle(fmt: str, op: str, monkeypatch: pytest.MonkeyPatch
+                                    ) -> None:
+    """Compiled kernels and the reference interpreter (the oracle) against NumPy."""
     d = banded(12)
     x = np.arange(12, dtype=np.float64) - 3
     f, ref = OPS[op]
     got = np.asarray(f(lazy(d, fmt), xp.asarray(x)))
     np.testing.assert_allclose(got, ref(d, x))
+    monkeypatch.setenv("LAZYSPARSE_EXECUTOR", "reference")
+    oracle = np.asarray(f(lazy(d, fmt), xp.asarray(x)))
+    np.testing.assert_allclose(oracle, ref(d, x))
 
 
 @pytest.mark.parametrize("fmt", STRUCTURED)
