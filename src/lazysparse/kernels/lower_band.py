@@ -18,7 +18,7 @@ from lazysparse.kernels.loop_ir import Assign, Bin, Cast, Comment, Expr, For, Lo
 from lazysparse.kernels.lower_context import LowerContext
 from lazysparse.kernels.lower_outputs import OutputLowering
 
-BAND_TILE = 2048  # rows per tile: results and operand rows (16 KiB each in float64) in L1/L2
+BAND_TILE = 8192  # rows per tile: a tile's results and operand windows (64 KiB each) in L2
 
 
 def band_major_nest(ctx: LowerContext, output: OutputLowering, d: int, st: State,

@@ -28,12 +28,13 @@ class Banded(Level):
     """Diagonals ``offsets`` of a matrix with ``size`` columns, ``length`` values each."""
 
     kind = "banded"
-    __slots__ = ("size", "offsets", "length")
+    __slots__ = ("size", "offsets", "length", "_counted")
 
     def __init__(self, size: int, offsets: np.ndarray, length: int) -> None:
         self.size = int(size)
         self.offsets = offsets
         self.length = int(length)
+        self._counted: tuple[int, int] | None = None  # (nrows, stored_count), computed once
 
     @property
     def properties(self) -> LevelProperties:
@@ -87,8 +88,11 @@ class Banded(Level):
         return np.where(hit, d * self.length + coords, -1)
 
     def stored_count(self, nrows: int) -> int:
-        """Band positions inside an ``nrows`` × ``size`` matrix (scipy's DIA ``nnz``)."""
-        off = self.offsets.astype(np.int64)
-        lo = np.maximum(off, 0)
-        hi = np.minimum(nrows + off, self.limit)
-        return int(np.maximum(hi - lo, 0).sum())
+        """Band positions inside an ``nrows`` × ``size`` matrix (scipy's DIA ``nnz``;
+        remembered: the plan cache asks on every call)."""
+        if self._counted is None or self._counted[0] != nrows:
+            off = self.offsets.astype(np.int64)
+            lo = np.maximum(off, 0)
+            hi = np.minimum(nrows + off, self.limit)
+            self._counted = (nrows, int(np.maximum(hi - lo, 0).sum()))
+        return self._counted[1]
