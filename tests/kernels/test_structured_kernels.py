@@ -53,6 +53,10 @@ OPS: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {
     "sum_cols": (lambda a, x: xp.sum(a, axis=0), lambda d, x: d.sum(axis=0)),
     "sum": (lambda a, x: xp.sum(a), lambda d, x: d.sum()),
     "max_rows": (lambda a, x: xp.max(a, axis=1), lambda d, x: d.max(axis=1)),
+    # a row sum reading dense operands by row and by column (storage-order DIA/BSR loops)
+    "weighted_row_sum": (
+        lambda a, x: xp.sum(a * (xp.reshape(x, (-1, 1)) - xp.reshape(x, (1, -1))), axis=1),
+        lambda d, x: (d * (x[:, None] - x[None, :])).sum(axis=1)),
     "count": (lambda a, x: xp.count_nonzero(a), lambda d, x: np.count_nonzero(d)),
 }
 
