@@ -201,3 +201,20 @@ def test_row_sums_walk_storage_order(fmt: str, order: str,
         y = a @ xp.asarray(x)
         np.testing.assert_allclose(np.asarray(y), m @ x)
         x = x * 0.5
+
+
+def test_dia_transpose_product_walks_diagonals(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``A.T @ x`` on DIA scatters diagonal by diagonal, also split into chunks that
+    reduce into partials."""
+    sp = pytest.importorskip("scipy.sparse")
+    from lazysparse.kernels import cpu_host
+
+    n = 5003
+    rng = np.random.default_rng(8)
+    m = sp.diags([rng.random(n - 7), rng.random(n), rng.random(n - 2)], [-7, 0, 2],
+                 format="dia")
+    a, x = xp.asarray(m), rng.random(n)
+    assert "diagonal-major" in str(xp.explain(a.T @ xp.asarray(x)))
+    np.testing.assert_allclose(np.asarray(a.T @ xp.asarray(x)), m.T @ x)
+    monkeypatch.setattr(cpu_host, "chunk_count", lambda *args: 3)
+    np.testing.assert_allclose(np.asarray(a.T @ xp.asarray(x)), m.T @ x)

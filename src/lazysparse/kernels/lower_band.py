@@ -8,7 +8,9 @@ that a tile's results and operand rows stay in cache across its diagonals: the t
 results are set to the reduction's start, then for each diagonal ``q`` with offset ``o``
 and each row ``i`` of the tile it meets, ``out[i] = out[i] ⊕ f(..., A[i, i + o], ...)``.
 Offsets ascend, so each row still sums its columns in ascending order: the same result as
-the row-major kernel.
+the row-major kernel. The same walk serves a reduction over the rows scattered into the
+columns (``A.T @ x``, a commutative and associative operator): the host presets the result,
+and each diagonal adds ``f(A[i, i + o], x[i])`` into ``out[i + o]``.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ def band_major_nest(ctx: LowerContext, output: OutputLowering, d: int, st: State
     i, j = ctx.cvar[rows.field], ctx.cvar[cols.field]
     lo, hi = bounds if bounds is not None else (C(0), ctx.extent(rows.field))
     tb, te, tt = f"tb{s}", f"te{s}", f"tt{s}"
+    scatter = rows.field in ctx.info.reduced  # A.T @ x: out[j] ⊕= ..., preset by the host
     od = output.out_pos(rows.field, V(i), st.od)
     start = Cast(str(ctx.info.acc_dtype), V("init"))
     q, o = f"q{s}_1", f"o{s}_1"
@@ -47,15 +50,18 @@ def band_major_nest(ctx: LowerContext, output: OutputLowering, d: int, st: State
         body.append(asg)
     ops[s] = OpState(2, Bin("+", Bin("*", V(q), V(length)), V(j)), None, ops[s].present)
     point = State(ops, {**inner.coords, cols.field: V(j)}, od)
+    if scatter:
+        point.od = output.out_pos(cols.field, V(j), st.od)
     val = ctx.value(ctx.info.expr, point)
-    body.append(Store("out", od, ctx.reduce(Load("out", od), val)))
+    at = output.index(point)  # type: ignore[attr-defined]  # DenseOutput: partials' base
+    body.append(Store("out", at, ctx.reduce(Load("out", at), val)))
     diagonals = For(q, C(0), V(ctx.arr(s, "nd", 1)), (
         Assign(o, Cast(I64, Load(off, V(q)))),
         For(i, first, last, tuple(body))))
     ntiles = Bin("//", Bin("+", Bin("-", hi, lo), C(BAND_TILE - 1)), C(BAND_TILE))
     tile = (Assign(tb, Bin("+", lo, Bin("*", V(tt), C(BAND_TILE)))),
             Assign(te, Bin("min", hi, Bin("+", V(tb), C(BAND_TILE)))),
-            For(i, V(tb), V(te), (Store("out", od, start),)),
+            *(() if scatter else (For(i, V(tb), V(te), (Store("out", od, start),)),)),
             diagonals)
     return [Comment(f"loops {rows.field}, {cols.field}: diagonal-major over "
                     f"{ctx.info.operands[s].alias}, {BAND_TILE}-row tiles"),

@@ -88,22 +88,38 @@ def storage_major_depth(info: KernelInfo, levels: tuple[LevelPlan, ...], out: Ou
     together); every row's sum still takes its columns in ascending order. Applies when the
     last two loops are that row loop (every other operand located) and the structure's
     column loop, driven by it alone, and the result is a dense array of the rows' sums
-    with no epilogue."""
+    with no epilogue; or, for a banded operand, the reduction runs over the rows and
+    scatters into the columns (``A.T @ x``, see ``_band_scatter``)."""
     k = len(info.loop_order)
-    if (k < 2 or out.mode is not OutputMode.DENSE or fold is not None or partials
-            or info.reduce_op is None or info.epilogue is not None
-            or out.acc_depth != k - 1 or info.reduced != (info.loop_order[-1],)):
+    if (k < 2 or out.mode is not OutputMode.DENSE or fold is not None
+            or info.reduce_op is None or info.epilogue is not None):
         return None
     rows, cols = levels[-2], levels[-1]
+    sums = (not partials and out.acc_depth == k - 1
+            and info.reduced == (info.loop_order[-1],))
+    if not sums and not _band_scatter(info, out, rows.field, cols.field):
+        return None
     if (rows.kind is not LoopKind.RANGE or rows.followers or rows.probed
             or cols.kind is not LoopKind.DRIVER or cols.followers or cols.probed
             or len(cols.drivers) != 1):
         return None
     op = info.operands[cols.drivers[0]]
-    if len(op.levels) != 2 or op.levels[1].kind not in ("banded", "blocked") \
+    kinds = ("banded", "blocked") if sums else ("banded",)
+    if len(op.levels) != 2 or op.levels[1].kind not in kinds \
             or op.levels[0].field != rows.field or cols.drivers[0] not in rows.located:
         return None
     return k - 2
+
+
+def _band_scatter(info: KernelInfo, out: OutputPlan, rows: str, cols: str) -> bool:
+    """Whether the last two loops scatter a reduction over the rows into the columns
+    (``A.T @ x``: ``out[j] ⊕= f(A[i, j], ...)``, reduced over ``i``) with a commutative,
+    associative operator: walked diagonal by diagonal, each column receives its rows in
+    another order, which such an operator allows (chunks reduce into partials as usual)."""
+    rop = info.reduce_op
+    return (rop is not None and rop.commutative and rop.associative
+            and out.acc_depth is None and info.reduced == (rows,)
+            and cols in info.out_fields)
 
 
 def epilogue_place(info: KernelInfo, levels: tuple[LevelPlan, ...], out: OutputPlan,
