@@ -19,6 +19,7 @@ import numpy as np
 
 from lazysparse import formats
 from lazysparse.formats.ordering import canonical
+from lazysparse.formats.search import segment_search
 from lazysparse.formats.sortkernels import (
     find_in_segments,
     gather_pair,
@@ -26,10 +27,6 @@ from lazysparse.formats.sortkernels import (
     gather_ranges,
 )
 from lazysparse.formats.specs import STRUCTURED_KINDS
-
-# batches up to this size are searched one coordinate at a time (NumPy call overhead beats
-# a vectorized binary search there)
-_SCALAR_SEARCH_MAX = 16
 
 
 def selection(items: list[Any], shape: tuple[int, ...]) -> tuple[np.ndarray, tuple[int, ...]]:
@@ -155,33 +152,9 @@ def locate(t: formats.Tensor, coords: np.ndarray) -> np.ndarray:
             lo = find_in_segments(level.idx, seg_lo, seg_hi, c)
             hi = np.where(lo >= 0, lo + 1, lo)
             continue
-        lo = _search(level.idx, seg_lo, seg_hi, c, "left")
-        hi = _search(level.idx, lo, seg_hi, c, "right")
+        lo = segment_search(level.idx, seg_lo, seg_hi, c, "left")
+        hi = segment_search(level.idx, lo, seg_hi, c, "right")
     return np.where(hi > lo, lo, -1)
-
-
-def _search(idx: np.ndarray, lo: np.ndarray, hi: np.ndarray, c: np.ndarray,
-            side: str) -> np.ndarray:
-    """For each query, the first position in ``[lo, hi)`` of sorted ``idx`` whose entry is
-    ``>= c`` (``side="left"``) or ``> c`` (``"right"``); ``hi`` when there is none."""
-    if lo.size <= _SCALAR_SEARCH_MAX:
-        out = lo.copy()
-        for q in range(lo.size):
-            a, b = int(lo[q]), int(hi[q])
-            if b > a:
-                out[q] = a + int(np.searchsorted(idx[a:b], c[q], side=side))
-        return out
-    lo, hi = lo.copy(), np.maximum(hi, lo)
-    last = max(idx.size - 1, 0)
-    while True:
-        active = lo < hi
-        if not active.any():
-            return lo
-        mid = (lo + hi) // 2
-        v = idx[np.minimum(mid, last)] if idx.size else np.zeros_like(mid)
-        right = (v < c) if side == "left" else (v <= c)
-        lo = np.where(active & right, mid + 1, lo)
-        hi = np.where(active & ~right, mid, hi)
 
 
 def take_leading(t: formats.Tensor, rows: np.ndarray) -> formats.Tensor:

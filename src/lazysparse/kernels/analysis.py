@@ -149,6 +149,15 @@ class PApply(PNode):
     uniform: bool = False
 
 
+def walk_pointwise(node: PNode) -> list[PNode]:
+    """Every node of a pointwise tree, root first."""
+    out = [node]
+    if isinstance(node, PApply):
+        for a in node.args:
+            out += walk_pointwise(a)
+    return out
+
+
 @dataclass(frozen=True)
 class KernelInfo:
     """A normal-form query, reduced to what lowering needs (hashable: the kernel's structure)."""

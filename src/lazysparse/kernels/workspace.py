@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from lazysparse.formats.specs import STRUCTURED_KINDS, is_structured
-from lazysparse.kernels.analysis import KernelInfo, PApply, PField, PNode
+from lazysparse.kernels.analysis import KernelInfo, PField, walk_pointwise
 from lazysparse.kernels.coiterate import LevelPlan, LoopKind
 
 
@@ -192,11 +192,3 @@ def shared_operand(info: KernelInfo, plans: tuple[LevelPlan, ...],
             return op.slot
     return None
 
-
-def walk_pointwise(node: PNode) -> list[PNode]:
-    """Every node of a pointwise tree, root first."""
-    out = [node]
-    if isinstance(node, PApply):
-        for a in node.args:
-            out += walk_pointwise(a)
-    return out

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..search import segment_search
 from .base import Level, LevelCapabilities, LevelProperties
 
 BLOCKED_PROPERTIES = LevelProperties(
@@ -70,13 +71,10 @@ class Blocked(Level):
         brow, bcol = rows // r, cols // c
         lo = self.ptr[brow].astype(np.int64)
         hi = self.ptr[brow + 1].astype(np.int64)
-        out = np.full(rows.shape, -1, dtype=np.int64)
-        for n in range(rows.size):  # one binary search per query, in its block row
-            seg = self.idx[lo[n]:hi[n]]
-            b = int(np.searchsorted(seg, bcol[n]))
-            if b < seg.size and seg[b] == bcol[n]:
-                out[n] = ((lo[n] + b) * r + rows[n] % r) * c + cols[n] % c
-        return out
+        b = segment_search(self.idx, lo, hi, bcol, "left")
+        hit = b < hi
+        hit[hit] = self.idx[b[hit]] == bcol[hit]
+        return np.where(hit, (b * r + rows % r) * c + cols % c, -1)
 
     def children(self, parents: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """For rows ``parents``: owner entry, column and position of each stored column of

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..search import segment_search
 from .base import Level, LevelCapabilities, LevelProperties
 
 RUNS_PROPERTIES = LevelProperties(
@@ -68,12 +69,10 @@ class Runs(Level):
         """The run covering each coordinate ``coords`` under ``parents`` (-1: a gap)."""
         lo = self.ptr[parents].astype(np.int64)
         hi = self.ptr[parents + 1].astype(np.int64)
-        out = np.full(parents.shape, -1, dtype=np.int64)
-        for n in range(parents.size):  # the last run starting at or before the coordinate
-            q = lo[n] + int(np.searchsorted(self.idx[lo[n]:hi[n]], coords[n], "right")) - 1
-            if q >= lo[n] and coords[n] < self.end[q]:
-                out[n] = q
-        return out
+        q = segment_search(self.idx, lo, hi, coords, "right") - 1  # last start <= coord
+        hit = q >= lo
+        hit[hit] = coords[hit] < self.end[q[hit]]
+        return np.where(hit, q, -1)
 
     def children(self, parents: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """For parent positions ``parents``: owner entry, coordinate and run (position) of
