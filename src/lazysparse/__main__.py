@@ -10,17 +10,20 @@ import numpy as np
 def main() -> int:
     """Print the version and devices, then build, explain, run and check a fused computation."""
     import lazysparse as xp
+    from lazysparse.engine import executor_for
 
     print(f"lazysparse {xp.__version__}")
     info = xp.__array_namespace_info__()
     print("devices:", ", ".join(str(d) for d in info.devices()))
-    print("executor:", xp.api.execution.get_executor().__name__)
 
     n, k = 2000, 16
     S = xp.random((n, n), density=0.002, format="csr", seed=0)
     rng = np.random.default_rng(0)
     U = xp.asarray(rng.standard_normal((n, k)))
     V = xp.asarray(rng.standard_normal((n, k)))
+    # the executor compute() picks for these arrays (engine.executor_for: the device's
+    # backend, else LAZYSPARSE_EXECUTOR's, default ``compiled``)
+    print(f"executor: {executor_for(S.device.name).__name__} (device {S.device.name})")
     print(f"\nS: {S.shape} {S.format}, nnz={S.nnz}; U, V: {U.shape} dense")
 
     print("\nSDDMM  R = S * (U @ V.T)   (lazy: nothing has run yet)")
