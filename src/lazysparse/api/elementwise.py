@@ -4,7 +4,8 @@ Every Array API elementwise function is one ``ElementwiseFunction`` of
 ``logic.operators.ELEMENTWISE_FUNCTIONS``; this module turns each into a namespace function
 (``xp.add``) and its ``LazyArray`` dunders (``__add__``, ``__radd__``, ``__iadd__``). Each
 call builds a broadcast ``MapJoin`` (see ``building.build_mapjoin``); nothing runs. Dtypes,
-accepted kinds and fill values come from the registry: result fill is ``op(fills...)``.
+accepted kinds and fill values come from the registry: the result fill follows the fill
+rule (``operators.mapjoin_region``; a dense operand's nominal fill decides nothing).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from lazysparse.logic.operators import (
     Operator,
     astype_op,
     get_operator,
-    mapjoin_fill,
+    mapjoin_region,
 )
 
 
@@ -52,17 +53,22 @@ def apply_operator(op: Operator, *args: Any, fname: str | None = None,
     shape = broadcast_shapes(*(a.shape for a in arrays))
     parts: list[Any] = []
     fills: list[Any] = []
+    full: list[bool] = []
     for a, d in zip(operands, op_dtypes, strict=True):
         if isinstance(a, LazyArray):
             parts.append((a.expr, a.shape))
             fills.append(a.fill_value if a.fill_value is not None else a.dtype.type(0))
+            full.append(a.full)
         else:
             s = _dt.scalar_as(a, d)
             parts.append(Immediate(s))
             fills.append(s)
-    fill = mapjoin_fill(op, fills) if all(a.fill_value is not None for a in arrays) else None
+            full.append(False)
+    fill, is_full = None, None
+    if all(a.fill_value is not None for a in arrays):  # the fill rule (docs/api.md)
+        fill, is_full = mapjoin_region(op, fills, full)
     expr, _ = build_mapjoin(op, parts, shape)
-    return LazyArray(expr, shape, out_dtype, fill, _same_device(arrays, name))
+    return LazyArray(expr, shape, out_dtype, fill, _same_device(arrays, name), full=is_full)
 
 
 def astype(x: LazyArray, dtype: Any, /, *, copy: bool = True, device: Any = None) -> LazyArray:

@@ -17,7 +17,17 @@ import numpy as np
 
 from lazysparse.api import execution, numpy_dispatch, numpy_functions
 from lazysparse.api.numpy_methods import NumpyMethods
-from lazysparse.logic.nodes import Aggregate, Alias, Immediate, Relabel, Reorder, Subquery, Table
+from lazysparse.logic.inference import infer_region
+from lazysparse.logic.nodes import (
+    Aggregate,
+    Alias,
+    Immediate,
+    Reformat,
+    Relabel,
+    Reorder,
+    Subquery,
+    Table,
+)
 from lazysparse.logic.traversal import walk
 
 if TYPE_CHECKING:
@@ -120,7 +130,7 @@ def held_reductions(arrays: tuple[LazyArray, ...]) -> tuple[LazyArray, ...]:
 
 
 def _is_reduction(node: Any) -> bool:
-    while isinstance(node, Reorder | Relabel):
+    while isinstance(node, Reorder | Relabel | Reformat):
         node = node.arg
     return isinstance(node, Aggregate)
 
@@ -201,17 +211,27 @@ _CUDA_SEEN = False
 _REPR_MAX_SPARSE_SIZE = 10_000
 
 
+def _known_region(node: Any) -> tuple[Any, bool] | None:
+    """The recorded ``(fill, full)`` of a live array's subquery (None: look inside)."""
+    if isinstance(node, Subquery):
+        arr = _BY_ALIAS.get(node.lhs)
+        if arr is not None and arr._expr is node and arr._fill_value is not None:
+            return arr._fill_value, arr.full
+    return None
+
+
 class LazyArray(NumpyMethods):
     """A lazily evaluated (possibly sparse) array of the lazysparse namespace (plus the
     ndarray methods of ``api/numpy_methods.py`` that NumPy-based libraries such as Dask call)."""
 
     __slots__ = ("_expr", "_shape", "_dtype", "_fill_value", "_device", "_format",
                  "_requested_format", "_result", "_update", "_depth", "_size", "_epoch",
-                 "__weakref__")
+                 "_full", "__weakref__")
 
     def __init__(self, expr: Subquery, shape: tuple[int, ...], dtype: np.dtype,
                  fill_value: Any, device: Device = CPU, format: str | None = None,
-                 requested_format: FormatSpec | None = None) -> None:
+                 requested_format: FormatSpec | None = None, full: bool | None = None
+                 ) -> None:
         global _CUDA_SEEN
         if device.name == "cuda":
             _CUDA_SEEN = True
@@ -224,6 +244,7 @@ class LazyArray(NumpyMethods):
         self._device = device
         self._format = format
         self._requested_format = requested_format
+        self._full = full
         self._result: Tensor | None = None
         self._update: Any = None  # api.setitem's state: ownership, pending sparse entries
         self._depth, self._size, self._epoch = history_extent(expr)
@@ -288,6 +309,18 @@ class LazyArray(NumpyMethods):
     def fill_value(self) -> Any:
         """The value of unstored entries."""
         return self._fill_value
+
+    @property
+    def full(self) -> bool:
+        """Whether the array has no implicit region (dense: every entry is stored, or a
+        field used as a value), so its nominal fill value decides nothing (the fill rule of
+        docs/api.md). Known without computing: stored tensors say it, expressions follow
+        the registry's rule (``logic.inference.infer_region``)."""
+        if self._result is not None:
+            return bool(getattr(self._result, "full", True))
+        if self._full is None:
+            self._full = infer_region(self._expr.arg, _known_region)[1]
+        return self._full
 
     @property
     def format(self) -> str | None:

@@ -7,6 +7,7 @@ returns a new :class:`LazyArray`; nothing is computed.
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Sequence
 from typing import Any
@@ -17,7 +18,10 @@ from lazysparse.api.building import build_aggregate
 from lazysparse.api.elementwise import apply_operator
 from lazysparse.api.lazy_array import LazyArray
 from lazysparse.api.operands import as_array
+from lazysparse.formats.config import get_densify_limit
+from lazysparse.formats.specs import format_spec
 from lazysparse.logic import dtypes as _dt
+from lazysparse.logic.nodes import Immediate, Reformat, Subquery
 from lazysparse.logic.operators import (
     Operator,
     aggregate_dtype,
@@ -108,4 +112,20 @@ def lazy_reduce(o: Operator, x: LazyArray, axes: Sequence[int], keepdims: bool =
     init = _dt.scalar_as(init, dtype)
     expr = build_aggregate(o, init, x.expr, x.ndim, axes, keepdims)
     fill = aggregate_fill(o, init, x.dtype)
-    return LazyArray(expr, reduced_shape(x.shape, axes, keepdims), dtype, fill, x.device)
+    shape = reduced_shape(x.shape, axes, keepdims)
+    full = None
+    if reduction_is_dense(shape, dtype):
+        expr, full = Subquery(expr.lhs, Reformat(Immediate(format_spec("dense", len(shape))),
+                                                 expr.arg)), True
+    return LazyArray(expr, shape, dtype, fill, x.device, full=full)
+
+
+def reduction_is_dense(shape: tuple[int, ...], dtype: np.dtype) -> bool:
+    """Whether an axis reduction's result is a dense array, as NumPy's and scipy's are: its
+    entries are data (the fill rule: ``X / xp.sum(X, axis=1)[:, None]`` keeps ``X``'s
+    pattern even where a row sums to 0), stored dense. A 0-d result is dense anyway; one
+    past the densify limit stays sparse (a column sum of a hypersparse 10⁹-column matrix)."""
+    if not shape:
+        return False
+    limit = get_densify_limit()
+    return limit is None or math.prod(shape) * dtype.itemsize <= limit

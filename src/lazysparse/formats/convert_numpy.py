@@ -62,3 +62,19 @@ def to_numpy(t: Tensor) -> np.ndarray:
     out = np.full(shape, t.fill_value, dtype=dtype)
     out[tuple(coords[k] for k in inverse)] = values
     return out
+
+
+def stored_mask(t: Tensor) -> np.ndarray | None:
+    """A dense bool array, True where ``t`` stores an entry (explicit fill values count as
+    stored); None when every entry is stored (``t.full``). The reference interpreter's
+    implicit regions start here."""
+    if t.full:
+        return None
+    shape = t.shape
+    size = int(np.prod(shape, dtype=object))
+    check_densify(size, shape, np.dtype(bool), "stored_mask")
+    inverse = tuple(int(i) for i in np.argsort(t.mode_order))
+    coords, _ = expand(t)
+    out = np.zeros(shape, dtype=bool)
+    out[tuple(coords[k] for k in inverse)] = True
+    return out

@@ -105,6 +105,13 @@ class Tensor:
         return int(np.prod(self.shape, dtype=object))
 
     @property
+    def full(self) -> bool:
+        """Whether every entry is stored (every level full; a 0-d tensor too): the tensor
+        has no implicit region, so its fill value is nominal and decides nothing (the fill
+        rule of docs/api.md)."""
+        return all(lv.properties.full for lv in self.levels)
+
+    @property
     def nnz(self) -> int:
         """Number of stored values (for a dense format: every element; for a bytemap, whose
         values array spans every position, the entries its touched list holds; DIA: band

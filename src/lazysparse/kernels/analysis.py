@@ -30,7 +30,7 @@ from lazysparse.logic.nodes import (
     Reorder,
 )
 from lazysparse.logic.normal_form import epilogue_aggregate, result_reorder
-from lazysparse.logic.operators import Operator, aggregate_dtype
+from lazysparse.logic.operators import Operator, aggregate_dtype, mapjoin_region
 
 INDEX_DTYPE = np.dtype(np.int64)
 
@@ -430,7 +430,7 @@ def _fill_algebra(op: Operator, kids: tuple[PNode, ...], opds: tuple[np.dtype, .
         if v is None:  # needs a value that is neither a fill nor a constant
             continue
         v = np.asarray(v).astype(od)[()]
-        z = op.annihilator_for(od)
+        z = op.annihilator_at(i, od)
         if z is not None and same_value(v, z):
             ann.append(i)
         j = op.selected_by(i, v)
@@ -508,18 +508,31 @@ def _fill_identity(expr: PNode, rop: Operator | None, acc_dtype: np.dtype,
             and same_value(np.asarray(v).astype(acc_dtype)[()], ident))
 
 
+def has_implicit(t: Any) -> bool:
+    """Whether tensor ``t`` has an implicit region (``Tensor.full`` is False): a dense or
+    0-d tensor stores every entry, so its nominal fill value never decides anything."""
+    return not getattr(t, "full", True)
+
+
 def fill_time_value(node: PNode, tensors: Any, consts: Any) -> Any:
     """The value of ``node`` where every sparse operand holds its fill, as co-iteration
-    sees it (``coiterate.region_of``): an annihilated op is ``op(z, .., z)`` (implicit fills
-    annihilate, as in scipy) and a decided selection is the selected argument. None where
-    it needs a value that is not a fill or a constant."""
-    if not isinstance(node, PApply):
-        return eval_fill(node, list(tensors), list(consts))
+    sees it (``coiterate.region_of``): an annihilated op is its annihilator ``z``
+    (``op(z, x) == z``: implicit fills annihilate, as in scipy) and a decided selection is
+    the selected argument. None where it needs a value that is not a fill or a constant (a
+    dense operand's entries, a field used as a value)."""
+    match node:
+        case PAccess(slot=s, dtype=d):
+            t = tensors[s]
+            return np.asarray(t.fill_value).astype(d)[()] if has_implicit(t) else None
+        case PConst(slot=s):
+            return consts[s]
+        case PField() | PResult():
+            return None
+    assert isinstance(node, PApply)
     op, opds = node.op, node.operand_dtypes
     with np.errstate(all="ignore"):
         if node.annihilates:
-            z = op.annihilator_for(opds[node.annihilates[0]])
-            v = op.apply(*([z] * op.nargs))
+            v = op.annihilator_at(node.annihilates[0], opds[node.annihilates[0]])
         elif node.selects:
             v = fill_time_value(node.args[node.selects[0][1]], tensors, consts)
         else:
@@ -529,18 +542,28 @@ def fill_time_value(node: PNode, tensors: Any, consts: Any) -> Any:
 
 
 def eval_fill(expr: PNode, tensors: list[Any], consts: list[Any], result: Any = None) -> Any:
-    """The pointwise tree evaluated on the operands' fill values (the result fill);
-    an epilogue's ``PResult`` is the reduction's fill ``result``."""
+    """The result fill: the pointwise tree on the operands' fill values by the registry's
+    fill rule (``logic.operators.mapjoin_region``: a dense operand has no implicit region,
+    so its nominal fill decides nothing); 0 of the result dtype where the result has no
+    implicit region. An epilogue's ``PResult`` is the reduction's fill ``result``."""
+    v, full = _fill_region(expr, tensors, consts, result)
+    return np.asarray(v).astype(expr.dtype)[()] if full else v  # type: ignore[attr-defined]
+
+
+def _fill_region(expr: PNode, tensors: list[Any], consts: list[Any],
+                 result: Any) -> tuple[Any, bool]:
+    """``(fill, full)`` of a pointwise tree (see :func:`eval_fill`)."""
     match expr:
         case PResult():
-            return result
+            return result, False
         case PAccess(slot=s, dtype=d):
-            return np.asarray(tensors[s].fill_value).astype(d)[()]
+            t = tensors[s]
+            return np.asarray(t.fill_value).astype(d)[()], not has_implicit(t)
         case PConst(slot=s):
-            return consts[s]
+            return consts[s], False
         case PField():
-            return np.int64(0)
+            return np.int64(0), True
         case PApply(op=op, args=args):
-            return np.asarray(op.apply(*(eval_fill(a, tensors, consts, result)
-                                         for a in args)))[()]
-    raise TypeError(f"unknown pointwise node {expr!r}")
+            parts = [_fill_region(a, tensors, consts, result) for a in args]
+            with np.errstate(all="ignore"):
+                return mapjoin_region(op, [v for v, _ in parts], [f for _, f in parts])

@@ -69,22 +69,23 @@ def region_of(node: PNode, fld: str, info: KernelInfo, fills: tuple[Any, ...],
             return (ALL, DATA) if name == fld else (NONE, DATA)
         case PApply(op=op, args=args, operand_dtypes=opds, dtype=rd):
             subs = [region_of(a, fld, info, fills, sparse, full, consts) for a in args]
-            ann_regions = []
+            ann_regions, zval = [], None
             for i, ((reg, miss), od) in enumerate(zip(subs, opds, strict=True)):
                 if reg in (ALL, NONE) or miss.data:
                     continue
+                z = _annihilator(op, i, od)
                 if miss is FILL_EXPR:  # needs the constants: decided by analysis
                     if i in node.annihilates:
                         ann_regions.append(reg)
+                        zval = z
                     continue
-                z = _annihilator(op, od)
                 if z is not None and same_value(np.asarray(miss.value).astype(od)[()], z):
                     ann_regions.append(reg)
+                    zval = z
             if ann_regions:
-                z = _annihilator(op, opds[0])
-                zval = np.asarray(op.apply(*([z] * op.nargs)))[()] if op.nargs > 1 else None
                 if zval is None:
                     return intersect(ann_regions), DATA
+                # op(z, x) == z: the annihilator is the value outside the intersection
                 return intersect(ann_regions), Known(np.asarray(zval).astype(rd)[()])
             selected = _selected_region(node, subs) or _uniform_region(node, subs)
             if selected is not None:
@@ -151,11 +152,10 @@ def _uniform_region(node: PApply, subs: list[tuple[Region, Missing]]
     return region, Known(v)
 
 
-def _annihilator(op: Any, dtype: np.dtype) -> Any:
-    """The operator's annihilator at ``dtype`` (implicit fills annihilate, as in scipy)."""
-    if op.nargs < 2:
-        return None
-    return op.annihilator_for(dtype)
+def _annihilator(op: Any, position: int, dtype: np.dtype) -> Any:
+    """The operator's annihilator for argument ``position`` at ``dtype`` (implicit fills
+    annihilate, as in scipy)."""
+    return op.annihilator_at(position, dtype)
 
 
 class LoopKind(StrEnum):

@@ -5,6 +5,12 @@ Promotion follows the Array API 2024.12 table for pairs of array dtypes inside o
 defines). Pairs the standard leaves unspecified (bool with int, int with float, int64 with
 uint64) follow NumPy 2 unless ``strict=True``. Python scalars are *weak*: they take the
 array operand's dtype when their kind fits (NEP 50 / the standard's scalar rules).
+
+Mixed-kind arithmetic (implementation-defined in the standard) follows NumPy 2 too: a
+binary function of a numeric kind takes a bool operand as the number 0/1
+(:func:`accepts_kind`), so ``x * (x > t)`` is ``x``'s dtype; two bools compute as
+:func:`bool_pair_operands` says (NumPy's loops: ``add`` stays bool, ``pow`` is int8,
+``subtract`` raises).
 """
 
 from __future__ import annotations
@@ -76,6 +82,42 @@ def isdtype(dtype: Any, kind: str | tuple[str, ...] | Any) -> bool:
         case "any":
             return d in ALL_DTYPES
     raise ValueError(f"unknown dtype kind {kind!r}; expected one of {KIND_NAMES}")
+
+
+# Kinds a bool operand of a binary function also satisfies, as the number 0/1 (NumPy 2:
+# ``True + 1.5``, ``x * mask``, ``mask < 0.5``). Bitwise kinds ("integral") are not here:
+# shifts and the other kind-bound functions keep their kinds.
+BOOL_AS_NUMBER_KINDS = ("numeric", "real numeric")
+
+# The operand dtype NumPy 2 computes a binary numeric function of two bools in, by operator
+# name (``ufunc.resolve_dtypes((bool, bool, None))``): bool where it has a bool loop, int8
+# where its smallest safe loop is int8; None where NumPy raises (``True - True``). Functions
+# of the "float" dtype rule need no entry (they compute bools in float64, as integers).
+_BOOL_PAIR_OPERANDS: dict[str, np.dtype | None] = {
+    "add": BOOL, "multiply": BOOL, "maximum": BOOL, "minimum": BOOL,
+    "less": BOOL, "less_equal": BOOL, "greater": BOOL, "greater_equal": BOOL,
+    "floor_divide": np.dtype("int8"), "remainder": np.dtype("int8"), "pow": np.dtype("int8"),
+    "subtract": None,
+}
+
+
+def accepts_kind(d: np.dtype, kind: str, nargs: int) -> bool:
+    """Whether an argument of dtype ``d`` fits ``kind`` for a function of ``nargs``
+    arguments: ``isdtype``, and a bool also fits the numeric kinds of binary functions
+    (NumPy's mixed-kind arithmetic; unary functions keep the standard's kinds)."""
+    return isdtype(d, kind) or (d == BOOL and nargs == 2 and kind in BOOL_AS_NUMBER_KINDS)
+
+
+def bool_pair_operands(name: str) -> np.dtype:
+    """The dtype a binary numeric function ``name`` computes two bool operands in (NumPy 2);
+    TypeError where NumPy raises (``subtract``) or the function takes no bools."""
+    if name == "subtract":
+        raise TypeError("subtract: boolean subtraction is not supported (as in NumPy); use "
+                        "bitwise_xor or logical_xor")
+    d = _BOOL_PAIR_OPERANDS.get(name)
+    if d is None:
+        raise TypeError(f"{name}: arguments are both bool, expected a numeric dtype")
+    return d
 
 
 def _kind_rank(d: np.dtype) -> int:

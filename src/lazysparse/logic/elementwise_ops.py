@@ -185,11 +185,13 @@ op("multiply", 2, np.multiply, "({0} * {1})", "promote", "numeric", cuda="({0} *
    associative=True, init=one, strict_annihilator_for_floats=False, repeat=_multiply_repeat)
 op("divide", 2, np.divide, by_kind("({0} / {1})", c="lsops.divide_complex({0}, {1})"), "float",
    "numeric", cuda="({0} / {1})",
-   dunders=_binary_dunders("truediv"))
+   dunders=_binary_dunders("truediv"), annihilator=zero, annihilates_at=(0,),
+   strict_annihilator_for_floats=False)
 op("floor_divide", 2, np.floor_divide,
    by_kind(f="lsops.floor_divide_float({0}, {1})", i="lsops.floor_divide_int({0}, {1})",
            u="lsops.floor_divide_uint({0}, {1})"),
-   "promote", "real numeric", dunders=_binary_dunders("floordiv"))
+   "promote", "real numeric", dunders=_binary_dunders("floordiv"), annihilator=zero,
+   annihilates_at=(0,), strict_annihilator_for_floats=False)
 op("remainder", 2, np.remainder,
    by_kind(f="lsops.remainder_float({0}, {1})", i="lsops.remainder_int({0}, {1})",
            u="lsops.remainder_uint({0}, {1})"),

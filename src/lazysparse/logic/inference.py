@@ -7,6 +7,7 @@ operator registry; weak Python scalars stay weak until combined with an array dt
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +28,13 @@ from lazysparse.logic.nodes import (
     Subquery,
     Table,
 )
-from lazysparse.logic.operators import Operator, aggregate_dtype, aggregate_fill, mapjoin_fill
+from lazysparse.logic.operators import (
+    Operator,
+    aggregate_dtype,
+    aggregate_fill,
+    mapjoin_fill,
+    mapjoin_region,
+)
 
 
 @dataclass(frozen=True)
@@ -149,3 +156,50 @@ def _infer_node(expr: LogicNode, env: dict[Alias, Any],
         case Field():
             return ExprInfo((expr,), (sizes.get(expr),), INDEX_DTYPE, INDEX_DTYPE.type(0))
     raise TypeError(f"infer: not an expression node: {expr!r}")
+
+
+Region = tuple[Any, bool]
+
+
+def infer_region(expr: LogicNode, known: Callable[[LogicNode], Region | None]) -> Region:
+    """``(fill, full)`` of ``expr`` by the fill rule (``operators.mapjoin_region``): ``full``
+    means no implicit region (dense data, a field used as a value), where the fill is
+    nominal. ``known(node)`` answers for nodes whose region is already recorded (a live
+    array's subquery) or returns None to look inside; shared nodes are visited once."""
+    memo: dict[int, Region] = {}
+
+    def visit(node: LogicNode) -> Region:
+        got = memo.get(id(node))
+        if got is not None:
+            return got
+        out = known(node)
+        if out is None:
+            out = _region_node(node, visit)
+        memo[id(node)] = out
+        return out
+
+    return visit(expr)
+
+
+def _region_node(node: LogicNode, visit: Callable[[LogicNode], Region]) -> Region:
+    match node:
+        case Immediate(val=val):
+            return val, False
+        case Field():
+            return INDEX_DTYPE.type(0), True
+        case Table(tns=Immediate(val=tns)):
+            return getattr(tns, "fill_value", np.dtype(tns.dtype).type(0)), bool(
+                getattr(tns, "full", True))
+        case MapJoin(op=Immediate(val=op), args=args):
+            parts = [visit(a) for a in args]
+            return mapjoin_region(op, [f for f, _ in parts], [d for _, d in parts])
+        case Aggregate(op=Immediate(val=op), init=Immediate(val=init), arg=arg):
+            fill, full = visit(arg)
+            return aggregate_fill(op, init, result_type(fill)), full
+        case Reformat(tns=Immediate(val=spec), arg=arg):
+            fill, full = visit(arg)
+            kinds = getattr(getattr(spec, "spec", spec), "level_kinds", None)
+            return fill, full if kinds is None else all(k == "dense" for k in kinds)
+        case Relabel(arg=arg) | Reorder(arg=arg) | Subquery(arg=arg):
+            return visit(arg)
+    raise TypeError(f"infer_region: not an expression node: {node!r}")

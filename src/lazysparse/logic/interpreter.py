@@ -4,9 +4,15 @@ Values are dense arrays labelled by fields (axis order); ``mapjoin`` aligns its 
 field name and broadcasts (size-1 axes stretch), ``aggregate`` reduces named axes from
 ``init``, ``reorder`` permutes, drops size-1 fields and adds new size-1 ones, ``relabel``
 renames positionally, ``subquery`` binds and caches. Fill values follow the registry
-(``op(fills...)``, ``init``). Leaves are densified with ``Tensor.to_numpy()`` (so the
-formats layer's densify limit applies). A ``Field`` used as a value is its index (int64)
-with fill value 0.
+(``operators.mapjoin_region``, ``init``). Leaves are densified with ``Tensor.to_numpy()``
+(so the formats layer's densify limit applies). A ``Field`` used as a value is its index
+(int64), full like a dense array.
+
+The interpreter follows the kernels' fill rule (docs/api.md): each value carries its
+*implicit* mask (True where the entry is an unstored fill; None for dense data), and where
+an implicit operand's fill annihilates an op at its position while another operand holds
+data there, the result is the annihilator (``S / D`` is 0 wherever ``S`` stores nothing,
+even where ``D`` is 0), as the compiled path, which never visits those entries, computes.
 """
 
 from __future__ import annotations
@@ -35,18 +41,23 @@ from lazysparse.logic.nodes import (
     Table,
 )
 from lazysparse.logic.normal_form import epilogue_aggregate
-from lazysparse.logic.operators import Operator, aggregate_dtype, mapjoin_fill
+from lazysparse.formats.convert_numpy import stored_mask
+from lazysparse.formats.dtypes import same_value
+from lazysparse.logic.operators import Operator, aggregate_dtype, mapjoin_region
 
 
 @dataclass
 class Value:
     """A dense intermediate: ``data`` (ndarray, or a weak Python scalar when 0-d) whose axes
-    are ``fields``, with fill value ``fill``; ``spec`` is set by a Reformat."""
+    are ``fields``, with fill value ``fill``; ``spec`` is set by a Reformat. ``implicit``
+    marks the unstored (fill) entries: a bool array broadcastable to ``data`` (True for a
+    scalar constant), or None when every entry is data (a dense array)."""
 
     data: Any
     fields: tuple[Field, ...]
     fill: Any
     spec: Any = None
+    implicit: Any = None
 
 
 class _FieldRef:
@@ -62,18 +73,21 @@ def _tensor_class() -> Any:
     return Tensor
 
 
-def _dense_of(tns: Any) -> tuple[np.ndarray, Any]:
-    """Dense data and fill value of a Table/Alias payload (Tensor or ndarray)."""
+def _dense_of(tns: Any) -> tuple[np.ndarray, Any, np.ndarray | None]:
+    """Dense data, fill value and implicit mask of a Table/Alias payload (Tensor or
+    ndarray)."""
     if isinstance(tns, np.ndarray):
-        return tns, tns.dtype.type(0)
+        return tns, tns.dtype.type(0), None
     if hasattr(tns, "to_numpy"):
-        return np.asarray(tns.to_numpy()), tns.fill_value
+        stored = stored_mask(tns)
+        return np.asarray(tns.to_numpy()), tns.fill_value, None if stored is None else ~stored
     raise TypeError(f"table data must be a lazysparse Tensor or ndarray, got {type(tns)!r}")
 
 
 class _Interpreter:
     def __init__(self) -> None:
         self.env: dict[Alias, Any] = {}
+        self.values: dict[Alias, Value] = {}  # query results with their implicit masks
         self.sub: dict[Alias, Value] = {}
         self.sizes: dict[Field, int] = {}
 
@@ -88,7 +102,9 @@ class _Interpreter:
                 return None
             case Query(lhs=lhs, rhs=rhs):
                 self.sizes = {}
-                self.env[lhs] = self.to_tensor(self.epilogue_axes(rhs, self.eval(rhs)))
+                v = self.epilogue_axes(rhs, self.eval(rhs))
+                self.values[lhs] = v
+                self.env[lhs] = self.to_tensor(v)
                 return None
             case Produces(args=args):
                 out = []
@@ -109,14 +125,18 @@ class _Interpreter:
         axes = tuple(f for f in agg.arg.idxs if f not in agg.idxs)
         if set(axes) != set(v.fields):
             return v
-        return Value(self.reorder(v, axes).data, axes, v.fill, v.spec)
+        r = self.reorder(v, axes)
+        return Value(r.data, axes, v.fill, v.spec, r.implicit)
 
     def to_tensor(self, v: Value) -> Any:
         Tensor = _tensor_class()
         data = np.asarray(v.data)
         fill = np.asarray(v.fill).astype(data.dtype)[()]
         if v.spec is None:
-            return Tensor.from_numpy(data, "dense", fill)
+            # a result with implicit entries is sparse, as the compiled path stores it
+            sparse = data.ndim and v.implicit is not None and not isinstance(v.implicit, bool)
+            fmt = ("csr" if data.ndim == 2 else "coo") if sparse else "dense"
+            return Tensor.from_numpy(data, fmt, fill)
         return Tensor.from_numpy(data, v.spec, fill)
 
     # -- expressions --------------------------------------------------------------------
@@ -131,10 +151,11 @@ class _Interpreter:
             case Immediate(val=val):
                 if isinstance(val, Operator) or not (is_python_scalar(val) or np.ndim(val) == 0):
                     raise ValueError(f"immediate {val!r} is not a scalar value")
-                return Value(val, (), val)
+                return Value(val, (), val, None, True)
             case Table(tns=Immediate(val=tns), idxs=idxs):
-                data, fill = _dense_of(tns)
-                return self.record(Value(data, self._check_idxs(idxs, data.ndim, "table"), fill))
+                data, fill, imp = _dense_of(tns)
+                return self.record(Value(data, self._check_idxs(idxs, data.ndim, "table"), fill,
+                                         None, imp))
             case Alias():
                 raise ValueError(f"bare {node!r} in an expression: wrap it in relabel(...)")
             case Relabel(arg=arg, idxs=idxs):
@@ -143,7 +164,8 @@ class _Interpreter:
                 else:
                     v = self.eval(arg)
                 return self.record(Value(v.data, self._check_idxs(idxs, np.ndim(v.data),
-                                                                  "relabel"), v.fill))
+                                                                  "relabel"), v.fill, None,
+                                         v.implicit))
             case Reorder(arg=arg, idxs=idxs):
                 return self.record(self.reorder(self.eval(arg), idxs))
             case MapJoin(op=Immediate(val=op), args=args):
@@ -153,7 +175,8 @@ class _Interpreter:
             case Reformat(tns=Immediate(val=spec), arg=arg):
                 v = self.eval(arg)
                 spec = getattr(spec, "spec", spec)  # a prototype Tensor gives its spec
-                return Value(v.data, v.fields, v.fill, spec)
+                dense = all(k == "dense" for k in getattr(spec, "level_kinds", ()))
+                return Value(v.data, v.fields, v.fill, spec, None if dense else v.implicit)
             case Subquery(lhs=lhs, arg=arg):
                 if lhs not in self.sub:
                     v = self.eval(arg)
@@ -167,8 +190,12 @@ class _Interpreter:
     def alias_value(self, a: Alias) -> Value:
         if a not in self.env:
             raise ValueError(f"{a!r} is used before it is defined")
-        data, fill = _dense_of(self.env[a])
-        return Value(data, (), fill)
+        if a in self.values:
+            v = self.values[a]
+            imp = None if v.implicit is None else np.broadcast_to(v.implicit, np.shape(v.data))
+            return Value(np.asarray(v.data), (), v.fill, None, imp)
+        data, fill, imp = _dense_of(self.env[a])
+        return Value(data, (), fill, None, imp)
 
     @staticmethod
     def _check_idxs(idxs: tuple[Field, ...], ndim: int, what: str) -> tuple[Field, ...]:
@@ -191,13 +218,21 @@ class _Interpreter:
         if drop:
             data = np.squeeze(data, axis=tuple(drop))
         kept = tuple(f for f in v.fields if f in idxs)
+        imp = v.implicit
+        if imp is not None and not isinstance(imp, bool):
+            imp = np.broadcast_to(imp, shape)
+            if drop:
+                imp = np.squeeze(imp, axis=tuple(drop))
         if not idxs:
-            return Value(data, (), v.fill)
+            return Value(data, (), v.fill, None, _scalar_mask(imp))
         data = np.asarray(data)
         present = [f for f in idxs if f in kept]
-        data = np.transpose(data, [kept.index(f) for f in present])
+        perm = [kept.index(f) for f in present]
+        data = np.transpose(data, perm)
         new_shape = [data.shape[present.index(f)] if f in present else 1 for f in idxs]
-        return Value(data.reshape(new_shape), idxs, v.fill)
+        if imp is not None and not isinstance(imp, bool):
+            imp = np.transpose(imp, perm).reshape(new_shape)
+        return Value(data.reshape(new_shape), idxs, v.fill, None, imp)
 
     def mapjoin(self, op: Operator, args: tuple[LogicNode, ...]) -> Value:
         if not isinstance(op, Operator):
@@ -232,19 +267,24 @@ class _Interpreter:
                     raise ValueError(f"field {f.name} used as a value has no known extent")
                 sizes[f] = self.sizes[f]
             shape.append(sizes[f])
-        aligned, fills = [], []
+        aligned, fills, masks = [], [], []
         for x in vals:
             if isinstance(x, _FieldRef):
                 k = fields.index(x.field)
                 idx = np.arange(sizes[x.field], dtype=INDEX_DTYPE)
                 aligned.append(idx.reshape([-1 if j == k else 1 for j in range(len(fields))]))
                 fills.append(INDEX_DTYPE.type(0))
+                masks.append(None)
             else:
                 aligned.append(_align(x, fields))
                 fills.append(x.fill)
+                masks.append(x.implicit if x.implicit is None or isinstance(x.implicit, bool)
+                             else _align(Value(x.implicit, x.fields, False), fields))
         out = op.apply(*aligned)
         out = np.broadcast_to(np.asarray(out), shape).copy() if fields else np.asarray(out)[()]
-        return Value(out, fields, mapjoin_fill(op, fills))
+        fill, full = mapjoin_region(op, fills, [m is None for m in masks])
+        out, implicit = _fill_rule(op, aligned, fills, masks, out, fill, full, tuple(shape))
+        return Value(out, fields, fill, None, implicit)
 
     def aggregate(self, op: Operator, init: Any, v: Value, idxs: tuple[Field, ...]) -> Value:
         if not isinstance(op, Operator):
@@ -275,7 +315,73 @@ class _Interpreter:
                 acc = np.asarray(op.apply(acc, flat[..., k])).astype(res_dt)
         fields = tuple(v.fields[k] for k in keep)
         result = acc if fields else acc[()]
-        return Value(result, fields, scalar_as(init, res_dt))
+        fill = scalar_as(init, res_dt)
+        return Value(result, fields, fill, None,
+                     _reduced_mask(op, fill, v, keep, red, data.shape))
+
+
+def _scalar_mask(imp: Any) -> Any:
+    """A 0-d implicit mask as a Python bool (or None)."""
+    return imp if imp is None or isinstance(imp, bool) else bool(np.asarray(imp))
+
+
+def _fill_rule(op: Operator, args: list[Any], fills: list[Any], masks: list[Any], out: Any,
+               fill: Any, full: bool, shape: tuple[int, ...]) -> tuple[Any, Any]:
+    """``out`` with the fill rule applied, and its implicit mask: where argument ``i`` is
+    implicit, its fill annihilates the op at position ``i`` and some argument holds data,
+    the value is the annihilator (implicit fills annihilate, as in scipy); the result is
+    implicit where every argument is, or an annihilating or selecting argument is and the
+    value there is the result's fill. None for a full result."""
+    if all(m is None for m in masks):
+        return out, None
+    rd = np.asarray(out).dtype
+    opds = op.operand_dtypes(*[a if not isinstance(a, np.ndarray) else a.dtype for a in args])
+    dense_shape = shape if shape else ()
+    every = np.ones(dense_shape, dtype=bool)
+    all_imp = every.copy()
+    for m in masks:
+        all_imp &= False if m is None else m
+    implicit = all_imp.copy()
+    for i, m in enumerate(masks):
+        if m is None or m is False:
+            continue
+        fi = scalar_as(fills[i], opds[i])
+        z = op.annihilator_at(i, opds[i])
+        if z is not None and same_value(fi, z):
+            zr = scalar_as(z, rd)
+            hit = np.broadcast_to(m, dense_shape) & ~all_imp
+            if np.ndim(out) == 0:
+                out = zr if bool(hit) else out
+            else:
+                out[hit] = zr
+            if same_value(zr, fill):
+                implicit |= np.broadcast_to(m, dense_shape)
+            continue
+        j = op.selected_by(i, fi)
+        if j is not None and masks[j] is not None and same_value(
+                scalar_as(scalar_as(fills[j], opds[j]), rd), fill):
+            implicit |= np.broadcast_to(m, dense_shape) & np.broadcast_to(masks[j], dense_shape)
+    if full:
+        return out, None
+    return out, implicit if dense_shape else bool(implicit)
+
+
+def _reduced_mask(op: Operator, fill: Any, v: Value, keep: list[int], red: list[int],
+                  shape: tuple[int, ...]) -> Any:
+    """The implicit mask of ``aggregate(op, fill, v)``: where every reduced entry of ``v``
+    is implicit and folding its fill keeps the init (``op(init, fill) == init``)."""
+    if v.implicit is None:
+        return None
+    try:
+        keeps = same_value(op.apply(fill, v.fill), fill)
+    except (TypeError, ValueError):
+        keeps = False
+    if not keeps:
+        return None
+    imp = np.broadcast_to(v.implicit, shape)
+    imp = np.all(np.transpose(imp, keep + red).reshape(
+        (*[shape[k] for k in keep], -1)), axis=-1) if red else np.transpose(imp, keep)
+    return imp if keep else bool(imp)
 
 
 def _reads_data(node: LogicNode) -> bool:

@@ -28,7 +28,9 @@ import numpy as np
 from lazysparse.logic import numba_ops
 from lazysparse.logic.dtypes import (
     BOOL,
+    accepts_kind,
     as_dtype,
+    bool_pair_operands,
     dtype_of,
     floating_dtype,
     is_python_scalar,
@@ -110,6 +112,9 @@ class Operator:
     params: tuple[Any, ...] = ()
     # the annihilator holds for every operand (False for float multiply: 0 * inf is NaN)
     strict_annihilator_for_floats: bool = True
+    # the argument positions at which the annihilator annihilates (None: every position);
+    # ``divide`` has ``(0,)``: ``0 / x`` is 0, ``x / 0`` is not
+    annihilates_at: tuple[int, ...] | None = None
     # NumPy form of ``x (+) x (+) ... (+) x`` (``m`` copies, ``m >= 1`` an int64 array) at
     # ``x``'s dtype, for non-idempotent associative ops (add: ``x * m``, multiply: ``x ** m``)
     repeat: Callable[[Any, Any], Any] | None = None
@@ -143,12 +148,13 @@ class Operator:
         return self.arg_kinds[i] if len(self.arg_kinds) > 1 else self.arg_kinds[0]
 
     def check_args(self, *args: Any) -> None:
-        """Raise TypeError if an argument's dtype (or Python scalar) has the wrong kind."""
+        """Raise TypeError if an argument's dtype (or Python scalar) has the wrong kind (a
+        bool fits a binary function's numeric kind as 0/1: ``dtypes.accepts_kind``)."""
         self._check_arity(args)
         for i, a in enumerate(args):
             d = dtype_of(a) if not is_python_scalar(a) else result_type(a)
             kind = self._kind_of(i)
-            if not isdtype(d, kind):
+            if not accepts_kind(d, kind, self.nargs):
                 what = (f"is a Python {type(a).__name__}" if is_python_scalar(a)
                         else f"has dtype {d}")
                 raise TypeError(f"{self.name}: argument {i + 1} {what}, expected "
@@ -187,6 +193,10 @@ class Operator:
             p = result_type(*args)
         if rule == "float":
             p = floating_dtype(p)
+        elif p == BOOL and not isdtype(p, self.arg_kinds[0]) and accepts_kind(
+                p, self.arg_kinds[0], self.nargs):
+            # two bools in a numeric function: NumPy's loop (bool or int8) or its TypeError
+            return (bool_pair_operands(self.name),) * self.nargs
         if rule in ("promote", "coalesce") or len(self.arg_kinds) == 1:
             kind = self.arg_kinds[0]
             if not isdtype(p, kind):
@@ -262,12 +272,22 @@ class Operator:
         return _value(self.identity, dtype)
 
     def annihilator_for(self, dtype: Any, *, strict: bool = False) -> np.generic | None:
-        """``z`` with ``op(z, x) == z`` at ``dtype``, or None. ``strict`` drops annihilators
-        that fail for non-finite floats (``0 * inf`` is NaN)."""
+        """``z`` with ``op(z, x) == z`` at ``dtype`` at every annihilating position (see
+        :meth:`annihilator_at`), or None. ``strict`` drops annihilators that fail for
+        non-finite floats (``0 * inf`` is NaN)."""
         d = as_dtype(dtype)
         if strict and d.kind in "fc" and not self.strict_annihilator_for_floats:
             return None
         return _value(self.annihilator, d)
+
+    def annihilator_at(self, position: int, dtype: Any, *,
+                       strict: bool = False) -> np.generic | None:
+        """The annihilator for argument ``position`` (an operand dtype), or None when the
+        op has none there: ``divide`` is annihilated by a 0 numerator, not a 0 divisor."""
+        if self.nargs < 2 or (self.annihilates_at is not None
+                              and position not in self.annihilates_at):
+            return None
+        return self.annihilator_for(dtype, strict=strict)
 
     def selected_by(self, arg: int, value: Any) -> int | None:
         """The argument ``op(args)`` equals whenever argument ``arg`` holds ``value`` (at
@@ -376,10 +396,41 @@ def get_operator(name: str) -> Operator:
         raise KeyError(f"no operator named {name!r}{hint}") from None
 
 
-def mapjoin_fill(op: Operator, fills: tuple[Any, ...] | list[Any]) -> np.generic:
-    """Fill value of ``mapjoin(op, args...)``: ``op(fills...)`` computed by NumPy at the
-    result dtype (``fills`` are the arguments' fill values, NumPy or Python scalars)."""
-    return np.asarray(op.apply(*fills))[()]
+def mapjoin_fill(op: Operator, fills: tuple[Any, ...] | list[Any],
+                 full: tuple[bool, ...] | list[bool] | None = None) -> np.generic:
+    """Fill value of ``mapjoin(op, args...)`` (see :func:`mapjoin_region`)."""
+    return mapjoin_region(op, fills, full)[0]
+
+
+def mapjoin_region(op: Operator, fills: tuple[Any, ...] | list[Any],
+                   full: tuple[bool, ...] | list[bool] | None = None
+                   ) -> tuple[np.generic, bool]:
+    """``(fill, full)`` of ``mapjoin(op, args...)``: the fill rule of docs/api.md.
+
+    ``fills`` are the arguments' fill values (NumPy or Python scalars); ``full[i]`` says
+    argument ``i`` has no implicit region (a dense array, a field used as a value): its
+    nominal fill never decides anything. With no full argument the result is sparse with
+    fill ``op(fills...)`` (IEEE: where every operand is implicit, nothing else is read).
+    With one, the result keeps an implicit region only where a sparse argument's fill
+    annihilates the op at its position (fill: the annihilator, as scipy's ``multiply``)
+    or selects a non-full argument (``where(mask, D, 0)``: that argument's fill); otherwise
+    it is full (dense), with the nominal fill 0 of its dtype.
+    """
+    if full is None or not any(full):
+        return np.asarray(op.apply(*fills))[()], False
+    opds = op.operand_dtypes(*fills)
+    rd = op.result_dtype(*fills)
+    for i, (f, is_full) in enumerate(zip(fills, full, strict=True)):
+        if is_full:
+            continue
+        v = scalar_as(f, opds[i])
+        z = op.annihilator_at(i, opds[i])
+        if z is not None and _same(v, z):
+            return scalar_as(z, rd), False
+        j = op.selected_by(i, v)
+        if j is not None and not full[j]:
+            return scalar_as(scalar_as(fills[j], opds[j]), rd), False
+    return rd.type(0), True
 
 
 def aggregate_fill(op: Operator, init: Any, arg_dtype: Any) -> np.generic:

@@ -34,7 +34,13 @@ from lazysparse.logic.nodes import (
     Table,
 )
 from lazysparse.logic.normal_form import epilogue_aggregate, replace_epilogue_aggregate
-from lazysparse.logic.operators import Operator, aggregate_dtype, aggregate_fill, mapjoin_fill
+from lazysparse.logic.operators import (
+    Operator,
+    aggregate_dtype,
+    aggregate_fill,
+    mapjoin_fill,
+    mapjoin_region,
+)
 from lazysparse.logic.traversal import walk
 from lazysparse.optimizer.rewrite import accesses
 
@@ -139,29 +145,57 @@ def _dtype_or_scalar(expr: LogicNode, infos: dict[Alias, AliasInfo], top: bool =
 
 
 def expr_fill(expr: LogicNode, infos: dict[Alias, AliasInfo]) -> Any:
-    """The fill value of an expression, or None when it is not constant (uses a Field)."""
+    """The fill value of an expression, or None when it has no implicit region: it reads a
+    dense operand or a Field as a value and no sparse operand's fill annihilates or selects
+    it away (the fill rule, ``logic.operators.mapjoin_region``)."""
     match expr:
         case Relabel(arg=Alias() as a):
-            return infos[a].fill
+            return infos[a].fill if infos[a].sparse else None
         case Immediate(val=v):
             return v
         case Field():
             return None
         case MapJoin(op=op, args=args):
             fills = [expr_fill(a, infos) for a in args]
-            if all(f is not None for f in fills):
+            full = [f is None for f in fills]
+            if not any(full):
                 return mapjoin_fill(op_of(op), fills)
-            for _, j in selected_arguments(expr, infos):
-                if fills[j] is not None:  # where(c, x, k) with c absent: k, whatever x is
-                    return scalar_as(fills[j], expr_dtype(expr, infos))
-            return None
+            o = op_of(op)
+            try:
+                dts = [_dtype_or_scalar(a, infos) for a in args]
+                nominal = [d.type(0) if f is None else f  # type: ignore[union-attr]
+                           for f, d in zip(fills, [np.dtype(d) if not isinstance(
+                               d, bool | int | float | complex) else np.dtype(type(d))
+                               for d in dts], strict=True)]
+                fill, is_full = mapjoin_region(o, nominal, full)
+            except (TypeError, ValueError):
+                return None
+            return None if is_full else fill
         case Aggregate(op=op, init=init, arg=arg):
+            if expr_fill(arg, infos) is None:
+                return None
             return aggregate_fill(op_of(op), init.val, expr_dtype(arg, infos))
         case Reorder(arg=arg) | Relabel(arg=arg) | Reformat(arg=arg):
             return expr_fill(arg, infos)
         case Table(tns=tns):
-            return tns.val.fill_value
+            t = tns.val
+            full = all(k == "dense" for k in getattr(getattr(t, "spec", None), "level_kinds",
+                                                     ("dense",) * t.ndim))
+            return None if full else t.fill_value
     raise TypeError(f"cannot infer the fill value of {expr!r}")
+
+
+def stored_fill(expr: LogicNode, infos: dict[Alias, AliasInfo]) -> Any:
+    """The fill value a query's result is stored with: :func:`expr_fill`, else (no implicit
+    region) the nominal fill the kernels give it: a reduction's init, 0 for a map."""
+    fill = expr_fill(expr, infos)
+    if fill is not None:
+        return fill
+    while isinstance(expr, Reorder | Reformat):
+        expr = expr.arg
+    if isinstance(expr, Aggregate):
+        return aggregate_fill(op_of(expr.op), expr.init.val, expr_dtype(expr.arg, infos))
+    return expr_dtype(expr, infos).type(0)
 
 
 def masks(op: Operator, arg: LogicNode, args: tuple[LogicNode, ...],
@@ -172,7 +206,8 @@ def masks(op: Operator, arg: LogicNode, args: tuple[LogicNode, ...],
         return False
     try:
         dts = op.operand_dtypes(*[_dtype_or_scalar(a, infos) for a in args])
-        z = op.annihilator_for(dts[list(args).index(arg)])
+        i = list(args).index(arg)
+        z = op.annihilator_at(i, dts[i])
     except (TypeError, ValueError):
         return False
     return same_value(fill, z)
@@ -265,6 +300,20 @@ def _selection_flags(node: MapJoin, infos: dict[Alias, AliasInfo],
     return memo[key]
 
 
+def _keeps_fill(node: MapJoin, infos: dict[Alias, AliasInfo], memo: dict[Any, Any]) -> bool:
+    """Whether the map's scalars leave its operands' common fill unchanged
+    (``maximum(X, 0)``, ``X * 2``, ``where(m, X, 0)``): the result then differs from its
+    fill only where an operand does, so the scalars add no entries (``X + 1`` changes the
+    fill and is sized as dense)."""
+    key = ("keeps_fill", id(node))
+    if key not in memo:
+        fill = expr_fill(node, infos)
+        others = [expr_fill(a, infos) for a in node.args if not isinstance(a, Immediate)]
+        memo[key] = fill is not None and bool(others) and all(
+            f is not None and same_value(f, fill) for f in others)
+    return memo[key]
+
+
 def _keeps_sparse(node: Aggregate, infos: dict[Alias, AliasInfo],
                   memo: dict[int, Any]) -> bool:
     key = id(node)
@@ -290,7 +339,9 @@ def _prob(expr: LogicNode, bound: set[Field], sizes: dict[Field, int],
             free = math.prod(sizes.get(f, 1) for f in set(idxs) - bound)
             return _project(info.density, free)
         case MapJoin(args=args):
-            probs = [_prob(x, bound, sizes, infos, memo) for x in args]
+            keeps = _keeps_fill(expr, infos, memo)
+            probs = [0.0 if keeps and isinstance(x, Immediate) else
+                     _prob(x, bound, sizes, infos, memo) for x in args]
             flags = _mask_flags(expr, infos, memo)
             masked = [p for p, m in zip(probs, flags, strict=True) if m]
             union = 1.0 - math.prod(1.0 - p for p in probs)
@@ -517,7 +568,7 @@ def _computed_info(rhs: LogicNode, infos: dict[Alias, AliasInfo]) -> AliasInfo:
     expr: LogicNode = loop.arg if agg is None else Aggregate(agg.op, agg.init, loop.arg, agg.idxs)
     expr = replace_epilogue_aggregate(rhs.arg if spec is not None else rhs, expr)  # type: ignore
     dtype = expr_dtype(expr, infos)
-    fill = expr_fill(expr, infos)
+    fill = stored_fill(expr, infos)
     if spec is not None:
         kinds = tuple(spec.val.level_kinds)
         mode = tuple(spec.val.mode_order)

@@ -146,7 +146,7 @@ class QueryModel:
                 if x[0] != "const":
                     continue
                 try:
-                    z = op.annihilator_for(dts[i])
+                    z = op.annihilator_at(i, dts[i])
                     if z is not None and same_value(x[1], z):
                         return ("const", z)
                     j = op.selected_by(i, x[1])
