@@ -101,13 +101,16 @@ def _modes(x: Any) -> list[str]:
 
 @pytest.mark.parametrize("fmt", ["coo", "csr"])
 def test_a_row_workspace_past_the_limit_sorts_instead(fmt: str) -> None:
-    a = sp.random(50, 4000, density=0.0005, format=fmt, random_state=1)
+    # 2M columns, 100 entries: the column sum is sparse (far larger than the data,
+    # api.plans.reduction_is_dense) and scatters
+    m = 2_000_000
+    a = sp.random(50, m, density=1e-6, format=fmt, random_state=1)
     x = xp.asarray(a)
-    want = a.toarray().sum(axis=0)
+    want = np.asarray(a.sum(axis=0)).ravel()
     got = xp.compute(xp.sum(x, axis=0))
     assert any("rowws" in m for m in _modes(xp.sum(x, axis=0)))
     np.testing.assert_allclose(np.asarray(got), want)
-    with set_densify_limit(4000 * 17 - 1):  # mark, list entry and float64 value per column
+    with set_densify_limit(m * 17 - 1):  # mark, list entry and float64 value per column
         e = xp.sum(x, axis=0)
         assert any("ism" in m for m in _modes(e)) and not any("rowws" in m for m in _modes(e))
         got = xp.compute(e)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 
+from lazysparse.formats.specs import format_spec
 from lazysparse.logic.nodes import (
     Aggregate,
     Alias,
@@ -18,6 +19,7 @@ from lazysparse.logic.nodes import (
     LogicNode,
     MapJoin,
     Relabel,
+    Reformat,
     Reorder,
     Subquery,
 )
@@ -127,7 +129,8 @@ def _fields_of_access(node: LogicNode) -> tuple[Field, ...]:
 
 
 def build_aggregate(op: object, init: object, expr: LogicNode, ndim: int | Sequence[int],
-                    axes: Sequence[int], keepdims: bool = False) -> Subquery:
+                    axes: Sequence[int], keepdims: bool = False,
+                    dense: bool = False) -> Subquery:
     """``Aggregate(op, init, expr, reduced)`` over ``axes`` of an ``ndim``-d expression.
 
     ``ndim`` may be the expression's shape (else it is looked up when ``expr`` is a live
@@ -135,6 +138,7 @@ def build_aggregate(op: object, init: object, expr: LogicNode, ndim: int | Seque
     being looped over, reduced or not (a size-1 axis may have been added by a ``Reorder``
     and have no extent in a kernel). With ``keepdims`` the
     reduced axes come back as size-1 axes through a ``Reorder`` that adds fresh fields.
+    ``dense`` stores the aggregate dense (a ``Reformat``; the kept axes only).
     """
     shape = None if isinstance(ndim, int) else tuple(ndim)
     if shape is None:
@@ -156,10 +160,15 @@ def build_aggregate(op: object, init: object, expr: LogicNode, ndim: int | Seque
                     out.append(fresh_field())
             else:
                 out.append(fresh_field() if f in unit else f)
-        agg = Aggregate(Immediate(op), Immediate(init), arg,
-                        tuple(f for f in reduced if f not in unit))
+        agg: LogicNode = Aggregate(Immediate(op), Immediate(init), arg,
+                                   tuple(f for f in reduced if f not in unit))
+        if dense:
+            kept = sum(1 for f in fields if f not in unit and f not in reduced)
+            agg = Reformat(Immediate(format_spec("dense", kept)), agg)
         return identify(Reorder(agg, tuple(out)))
     body: LogicNode = Aggregate(Immediate(op), Immediate(init), arg, reduced)
+    if dense:
+        body = Reformat(Immediate(format_spec("dense", n - len(reduced))), body)
     if keepdims and reduced:
         body = Reorder(body, tuple(fresh_field() if f in reduced else f for f in fields))
     return identify(body)

@@ -19,9 +19,9 @@ from lazysparse.api.elementwise import apply_operator
 from lazysparse.api.lazy_array import LazyArray
 from lazysparse.api.operands import as_array
 from lazysparse.formats.config import get_densify_limit
-from lazysparse.formats.specs import format_spec
 from lazysparse.logic import dtypes as _dt
-from lazysparse.logic.nodes import Immediate, Reformat, Subquery
+from lazysparse.logic.nodes import Table
+from lazysparse.logic.traversal import walk
 from lazysparse.logic.operators import (
     Operator,
     aggregate_dtype,
@@ -110,22 +110,41 @@ def lazy_reduce(o: Operator, x: LazyArray, axes: Sequence[int], keepdims: bool =
             raise TypeError(f"{o.name} has no default reduction init for dtype {x.dtype}")
     dtype = aggregate_dtype(o, init, x.dtype)
     init = _dt.scalar_as(init, dtype)
-    expr = build_aggregate(o, init, x.expr, x.ndim, axes, keepdims)
-    fill = aggregate_fill(o, init, x.dtype)
     shape = reduced_shape(x.shape, axes, keepdims)
-    full = None
-    if reduction_is_dense(shape, dtype):
-        expr, full = Subquery(expr.lhs, Reformat(Immediate(format_spec("dense", len(shape))),
-                                                 expr.arg)), True
-    return LazyArray(expr, shape, dtype, fill, x.device, full=full)
+    dense = reduction_is_dense(reduced_shape(x.shape, axes, False), dtype, stored_bound(x))
+    expr = build_aggregate(o, init, x.expr, x.shape, axes, keepdims, dense)
+    fill = aggregate_fill(o, init, x.dtype)
+    return LazyArray(expr, shape, dtype, fill, x.device, full=True if dense else None)
 
 
-def reduction_is_dense(shape: tuple[int, ...], dtype: np.dtype) -> bool:
-    """Whether an axis reduction's result is a dense array, as NumPy's and scipy's are: its
-    entries are data (the fill rule: ``X / xp.sum(X, axis=1)[:, None]`` keeps ``X``'s
-    pattern even where a row sums to 0), stored dense. A 0-d result is dense anyway; one
-    past the densify limit stays sparse (a column sum of a hypersparse 10⁹-column matrix)."""
-    if not shape:
+# an axis reduction's result up to this many entries is dense whatever its operand stores
+DENSE_REDUCTION_ENTRIES = 1 << 20
+# ... and up to this many times the entries its operand stores
+DENSE_REDUCTION_RATIO = 16
+
+
+def reduction_is_dense(shape: tuple[int, ...], dtype: np.dtype, stored: int) -> bool:
+    """Whether an axis reduction's result is a dense vector, as NumPy's and scipy's row and
+    column sums are: its entries are data (the fill rule: ``X / xp.sum(X, axis=1)[:, None]``
+    keeps ``X``'s pattern even where a row sums to 0), stored dense. A 0-d result is dense
+    anyway; a result of two or more axes keeps its operand's sparsity like a contraction
+    (``sum(S[:, :, None] * U[:, None, :] * V[None], axis=2)`` is SDDMM); a vector
+    with more than ``DENSE_REDUCTION_RATIO`` times the entries its operand stores (and
+    past ``DENSE_REDUCTION_ENTRIES``) or
+    past the densify limit stays sparse: a column sum of a hypersparse 10⁹-column matrix
+    holds only its few nonzero columns."""
+    if len(shape) != 1:
         return False
+    size = math.prod(shape)
     limit = get_densify_limit()
-    return limit is None or math.prod(shape) * dtype.itemsize <= limit
+    return size <= max(DENSE_REDUCTION_ENTRIES, DENSE_REDUCTION_RATIO * stored) and (
+        limit is None or size * dtype.itemsize <= limit)
+
+
+def stored_bound(x: LazyArray) -> int:
+    """The most entries any tensor in ``x``'s history stores (its size when dense)."""
+    t = x.result
+    if t is not None:
+        return int(t.nnz)
+    return max((int(getattr(n.tns.val, "nnz", 0)) for n in walk(x.expr)
+                if isinstance(n, Table)), default=0)

@@ -379,8 +379,9 @@ def _reduced_mask(op: Operator, fill: Any, v: Value, keep: list[int], red: list[
     if not keeps:
         return None
     imp = np.broadcast_to(v.implicit, shape)
+    n = int(np.prod([shape[k] for k in red], dtype=np.int64))
     imp = np.all(np.transpose(imp, keep + red).reshape(
-        (*[shape[k] for k in keep], -1)), axis=-1) if red else np.transpose(imp, keep)
+        (*[shape[k] for k in keep], n)), axis=-1) if red else np.transpose(imp, keep)
     return imp if keep else bool(imp)
 
 

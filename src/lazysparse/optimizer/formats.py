@@ -66,6 +66,9 @@ def _choose_formats(plan: Plan, unordered: bool) -> Plan:
             if unordered:
                 kinds = scatter_level_kinds(rhs, kinds, infos)
             rhs = Reformat(Immediate(infer_spec(kinds, tuple(range(len(kinds))))), rhs)
+        elif all(k == "dense" for k in getattr(rhs.tns.val, "level_kinds", ("?",))):
+            # a dense result asked for (an axis reduction): the same limits as a chosen one
+            check_dense_result(rhs, infos, tuple(rhs.tns.val.level_kinds))
         infos[body.lhs] = computed_info(rhs, infos)
         out.append(Query(body.lhs, rhs))
     return Plan(tuple(out))

@@ -62,9 +62,12 @@ def _map_parts(rhs: LogicNode) -> tuple[Immediate | None, Reorder] | None:
 
 
 def absorb_copy(rhs: LogicNode, copies: dict[Alias, LogicNode],
-                infos: dict[Alias, AliasInfo]) -> tuple[LogicNode, Alias] | None:
+                infos: dict[Alias, AliasInfo], read_later: bool = False
+                ) -> tuple[LogicNode, Alias] | None:
     """``rhs`` reading one of ``copies``' sources directly, in its storage order, and that
-    copy's alias; None when no read qualifies (see the module doc)."""
+    copy's alias; None when no read qualifies (see the module doc). A result that later
+    queries read (``read_later``) keeps its axis order as storage order: ``concordize``
+    already ran, so a transposed layout would make their reads discordant."""
     parts = _map_parts(rhs)
     if parts is None:
         return None
@@ -76,7 +79,8 @@ def absorb_copy(rhs: LogicNode, copies: dict[Alias, LogicNode],
         names = dict(zip(tloop, target.idxs, strict=True))
         direct = Relabel(src.arg, tuple(names[f] for f in src.idxs))
         order = storage_chain(direct, infos[src.arg])  # type: ignore[index]
-        if set(order) != set(loop.idxs) or len(order) != len(loop.idxs):
+        if set(order) != set(loop.idxs) or len(order) != len(loop.idxs) or (
+                read_later and tuple(order) != tuple(loop.idxs)):
             continue
         t = target
         body = _replace(loop.arg, t, direct)
@@ -106,13 +110,14 @@ def absorb_transposes(plan: Plan) -> Plan:
     (see the module doc). Runs after ``concordize``, before ``choose_formats``."""
     uses = alias_uses(plan)
     keep = produced(plan)
+    read = {acc.arg for q in plan.bodies if isinstance(q, Query) for acc in accesses(q.rhs)}
     infos: dict[Alias, AliasInfo] = {}
     copies: dict[Alias, LogicNode] = {}
     removed: set[Alias] = set()
     out: list[LogicNode] = []
     for body in compute_queries(plan, infos, out):
         rhs = body.rhs
-        merged = absorb_copy(rhs, copies, infos)
+        merged = absorb_copy(rhs, copies, infos, body.lhs in read)
         if merged is not None:
             rhs, gone = merged
             removed.add(gone)
