@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numba
 import numpy as np
 
+from lazysparse.formats.specs import is_structured
 from lazysparse.kernels.analysis import QueryData
 from lazysparse.kernels.chunked_append import chunk_bounds_ok, chunked_single_pass
 from lazysparse.kernels.coiterate import fold_value
@@ -24,6 +25,7 @@ from lazysparse.kernels.lower import Lowered
 from lazysparse.kernels.parallel import chunk_count, combine_count
 from lazysparse.kernels.params import Role, scalar
 from lazysparse.kernels.plan import EpiloguePlace
+from lazysparse.kernels.stored_fill import compact_chunks, shifted_row_ends
 from lazysparse.kernels.workspace import OutputMode
 
 if TYPE_CHECKING:
@@ -142,6 +144,10 @@ def run_chunks(k: Kernel, data: QueryData, args: list[Any]) -> tuple[Any, ...]:
     lw = k.lowered
     nch = chunks(k, data, args)
     osize, dsize = int(_arg(k, args, Role.OUT_SIZE)), int(_arg(k, args, Role.DENSE_SIZE))
+    if lw.output.mode is OutputMode.SHARED and lw.drop_fill is not None:
+        # the shared values and, per chunk, how many equal the fill (``stored_fill``)
+        nfill = np.zeros(nch, np.int64)
+        return (_run_in_place(k, data, args, nch, osize, (nfill,)), nfill)
     if not lw.output.mode.sparse:
         return (_run_in_place(k, data, args, nch, osize),)
     if nch == 1:
@@ -161,21 +167,24 @@ def _acc_out_dtype(k: Kernel) -> np.dtype:
     return info.acc_dtype if k.lowered.epilogue is EpiloguePlace.FINALIZE else info.out_dtype
 
 
-def _run_in_place(k: Kernel, data: QueryData, args: list[Any], nch: int, osize: int) -> Any:
+def _run_in_place(k: Kernel, data: QueryData, args: list[Any], nch: int, osize: int,
+                  extra: tuple[Any, ...] = ()) -> Any:
     """A dense or shared output: ``chunk`` over the chunks (into partials, combined), then
-    the host's fold of skipped entries and the ``finalize`` epilogue."""
+    the host's fold of skipped entries and the ``finalize`` epilogue. ``extra``: arrays the
+    chunks write besides the output (a shared output's fill counts)."""
     lw, info, mod = k.lowered, k.info, k.module
     od = _acc_out_dtype(k)
     cnt = np.zeros(osize * (nch if lw.partials else 1) if lw.fold is not None else 0,
                    np.int64)
-    extra = (cnt,) if lw.fold is not None else ()
+    if lw.fold is not None:
+        extra = (cnt, *extra)
     init = _arg(k, args, Role.INIT)
     if lw.partials and nch > 1:
         res = _run_partials(k, args, nch, osize, od, extra)
     else:
         start = _arg(k, args, Role.RED_ID if lw.partials else
                      Role.INIT if lw.epilogue else Role.OUT_FILL)
-        res = (np.empty(osize, dtype=od) if _writes_every_output(lw)
+        res = (np.empty(osize, dtype=od) if _writes_every_output(lw, info.out_spec)
                else np.full(osize, start, dtype=od))
         _parallel_map(mod.chunk, nch, (args, (res, *extra)), k.workspaces("chunk", args))
         if lw.partials and not _same_bits(start, init):
@@ -200,7 +209,9 @@ def _index_dtype(data: QueryData) -> type:
 
 def _count_then_fill(k: Kernel, data: QueryData, args: list[Any], nch: int,
                      dsize: int) -> tuple[Any, ...]:
-    """A sparse output: ``count`` per chunk, offsets by prefix sums, ``fill``."""
+    """A sparse output: ``count`` per chunk, offsets by prefix sums, ``fill``; when the fill
+    dropped entries equal to the result fill, the chunks' entries are moved together and
+    the pointers recomputed from what the fill wrote (``stored_fill.compact_chunks``)."""
     out_plan, mod = k.lowered.output, k.module
     ng = len(out_plan.groups)
     cc = [np.zeros(nch, np.int64) for _ in range(ng)]
@@ -223,8 +234,24 @@ def _count_then_fill(k: Kernel, data: QueryData, args: list[Any], nch: int,
         arrays += [np.empty(tots[g], idt) for _ in grp]
     vals = np.empty(tots[-1], _acc_out_dtype(k))
     fin = [np.zeros(nch, np.int64) for _ in range(ng)]
-    _parallel_map(mod.fill, nch, (args, (*offs, *fin, np.zeros_like(cntpd), *arrays, vals)),
+    ends = np.zeros_like(cntpd)
+    _parallel_map(mod.fill, nch, (args, (*offs, *fin, ends, *arrays, vals)),
                   k.workspaces("fill", args))
+    if k.lowered.drop_fill is None:
+        return (*arrays, vals)
+    packed = compact_chunks(out_plan.groups, offs, fin, arrays, vals)
+    if packed is None:  # no entry equal to the fill was dropped: the counts were exact
+        return (*arrays, vals)
+    arrays, vals, shift = packed
+    if out_plan.dense_prefix:  # the fill phase's own per-row counts or row ends
+        ptr = arrays[0]
+        if k.lowered.row_ends:
+            np.maximum.accumulate(shifted_row_ends(ends[:dsize], offs[0], shift[0]),
+                                  out=ptr[1:])
+        else:
+            np.cumsum(ends[:dsize], out=ptr[1:])
+    else:
+        arrays[0] = np.array([0, int(arrays[1].shape[0])], np.int64)
     return (*arrays, vals)
 
 
@@ -248,10 +275,16 @@ def _run_partials(k: Kernel, args: list[Any], nch: int, osize: int, od: np.dtype
     return res
 
 
-def _writes_every_output(lw: Lowered) -> bool:
-    """Whether the chunk stores every dense output entry exactly once (a scalar accumulator
-    under full-range loops over the output fields), so the output needs no initial fill."""
+def _writes_every_output(lw: Lowered, spec: Any = None) -> bool:
+    """Whether the chunk stores every output entry exactly once (a scalar accumulator
+    under full-range loops over the output fields; a shared compressed pattern's value per
+    stored position, its operand driving every output loop), so the output needs no
+    initial fill. A structured layout's slots outside the matrix (DIA) or past a row's
+    entries (ELL padding) are not visited: those keep the preset."""
     o = lw.output
+    if o.mode is OutputMode.SHARED:
+        return (lw.fold is None and not lw.partials and spec is not None
+                and not is_structured(spec))
     return (o.mode is OutputMode.DENSE and o.acc_depth is not None and not lw.partials
             and not any(p.kind.skips for p in lw.plans[:o.acc_depth]))
 

@@ -37,7 +37,9 @@ from lazysparse.kernels.numpy_executor import numpy_eligible, run_numpy
 from lazysparse.kernels.params import bind
 from lazysparse.kernels.relayout import is_relayout, run_relayout
 from lazysparse.kernels.run_length import run_length_eligible, run_run_length
+from lazysparse.kernels.stored_fill import drop_stored_fills
 from lazysparse.kernels.structured_inputs import analyze_readable
+from lazysparse.kernels.workspace import OutputMode
 from lazysparse.logic.nodes import Alias, Plan, Query
 
 # the dispatcher statistics already counted into cache.STATS, by dispatcher (generated
@@ -168,7 +170,8 @@ def build_kernel(info: KernelInfo, data: QueryData, key: tuple[Any, ...]) -> Ker
     """Lower, generate and wrap the kernel of ``info`` (``key``: its ``structure_key``;
     the module compiles, or loads from the disk cache, on its first call)."""
     fills = tuple(t.fill_value for t in data.tensors)
-    lowered = lower(info, fills, data.out_fill, fold=bool(key[2]), hash_ws=bool(key[3]))
+    lowered = lower(info, fills, data.out_fill, fold=bool(key[2]), hash_ws=bool(key[3]),
+                    drop_fill=True)
     text = "\n\n".join(format_function(f) for f in lowered.functions)
     # only a scalar accumulator's loop can become a vector reduction; in-place scatters
     # (A^T x) measured no faster, so they keep strict order
@@ -247,5 +250,11 @@ def _make_tensor(shape: tuple[int, ...], levels: list[Any], mode_order: Any, val
 
 
 def assemble(k: Kernel, data: QueryData, res: tuple[Any, ...]) -> Tensor:
-    """Wrap the kernel's returned arrays as the result Tensor."""
-    return host.assemble(k.info, data, k.lowered.output, res, _make_tensor)
+    """Wrap the kernel's returned arrays as the result Tensor (a shared pattern's entries
+    that computed the fill are dropped: ``stored_fill.drop_stored_fills``)."""
+    lw = k.lowered
+    # a shared output also returns how many values each chunk found equal to the fill
+    some = (lw.output.mode is OutputMode.SHARED and lw.drop_fill is not None
+            and bool(res[1].any()))
+    return host.assemble(k.info, data, lw.output, res, _make_tensor,
+                         drop_stored_fills if some else None)

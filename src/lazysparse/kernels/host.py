@@ -32,10 +32,14 @@ CheckInput = Callable[[Alias, Any], None]
 
 
 def assemble(info: KernelInfo, data: QueryData, out: OutputPlan, res: tuple[Any, ...],
-             make: MakeTensor) -> Any:
+             make: MakeTensor, written: Callable[[Any], Any] | None = None) -> Any:
     """The result tensor of a kernel's arrays, in the layout its query asked for (a
-    hashed or bytemap layout is relabeled from the compressed one the kernel wrote)."""
+    hashed or bytemap layout is relabeled from the compressed one the kernel wrote).
+    ``written`` maps the tensor as written first (the CPU host drops a shared pattern's
+    entries equal to the fill: ``stored_fill.drop_stored_fills``)."""
     t = _assemble_written(info, data, out, res, make)
+    if written is not None:
+        t = written(t)
     if info.stored_spec is not None:
         t = relabel_layout(t, info.stored_spec)
     return t

@@ -48,6 +48,7 @@ from lazysparse.kernels.plan import (
     plan_kernel,
     workspace_bound,
 )
+from lazysparse.kernels.stored_fill import FillTest
 from lazysparse.kernels.workspace import OutputMode, OutputPlan
 
 # the output strategy of each output mode
@@ -82,6 +83,9 @@ class Lowered:
     row_ends: bool = False
     # where the epilogue runs
     epilogue: EpiloguePlace | None = None
+    # entries equal to the result fill are not stored (``kernels.stored_fill``): the fill
+    # phase tests each one; a shared pattern is checked by the host
+    drop_fill: FillTest | None = None
 
     @property
     def params(self) -> tuple[str, ...]:
@@ -195,17 +199,19 @@ def kernel_functions(ctx: LowerContext, signature: KernelParams) -> tuple[Functi
 
 
 def lower(info: KernelInfo, fills: tuple[Any, ...], out_fill: Any,
-          fold: bool = False, hash_ws: bool = False) -> Lowered:
+          fold: bool = False, hash_ws: bool = False, drop_fill: bool = False) -> Lowered:
     """The loop IR of a kernel plus the co-iteration and output decisions behind it.
 
     ``fold``: let reductions skip entries whose value is a non-identity constant and count
-    visits instead (the host folds the skipped ones in; see ``coiterate.fold_levels``)."""
-    plan = plan_kernel(info, fills, out_fill, fold, hash_ws)
+    visits instead (the host folds the skipped ones in; see ``coiterate.fold_levels``).
+    ``drop_fill``: computed entries equal to the result fill are not stored (the fill phase
+    tests them; its host compacts; see ``kernels.stored_fill``)."""
+    plan = plan_kernel(info, fills, out_fill, fold, hash_ws, drop_fill)
     ctx = LowerContext.of(plan)
     sig = kernel_params(info, plan.output, ctx.cvar)
     return Lowered(kernel_functions(ctx, sig), plan.levels, plan.output, plan.choice, sig,
                    extent0(ctx), append_bounds(plan), plan.fold, workspace_bound(plan),
-                   plan.row_count_depth() is not None, plan.epilogue)
+                   plan.row_count_depth() is not None, plan.epilogue, plan.drop_fill)
 
 
 __all__ = ["OUTPUTS", "Lowered", "kernel_functions", "lower", "replace"]

@@ -15,6 +15,7 @@ from lazysparse.kernels.loop_ir import Assign, Bin, Cast, Expr, If, Load, Not, S
 from lazysparse.kernels.lower_context import LowerContext, Phase
 from lazysparse.kernels.lower_epilogue import finish
 from lazysparse.kernels.plan import EpiloguePlace
+from lazysparse.kernels.stored_fill import keep_expr, same_expr
 
 
 class OutputLowering:
@@ -147,10 +148,34 @@ class SharedOutput(OutputLowering):
         return pos
 
     def insert(self, st: State, val: Expr | None) -> list[Stmt]:
-        return [Store("out", self.position(st), Cast(str(self.ctx.info.out_dtype), val))]  # type: ignore
+        return self.write(st, Cast(str(self.ctx.info.out_dtype), val))  # type: ignore
 
     def store_acc(self, st: State) -> list[Stmt]:
-        return [Store("out", self.position(st), finish(self.ctx.info, V("acc"), st.coords))]
+        return self.write(st, finish(self.ctx.info, V("acc"), st.coords))
+
+    def write(self, st: State, val: Expr) -> list[Stmt]:
+        """Store ``val`` at the shared position; with the plan's ``drop_fill``, count the
+        values equal to the result fill (``nf``: the host gives the shared pattern up
+        only when some chunk counted one, ``stored_fill.drop_stored_fills``)."""
+        test = self.ctx.plan.drop_fill
+        if test is None:
+            return [Store("out", self.position(st), val)]
+        same = Cast("int64", same_expr(test, V("oval")))
+        return [Assign("oval", val), Store("out", self.position(st), V("oval")),
+                Assign("nf", add(V("nf"), same))]
+
+    def chunk_start(self) -> list[Stmt]:
+        return [Assign("nf", C(0))] if self.ctx.plan.drop_fill is not None else []
+
+    def chunk_end(self) -> list[Stmt]:
+        if self.ctx.plan.drop_fill is None:
+            return []
+        return [Store("nfill", V("t"), V("nf"))]
+
+    def params(self) -> tuple[str, ...]:
+        if self.ctx.plan.drop_fill is None:
+            return super().params()
+        return (*super().params(), "nfill")
 
 
 class AppendOutput(OutputLowering):
@@ -197,12 +222,20 @@ class AppendOutput(OutputLowering):
     def emit(self, st: State, val: Expr | None, coords: dict[str, Expr] | None = None,
              step: Expr | None = None) -> list[Stmt]:
         """Append one entry: open ancestor groups top-down, then write the leaf group's
-        coordinates (and value in the fill phase); ``step`` entries at once (count)."""
+        coordinates (and value in the fill phase); ``step`` entries at once (count). With
+        the plan's ``drop_fill`` the fill phase appends only a value unequal to the result
+        fill (``kernels.stored_fill``); the count phase counts every entry (a bound)."""
         ctx = self.ctx
         coords = coords or st.coords
         groups = self.out.groups
         last = len(groups) - 1
         out: list[Stmt] = []
+        test = ctx.plan.drop_fill if ctx.fill else None
+        if ctx.fill:
+            val = finish(ctx.info, val, coords)  # type: ignore[arg-type]
+            if test is not None:  # the value once, tested against the fill
+                out.append(Assign("oval", val))
+                val = V("oval")
         for g, grp in enumerate(groups):
             cnt = V(ctx.tag(f"cnt{g}"))
             inc = step if (step is not None and g == last) else C(1)
@@ -213,7 +246,7 @@ class AppendOutput(OutputLowering):
                 write.append(Assign(f"pos{g}", cnt))
                 write += [Store(f"o_idx{m}", cnt, coords[ctx.storage[m]]) for m in grp]
                 if g == last:
-                    write.append(Store("o_vals", cnt, finish(ctx.info, val, coords)))  # type: ignore[arg-type]
+                    write.append(Store("o_vals", cnt, val))  # type: ignore[arg-type]
             write.append(Assign(cnt.name, add(cnt, inc)))
             if g < last:
                 write.append(Assign(ctx.tag(f"open{g}"), C(True)))
@@ -224,7 +257,25 @@ class AppendOutput(OutputLowering):
             for g in range(last):
                 nxt = groups[g + 1][0]
                 out.append(Store(f"o_ptr{nxt}", add(V(f"pos{g}"), C(1)), V(f"cnt{g + 1}")))
-        return out
+        if test is None:
+            return out
+        keep = keep_expr(test, V("oval"))
+        if last == 0:
+            # one group: write in any case, advance only past a value that is kept
+            # (branchless; the slot is inside the chunk's counted region either way)
+            step1: Expr = Cast("int64", keep)
+            return [out[0], *(self._advance(x, step1) for x in out[1:])]
+        # an entry equal to the fill is not stored, nor are its parents opened
+        return [out[0], If(keep, tuple(out[1:]))]
+
+    def _advance(self, s: Stmt, step: Expr) -> Stmt:
+        """``s`` with its count increments (``cnt0``, ``cntpd[od]``) by ``step``."""
+        cnt = self.ctx.tag("cnt0")
+        if isinstance(s, Assign) and s.var == cnt:
+            return Assign(cnt, add(V(cnt), step))
+        if isinstance(s, Store) and s.array == "cntpd":
+            return Store("cntpd", s.index, add(Load("cntpd", s.index), step))
+        return s
 
     def chunk_start(self) -> list[Stmt]:
         ctx = self.ctx

@@ -15,6 +15,7 @@ from typing import Any
 from lazysparse.kernels.analysis import KernelInfo
 from lazysparse.kernels.coiterate import LevelPlan, LoopKind, fold_levels, plan_level
 from lazysparse.kernels.parallel import ParallelChoice, choose_parallel
+from lazysparse.kernels.stored_fill import FillTest, fill_test
 from lazysparse.kernels.workspace import OutputMode, OutputPlan, plan_output
 
 
@@ -40,6 +41,9 @@ class KernelPlan:
     # storage's order, a diagonal or a block row at a time (``storage_major_depth``;
     # lowered by ``kernels.lower_band`` / ``kernels.lower_block``), else None
     storage_major: int | None = None
+    # the test that keeps entries equal to the result fill from being stored
+    # (``kernels.stored_fill``); None: every entry written is stored
+    drop_fill: FillTest | None = None
 
     @property
     def partials(self) -> bool:
@@ -60,12 +64,14 @@ class KernelPlan:
 
 
 def plan_kernel(info: KernelInfo, fills: tuple[Any, ...], out_fill: Any,
-                fold: bool = False, hash_ws: bool = False) -> KernelPlan:
+                fold: bool = False, hash_ws: bool = False,
+                drop_fill: bool = False) -> KernelPlan:
     """Plan the kernel of ``info`` for operands with ``fills`` and result fill ``out_fill``.
 
     ``fold``: let reductions skip entries whose value is a non-identity constant and count
     visits instead (see ``coiterate.fold_levels``); dropped unless the output is dense.
-    ``hash_ws``: write a scattered unordered row through a hash workspace."""
+    ``hash_ws``: write a scattered unordered row through a hash workspace.
+    ``drop_fill``: entries equal to the result fill are not stored (``kernels.stored_fill``)."""
     k = len(info.loop_order)
     folded = fold_levels(info, fills, out_fill) if fold else None
     levels = tuple(plan_level(info, d, fills, out_fill, folded) for d in range(k))
@@ -77,7 +83,8 @@ def plan_kernel(info: KernelInfo, fills: tuple[Any, ...], out_fill: Any,
     choice = choose_parallel(info, levels, out)
     return KernelPlan(info, levels, out, choice, folded,
                       epilogue_place(info, levels, out, folded, choice.partials),
-                      storage_major_depth(info, levels, out, folded, choice.partials))
+                      storage_major_depth(info, levels, out, folded, choice.partials),
+                      fill_test(info, out.mode, out_fill) if drop_fill else None)
 
 
 def storage_major_depth(info: KernelInfo, levels: tuple[LevelPlan, ...], out: OutputPlan,
