@@ -139,8 +139,43 @@ class LowerContext:
                 vals = tuple(cast(d, self.value(a, st), a.dtype) for a, d in  # type: ignore
                              zip(args, opds, strict=True))
                 app = Apply(op, vals, tuple(str(d) for d in opds))
-                return app if native(rd) else Cast(str(rd), app)
+                out = app if native(rd) else Cast(str(rd), app)
+                return self._annihilated(node, st, out)
         raise TypeError(f"unknown pointwise node {node!r}")
+
+    def present(self, node: PNode, st: State) -> Expr | None:
+        """Whether ``node`` holds data here (None: always): an access where its operand
+        stores an entry, an annihilated op where all its annihilating arguments do."""
+        if isinstance(node, PAccess):
+            o = st.ops[node.slot]
+            return None if o.present is None or (isinstance(o.present, Const)
+                                                 and o.present.value is True) else o.present
+        if isinstance(node, PApply) and node.annihilates:
+            cond: Expr | None = None
+            for i in node.annihilates:
+                p = self.present(node.args[i], st)
+                if p is None:
+                    return None
+                cond = land(cond, p)
+            return cond
+        return None
+
+    def _annihilated(self, node: PApply, st: State, value: Expr) -> Expr:
+        """``value``, or the annihilator where an annihilating argument is implicit (the
+        fill rule: ``0 * inf`` is 0 and ``0 * -2`` is +0 where ``S`` stores nothing, as
+        co-iteration computes where it skips the entry)."""
+        if not node.annihilates:
+            return value
+        i = node.annihilates[0]
+        z = node.op.annihilator_at(i, node.operand_dtypes[i])
+        cond = self.present(node, st)
+        if z is None or cond is None or (isinstance(z, float | np.floating)
+                                         and not np.isfinite(z)):
+            return value
+        zr = np.asarray(z).astype(node.dtype)[()]
+        if np.dtype(node.dtype).kind == "c":
+            return value
+        return sel(cond, value, Const(zr.item(), str(node.dtype)))
 
     def reduce(self, acc: Expr, val: Expr) -> Expr:
         """``acc ⊕ val`` with the kernel's reduction, in the accumulator's dtype."""

@@ -1,0 +1,142 @@
+"""Random expressions of sparse operands next to dense ones holding zeros, infinities and
+NaN (docs/api.md, "The fill rule"): the compiled path and the reference interpreter agree
+value for value, the lazy fill metadata is the computed tensor's, a sparse result stores no
+more entries than its sparse operands' patterns hold, and finite inputs never give a
+non-finite fill."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import lazysparse as xp
+
+from .test_random_expressions import _executor
+
+EXAMPLES = int(os.environ.get("LAZYSPARSE_RANDOM_EXAMPLES", "300")) // 3
+SPECIALS = (0.0, 0.0, 1.0, -2.0, 0.5, np.inf, -np.inf, np.nan)
+FINITE = (0.0, 0.0, 1.0, -2.0, 0.5, 3.0)
+
+
+@dataclass(frozen=True)
+class Leaf:
+    values: np.ndarray
+    fmt: str  # "dense", "csr", "csc", "coo"
+
+    def build(self) -> Any:
+        if self.fmt == "dense":
+            return xp.asarray(self.values)
+        return xp.asarray(self.values, format=self.fmt)
+
+    @property
+    def pattern(self) -> np.ndarray | None:
+        return None if self.fmt == "dense" else self.values != 0
+
+
+@dataclass(frozen=True)
+class Node:
+    op: str
+    args: tuple[Any, ...]
+
+    def build(self) -> Any:
+        a = [x.build() if isinstance(x, Leaf | Node) else x for x in self.args]
+        match self.op:
+            case "where":
+                return xp.where(a[0] > 0, a[1], a[2])
+            case "reciprocal":
+                return 1.0 / a[0]
+            case "scale":
+                return a[0] * a[1]
+            case "less":
+                return xp.astype(a[0] < a[1], xp.float64)
+        return getattr(xp, self.op)(*a)
+
+
+def _leaves(n: Any) -> list[Leaf]:
+    if isinstance(n, Leaf):
+        return [n]
+    if isinstance(n, Node):
+        return [x for a in n.args for x in _leaves(a)]
+    return []
+
+
+def _ops(n: Any) -> set[str]:
+    return {n.op} | set().union(*(_ops(a) for a in n.args)) if isinstance(n, Node) else set()
+
+
+@st.composite
+def leaves(draw: st.DrawFn, shape: tuple[int, int], finite: bool, dense: bool = False) -> Leaf:
+    fmt = "dense" if dense else draw(st.sampled_from(("dense", "dense", "csr", "csc", "coo")))
+    size = int(np.prod(shape))
+    pool = FINITE if finite or fmt != "dense" else SPECIALS
+    vals = np.array(draw(st.lists(st.sampled_from(pool), min_size=size, max_size=size)),
+                    dtype=np.float64).reshape(shape)
+    if fmt == "dense":  # a dense operand may also be a broadcast row or column vector
+        kind = draw(st.sampled_from(("full", "row", "col")))
+        if kind == "row":
+            vals = vals[:1, :]
+        elif kind == "col":
+            vals = vals[:, :1]
+    return Leaf(vals, fmt)
+
+
+@st.composite
+def expressions(draw: st.DrawFn, shape: tuple[int, int], depth: int, finite: bool) -> Any:
+    if depth == 0 or draw(st.integers(0, 3)) == 0:
+        return draw(leaves(shape, finite))
+    op = draw(st.sampled_from(("multiply", "multiply", "divide", "divide", "add", "subtract",
+                               "maximum", "minimum", "where", "reciprocal", "scale",
+                               "less")))
+    if op in ("reciprocal", "divide"):
+        # a sparse divisor makes a sparse array of fill inf, and two sparse operands with
+        # non-finite fills meet only where neither stores (IEEE there): keep divisors dense
+        divisor = draw(leaves(shape, finite, dense=True))
+        if op == "reciprocal":
+            return Node(op, (divisor,))
+        return Node(op, (draw(expressions(shape, depth - 1, finite)), divisor))
+    a = draw(expressions(shape, depth - 1, finite))
+    if op == "scale":
+        return Node(op, (a, draw(st.sampled_from((2.0, 0.5, -1.0)))))
+    b = draw(expressions(shape, depth - 1, finite))
+    if op == "where":
+        return Node(op, (a, b, draw(st.sampled_from((0.0, 0.0, 1.0)))))
+    return Node(op, (a, b))
+
+
+@st.composite
+def programs(draw: st.DrawFn) -> tuple[Any, bool]:
+    shape = (draw(st.integers(1, 4)), draw(st.integers(1, 4)))
+    finite = draw(st.booleans())
+    return draw(expressions(shape, 3, finite)), finite
+
+
+def _compute(expr: Any, executor: str | None) -> Any:
+    with _executor(executor), np.errstate(all="ignore"):
+        lazy = expr.build()
+        fill = lazy.fill_value
+        r = xp.compute(lazy)
+        return r, fill, np.asarray(r)
+
+
+@settings(max_examples=EXAMPLES, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(prog=programs())
+def test_sparse_next_to_dense_specials(prog: tuple[Any, bool]) -> None:
+    expr, finite = prog
+    got, fill, values = _compute(expr, None)
+    _, ref_fill, ref = _compute(expr, "reference")
+    np.testing.assert_allclose(values, ref, rtol=1e-12, equal_nan=True, err_msg=repr(expr))
+    t = got.tensor()
+    for f in (fill, ref_fill):  # the lazy metadata says what the kernels store
+        assert f == t.fill_value or (np.isnan(f) and np.isnan(t.fill_value)), (expr, f)
+    patterns = [p for p in (leaf.pattern for leaf in _leaves(expr)) if p is not None]
+    if t.format != "dense" and patterns:
+        union = np.logical_or.reduce([np.broadcast_to(p, values.shape) for p in patterns])
+        assert t.nnz <= int(union.sum()), (expr, t.nnz, int(union.sum()))
+    if finite and not _ops(expr) & {"divide", "reciprocal"}:
+        assert np.isfinite(t.fill_value), (expr, t.fill_value)
