@@ -86,8 +86,12 @@ def test_einsum_errors() -> None:
         einsum("ij->ii", x)
     with pytest.raises(TypeError, match="string"):
         einsum(3, x)
-    with pytest.raises(TypeError, match="numeric"):
-        einsum("ij", lazy(np.ones((2, 2), bool)))
+    m = np.array([[True, False], [True, True]])  # bools are numbers 0/1, as in NumPy
+    for got, want in ((einsum("ij->", lazy(m)), np.einsum("ij->", m)),
+                      (einsum("ij,jk", lazy(m), lazy(np.ones((2, 2), np.float32))),
+                       np.einsum("ij,jk", m, np.ones((2, 2), np.float32)))):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(np.asarray(got), want)
 
 
 @settings(max_examples=25, deadline=None)

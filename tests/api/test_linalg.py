@@ -61,8 +61,10 @@ def test_matmul_mixed_dtypes_and_errors() -> None:
         L.matmul(lazy(np.float64(1)), lazy(np.ones(3)))
     with pytest.raises(ValueError, match="batch"):
         L.matmul(lazy(np.ones((2, 2, 3))), lazy(np.ones((3, 3, 2))))
-    with pytest.raises(TypeError, match="numeric"):
-        L.matmul(lazy(np.ones((2, 2), bool)), lazy(np.ones((2, 2), bool)))
+    m = np.array([[True, False], [False, False]])
+    # bool operands are numbers 0/1, as in NumPy (bool @ bool is bool, bool @ int8 int8)
+    assert_same(L.matmul(lazy(m), lazy(m)), np.matmul(m, m))
+    assert_same(L.matmul(lazy(m), lazy(a[:, :2])), np.matmul(m, a[:, :2]))
     with pytest.raises(TypeError, match="lazysparse array"):
         L.matmul([[1.0, 1.0], [1.0, 1.0]], lazy(np.ones((2, 2))))
 

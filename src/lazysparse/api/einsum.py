@@ -15,7 +15,7 @@ from typing import Any
 
 from lazysparse.api.building import access, broadcast_shapes, fresh_field, fresh_fields, identify
 from lazysparse.api.lazy_array import LazyArray
-from lazysparse.api.plans import check_array, check_kind, op
+from lazysparse.api.plans import check_array, op
 from lazysparse.logic.fields import getfields
 from lazysparse.logic.nodes import Aggregate, Field, Immediate, LogicNode, MapJoin, Reorder
 from lazysparse.logic.operators import aggregate_fill
@@ -60,8 +60,6 @@ def einsum(subscripts: str, /, *operands: Any) -> LazyArray:
     if not operands:
         raise ValueError("einsum: at least one operand is required")
     xs = [check_array(x, "einsum", f"operand {k}") for k, x in enumerate(operands)]
-    for k, x in enumerate(xs):
-        check_kind(x, "numeric", "einsum", f"operand {k}")
     terms, out_terms = _parse(subscripts, len(xs))
     sizes: dict[str, int] = {}
     ell_shapes: list[tuple[int, ...]] = []

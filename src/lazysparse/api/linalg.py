@@ -65,10 +65,11 @@ def contract(x1: LazyArray, f1: Sequence[Field], x2: LazyArray, f2: Sequence[Fie
 
 
 def _numeric_pair(fname: str, x1: Any, x2: Any) -> tuple[LazyArray, LazyArray]:
+    """The two operands of a product as lazysparse arrays. Every dtype is accepted: a bool
+    operand is the number 0/1 (NumPy: ``bool @ float32`` is float32, ``bool @ bool`` is the
+    bool "any of ands"); the result dtype is ``multiply``'s (``logic.dtypes``)."""
     x1 = check_array(x1, fname, "x1")
     x2 = check_array(x2, fname, "x2")
-    check_kind(x1, "numeric", fname, "x1")
-    check_kind(x2, "numeric", fname, "x2")
     return x1, x2
 
 
