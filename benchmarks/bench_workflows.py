@@ -1,0 +1,193 @@
+"""Workflows written as NumPy/scipy users write them: lazysparse vs scipy.sparse + NumPy.
+
+Times every workflow of the test corpus (``tests/workflows/corpus.py``: TF-IDF,
+normalizations, cosine top-k, graph normalizations and Laplacians, PageRank, label
+propagation, kNN symmetrization, logistic/linear regression, scaling, thresholding,
+co-occurrence, mini-batches, Jacobi, CG, 2-D Laplacian assembly, ...) in its scipy/NumPy
+version and its lazysparse version, in the same process on the same data. The loops
+(PageRank, label propagation, power iteration, logistic regression, CG) appear twice: the
+natural loop (``*_natural``: no ``xp.compute`` in the loop, only ``float()`` observations)
+and the computed one (``*_computed``: ``x = xp.compute(...)`` each iteration).
+
+The lazysparse time is the lazy version plus ``xp.compute`` of the arrays it returns (its
+``float()`` observations run inside). Its first call (planning, code generation, kernel
+compilation or loading from the on-disk kernel cache) is reported apart; then the two
+versions alternate ``--repeat`` times (a load swing on a shared machine hits both) and the
+best time of each counts. The first call's results are checked against scipy's with the
+corpus's own checks ("ok", else the first line of the mismatch). Ratio = lazysparse time /
+scipy time (< 1: lazysparse faster). Nothing is asserted.
+
+Threads: ``NUMBA_NUM_THREADS`` (also used for OpenMP/BLAS; ``--threads N`` sets it), 1 if
+unset. Run it both ways::
+
+    NUMBA_NUM_THREADS=1 python benchmarks/bench_workflows.py
+    NUMBA_NUM_THREADS=2 python benchmarks/bench_workflows.py
+
+Usage: ``python benchmarks/bench_workflows.py [--threads N] [--only a,b | --family text]
+[--size bench|large|small] [--quick] [--repeat R] [--fresh-cache]``. The kernel cache is
+the default one (``LAZYSPARSE_CACHE_DIR`` or lazysparse's default) unless ``--fresh-cache``
+(a new temporary directory: first calls then include compilation).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+
+
+def _threads_from_argv() -> str:
+    """``--threads N`` has to reach the environment before NumPy/Numba are imported."""
+    args = sys.argv[1:]
+    for i, a in enumerate(args):
+        if a.startswith("--threads="):
+            return a.split("=", 1)[1]
+        if a == "--threads" and i + 1 < len(args):
+            return args[i + 1]
+    return os.environ.get("NUMBA_NUM_THREADS", "1")
+
+
+for _var in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_var] = _threads_from_argv()
+if "--fresh-cache" in sys.argv:
+    os.environ["LAZYSPARSE_CACHE_DIR"] = tempfile.mkdtemp(prefix="lsk-bench-workflows-")
+
+import argparse  # noqa: E402
+import gc  # noqa: E402
+import time  # noqa: E402
+import warnings  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
+from tests.workflows.corpus import (  # noqa: E402
+    GRAPH,
+    GRID,
+    ML,
+    SYSTEM,
+    TEXT,
+    WORKFLOWS,
+    Workflow,
+    compare,
+    lazy_outputs,
+)
+
+import lazysparse as xp  # noqa: E402
+
+FAMILIES = {"text": TEXT, "graph": GRAPH, "ml": ML, "grid": GRID, "system": SYSTEM}
+
+
+def run_lazy(w: Workflow, d: dict[str, Any]) -> dict[str, Any]:
+    """The lazysparse version and the compute of every array it returns."""
+    got = w.lazy_version(d)
+    arrays = lazy_outputs(got)
+    if arrays:
+        xp.compute(*arrays)
+    return got
+
+
+def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    gc.collect()
+    t = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t, out
+
+
+@dataclass
+class Row:
+    name: str
+    size: str
+    scipy: float | None = None
+    lazy: float | None = None
+    first: float | None = None
+    check: str = ""
+
+
+def measure(w: Workflow, which: str, repeat: int) -> Row:
+    size = getattr(w, which)
+    row = Row(w.name, str(size))
+    try:
+        d = w.data(size)
+        t_ref, want = timed(lambda: w.scipy_version(d))
+        row.first, got = timed(lambda: run_lazy(w, d))
+        try:
+            compare(w.name, got, want, w.nnz_factor, w.rtol)
+            row.check = "ok"
+        except AssertionError as e:
+            row.check = "wrong: " + (str(e).strip().splitlines() or [""])[0][:90]
+        del got, want
+        best_ref, best_ls = t_ref, row.first
+        for _ in range(repeat):
+            best_ref = min(best_ref, timed(lambda: w.scipy_version(d))[0])
+            best_ls = min(best_ls, timed(lambda: run_lazy(w, d))[0])
+        row.scipy, row.lazy = best_ref, best_ls
+    except Exception as e:  # noqa: BLE001 - reported in the table, the run goes on
+        text = (str(e).strip().splitlines() or [""])[0]
+        row.check = f"error: {type(e).__name__}: {text[:90]}"
+    return row
+
+
+def fmt_ms(t: float | None) -> str:
+    if t is None:
+        return "—"
+    return f"{t * 1e3:.2f}" if t < 0.1 else f"{t * 1e3:.0f}"
+
+
+def table_row(r: Row) -> str:
+    ratio = f"{r.lazy / r.scipy:.3g}" if r.lazy and r.scipy else "—"
+    return (f"| {r.name} | {r.size} | {fmt_ms(r.scipy)} | {fmt_ms(r.lazy)} | {ratio} | "
+            f"{fmt_ms(r.first)} | {r.check} |")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", default=None, help="comma-separated workflow names")
+    ap.add_argument("--family", default=None, help="comma-separated: " + ",".join(FAMILIES))
+    ap.add_argument("--size", choices=["bench", "large", "small"], default="bench",
+                    help="which of each workflow's sizes (default bench)")
+    ap.add_argument("--quick", action="store_true", help="the small sizes (same as --size "
+                    "small)")
+    ap.add_argument("--repeat", type=int, default=3, help="timed runs of each version after "
+                    "the first, alternating; the best counts")
+    ap.add_argument("--threads", type=int, default=None,
+                    help="threads for every library (default: $NUMBA_NUM_THREADS or 1)")
+    ap.add_argument("--fresh-cache", action="store_true",
+                    help="a new, empty kernel cache (first calls include compilation)")
+    opts = ap.parse_args()
+    names = opts.only.split(",") if opts.only else list(WORKFLOWS)
+    unknown = [n for n in names if n not in WORKFLOWS]
+    if unknown:
+        ap.error(f"unknown workflow(s) {unknown}; choose from {list(WORKFLOWS)}")
+    if opts.family:
+        fams = [FAMILIES[f] for f in opts.family.split(",")]
+        names = [n for n in names if any(WORKFLOWS[n].family is f for f in fams)]
+    which = "small" if opts.quick else opts.size
+    warnings.simplefilter("ignore")
+    import numba
+    import scipy
+
+    print(f"# workflows: threads={os.environ['NUMBA_NUM_THREADS']} (numba "
+          f"{numba.get_num_threads()}), numpy {np.__version__}, scipy {scipy.__version__}, "
+          f"sizes: {which}, best of {opts.repeat + 1}")
+    t0 = time.perf_counter()
+    rows = []
+    for name in names:
+        rows.append(measure(WORKFLOWS[name], which, opts.repeat))
+        print("  " + table_row(rows[-1]), file=sys.stderr, flush=True)
+    print("\n| workflow | size | scipy ms | lazysparse ms | ls/scipy | lazysparse 1st call ms "
+          "| check |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(table_row(r))
+    print(f"\nbest of {opts.repeat + 1} runs each (the first lazysparse call included); "
+          f"ls/scipy < 1: lazysparse faster. total wall time "
+          f"{time.perf_counter() - t0:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
