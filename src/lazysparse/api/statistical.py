@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from lazysparse.api import eager
+from lazysparse.api.elementwise import where
 from lazysparse.api.lazy_array import LazyArray
 from lazysparse.api.plans import (
     astype,
@@ -125,7 +126,19 @@ def var(x: Any, /, *, axis: Any = None, correction: int | float = 0.0,
     n = _count(x.shape, axes)
     m = mean(x, axis=axes, keepdims=True)
     d = lazy_map(op("subtract"), x, m)
-    ss = lazy_reduce(op("add"), lazy_map(op("multiply"), d, d), axes, keepdims)
+    sq = lazy_map(op("square"), d)  # d read once: stays fused into the masked sum
+    f = x.fill_value
+    if x.full or f is None or not np.isfinite(f):
+        ss = lazy_reduce(op("add"), sq, axes, keepdims)
+    else:  # sparse: stored entries' squares, then the implicit ones' (f - mean)**2 at once
+        stored = lazy_map(op("not_equal"), x, f)
+        ss = lazy_reduce(op("add"), where(stored, sq, 0.0), axes, keepdims)
+        implicit = lazy_map(op("subtract"), float(n), lazy_reduce(
+            op("add"), astype(stored, x.dtype), axes, keepdims))
+        mk = mean(x, axis=axes, keepdims=keepdims)
+        df = lazy_map(op("subtract"), mk, f)
+        ss = lazy_map(op("add"), ss, lazy_map(op("multiply"), implicit,
+                                              lazy_map(op("multiply"), df, df)))
     return lazy_map(op("divide"), ss, float(n - correction))
 
 
