@@ -143,39 +143,63 @@ class LowerContext:
                 return self._annihilated(node, st, out)
         raise TypeError(f"unknown pointwise node {node!r}")
 
-    def present(self, node: PNode, st: State) -> Expr | None:
-        """Whether ``node`` holds data here (None: always): an access where its operand
-        stores an entry, an annihilated op where all its annihilating arguments do."""
-        if isinstance(node, PAccess):
-            o = st.ops[node.slot]
-            return None if o.present is None or (isinstance(o.present, Const)
-                                                 and o.present.value is True) else o.present
-        if isinstance(node, PApply) and node.annihilates:
-            cond: Expr | None = None
-            for i in node.annihilates:
-                p = self.present(node.args[i], st)
-                if p is None:
-                    return None
-                cond = land(cond, p)
-            return cond
-        return None
+    def holds_data(self, node: PNode, st: State) -> Expr | bool:
+        """Whether ``node`` holds data here (True: always; False: never, a constant): a
+        dense operand always, a sparse one where it stores an entry, a map where any of
+        its arguments does."""
+        match node:
+            case PAccess(slot=s):
+                o = st.ops[s]
+                if o.present is None or (isinstance(o.present, Const)
+                                         and o.present.value is True):
+                    return True
+                if isinstance(o.present, Const) and o.present.value is False:
+                    return False
+                return o.present
+            case PConst():
+                return False
+            case PApply(args=args):
+                out: Expr | bool = False
+                for a in args:
+                    h = self.holds_data(a, st)
+                    if h is True:
+                        return True
+                    if h is not False:
+                        out = h if out is False else Bin("or", out, h)  # type: ignore[arg-type]
+                return out
+        return True
 
     def _annihilated(self, node: PApply, st: State, value: Expr) -> Expr:
-        """``value``, or the annihilator where an annihilating argument is implicit (the
-        fill rule: ``0 * inf`` is 0 and ``0 * -2`` is +0 where ``S`` stores nothing, as
-        co-iteration computes where it skips the entry)."""
+        """``value``, or the annihilator where an annihilating argument stores nothing and
+        another argument holds data (the fill rule: ``0 * inf`` is 0 and ``0 * -2`` is +0
+        where ``S`` stores nothing, as co-iteration computes where it skips the entry;
+        where no argument holds data the value stays ``op(fills)``, IEEE)."""
         if not node.annihilates:
             return value
         i = node.annihilates[0]
         z = node.op.annihilator_at(i, node.operand_dtypes[i])
-        cond = self.present(node, st)
-        if z is None or cond is None or (isinstance(z, float | np.floating)
-                                         and not np.isfinite(z)):
+        if z is None or np.dtype(node.dtype).kind == "c" or (
+                isinstance(z, float | np.floating) and not np.isfinite(z)):
             return value
-        zr = np.asarray(z).astype(node.dtype)[()]
-        if np.dtype(node.dtype).kind == "c":
+        mine = self.holds_data(node.args[i], st)
+        if mine is True:
             return value
-        return sel(cond, value, Const(zr.item(), str(node.dtype)))
+        others: Expr | bool = False
+        for j, a in enumerate(node.args):
+            if j == i:
+                continue
+            h = self.holds_data(a, st)
+            if h is True:
+                others = True
+                break
+            if h is not False:
+                others = h if others is False else Bin("or", others, h)  # type: ignore
+        if others is False:
+            return value
+        zc = Const(np.asarray(z).astype(node.dtype)[()].item(), str(node.dtype))
+        when_absent = zc if others is True else sel(others, zc, value)
+        return value if mine is False and others is False else sel(
+            mine if mine is not False else Const(False), value, when_absent)
 
     def reduce(self, acc: Expr, val: Expr) -> Expr:
         """``acc ⊕ val`` with the kernel's reduction, in the accumulator's dtype."""
