@@ -18,8 +18,8 @@ from lazysparse.logic.nodes import (
     Immediate,
     LogicNode,
     MapJoin,
-    Relabel,
     Reformat,
+    Relabel,
     Reorder,
     Subquery,
 )

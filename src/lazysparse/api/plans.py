@@ -21,7 +21,6 @@ from lazysparse.api.operands import as_array
 from lazysparse.formats.config import get_densify_limit
 from lazysparse.logic import dtypes as _dt
 from lazysparse.logic.nodes import Table
-from lazysparse.logic.traversal import walk
 from lazysparse.logic.operators import (
     Operator,
     aggregate_dtype,
@@ -29,6 +28,7 @@ from lazysparse.logic.operators import (
     astype_op,
     get_operator,
 )
+from lazysparse.logic.traversal import walk
 
 Operand = LazyArray | bool | int | float | complex | np.generic
 

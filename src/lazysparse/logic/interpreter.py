@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from lazysparse.formats.convert_numpy import stored_mask
+from lazysparse.formats.dtypes import same_value
 from lazysparse.logic.dtypes import INDEX_DTYPE, is_python_scalar, scalar_as
 from lazysparse.logic.fields import unique_fields
 from lazysparse.logic.nodes import (
@@ -41,8 +43,6 @@ from lazysparse.logic.nodes import (
     Table,
 )
 from lazysparse.logic.normal_form import epilogue_aggregate
-from lazysparse.formats.convert_numpy import stored_mask
-from lazysparse.formats.dtypes import same_value
 from lazysparse.logic.operators import Operator, aggregate_dtype, mapjoin_region
 
 
