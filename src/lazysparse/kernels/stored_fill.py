@@ -38,7 +38,7 @@ from lazysparse.formats.dtypes import is_nan_scalar
 from lazysparse.formats.levels import Compressed, Dense, Singleton
 from lazysparse.formats.specs import is_structured
 from lazysparse.kernels.analysis import KernelInfo, PAccess
-from lazysparse.kernels.loop_ir import Bin, Expr, Var
+from lazysparse.kernels.loop_ir import Bin, Expr, Not, Var
 from lazysparse.kernels.workspace import OutputMode
 
 
@@ -89,12 +89,7 @@ def keep_expr(test: FillTest, v: Expr) -> Expr:
 
 def same_expr(test: FillTest, v: Expr) -> Expr:
     """The loop-IR condition that ``v`` equals the result fill (``not keep_expr``)."""
-    f = Var("ofill")
-    if test is FillTest.EQUAL:
-        return Bin("==", v, f)
-    if test is FillTest.NAN:
-        return Bin("!=", v, v)
-    return Bin("or", Bin("==", v, f), Bin("and", Bin("!=", v, v), Bin("!=", f, f)))
+    return Not(keep_expr(test, v))
 
 
 def fill_mask(values: np.ndarray, fill: Any) -> np.ndarray:

@@ -162,11 +162,9 @@ def expr_fill(expr: LogicNode, infos: dict[Alias, AliasInfo]) -> Any:
                 return mapjoin_fill(op_of(op), fills)
             o = op_of(op)
             try:
-                dts = [_dtype_or_scalar(a, infos) for a in args]
-                nominal = [d.type(0) if f is None else f  # type: ignore[union-attr]
-                           for f, d in zip(fills, [np.dtype(d) if not isinstance(
-                               d, bool | int | float | complex) else np.dtype(type(d))
-                               for d in dts], strict=True)]
+                # a full argument (never a scalar) takes the nominal 0 of its dtype
+                nominal = [expr_dtype(a, infos).type(0) if f is None else f
+                           for a, f in zip(args, fills, strict=True)]
                 fill, is_full = mapjoin_region(o, nominal, full)
             except (TypeError, ValueError):
                 return None
