@@ -20,6 +20,7 @@ from lazysparse import formats
 from lazysparse.api import tensors as T
 from lazysparse.api.lazy_array import Device, LazyArray, as_device
 from lazysparse.api.operands import as_array
+from lazysparse.formats.config import check_allocation
 from lazysparse.logic import dtypes as _dt
 
 
@@ -280,7 +281,11 @@ def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: Any = N
     if n < 0 or m < 0:
         raise ValueError(f"eye: negative dimension ({n}, {m})")
     d = _dt.DEFAULT_FLOAT if dtype is None else _dt.as_dtype(dtype)
-    rows = np.arange(max(0, -k), min(n, m - k) if m - k > 0 else 0, dtype=np.int64)
+    lo, hi = max(0, -k), min(n, m - k) if m - k > 0 else 0
+    # the diagonal's entries (two int64 coordinates and a value each): one per row
+    check_allocation(max(hi - lo, 0), np.dtype([("row", np.int64), ("col", np.int64),
+                                                ("value", d)]), "eye's diagonal entries")
+    rows = np.arange(lo, hi, dtype=np.int64)
     coords = np.stack([rows, rows + k]) if rows.size else np.zeros((2, 0), np.int64)
     t = T.from_coords((n, m), coords, np.ones(rows.size, d), d.type(0),
                       format or "csr", sorted_unique=True)
@@ -302,6 +307,7 @@ def arange(start: int | float, /, stop: int | float | None = None, step: int | f
     else:
         d = _dt.as_dtype(dtype)
     n = max(0, math.ceil((stop - start) / step))
+    check_allocation(n, np.int64 if d.itemsize < 8 else d, "arange's dense result")
     if d.kind in "iu" and all(isinstance(v, int) for v in (start, stop, step)):
         arr = np.arange(start, stop, step, dtype=np.int64 if d.kind == "i" else np.uint64)
         arr = arr.astype(d)
@@ -322,6 +328,8 @@ def linspace(start: int | float | complex, stop: int | float | complex, /, num: 
         _dt.as_dtype(dtype)
     if d.kind not in "fc":
         raise TypeError(f"linspace: dtype must be floating-point, got {d}")
+    check_allocation(num, np.complex128 if is_c or d.kind == "c" else np.float64,
+                     "linspace's dense result")
     arr = np.linspace(start, stop, num, endpoint=endpoint, dtype=np.complex128 if is_c or
                       d.kind == "c" else np.float64).astype(d)
     return LazyArray.from_tensor(T.dense(arr), dev)

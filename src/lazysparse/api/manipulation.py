@@ -22,6 +22,7 @@ from lazysparse.api.building import broadcast_shapes, fresh_fields, identify
 from lazysparse.api.lazy_array import LazyArray
 from lazysparse.api.operands import as_array, is_array_like
 from lazysparse.api.views import unit_view
+from lazysparse.formats.config import check_allocation
 from lazysparse.formats.dtypes import same_value
 from lazysparse.logic import dtypes as _dt
 from lazysparse.logic.nodes import Immediate, MapJoin, Relabel, Reorder
@@ -239,6 +240,9 @@ def concat(arrays: tuple[LazyArray, ...] | list[LazyArray], /, *,
         t = T.from_coords(tuple(shape), np.concatenate(cs, axis=1), np.concatenate(vs),
                           d.type(tensors[0].fill_value), tensors[0].format)
         return T.leaf(t, arrays[0])
+    # the dense result: more than the dense inputs hold means sparse ones were densified
+    check_allocation(math.prod(shape), d, "concat's dense result", shape=tuple(shape),
+                     within=sum(int(t.values.size) for t in tensors if T.is_dense(t)))
     out = np.concatenate([t.to_numpy().astype(d, copy=False) for t in tensors], axis=ax)
     return T.leaf(T.dense(out), arrays[0])
 
@@ -330,6 +334,8 @@ def tile(x: LazyArray, repetitions: tuple[int, ...], /) -> LazyArray:
             v = np.tile(v, r)
         return new_shape, c, v
 
+    _check_dense_result(x, tuple(d * r for d, r in zip(x.shape, reps_full, strict=True)),
+                        "tile", sparse_ok=True)
     return T.eager(x, lambda a: np.tile(a, reps_full), sparse_fn)
 
 
@@ -352,4 +358,20 @@ def repeat(x: LazyArray, repeats: Any, /, *, axis: int | None = None) -> LazyArr
         reps = np.asarray(operator.index(repeats))
     if np.any(reps < 0):
         raise ValueError("repeat: repeats must be non-negative")
+    flat = reps.reshape(-1)
+    n = int(flat.sum()) if flat.size == x.shape[ax] else int(flat[0]) * x.shape[ax]
+    _check_dense_result(x, x.shape[:ax] + (n,) + x.shape[ax + 1:], "repeat", sparse_ok=False)
     return T.eager(x, lambda a: np.repeat(a, reps, axis=ax))
+
+
+def _check_dense_result(x: LazyArray, shape: tuple[int, ...], fname: str,
+                        sparse_ok: bool) -> None:
+    """DensifyError before an eager function's dense result of ``shape`` passes the
+    densify limit (``x`` computed first; unless it is no larger than ``x``'s own dense
+    values). ``sparse_ok``: a sparse ``x`` gives a sparse result (nothing to check)."""
+    t = x.tensor()
+    dense = T.is_dense(t)
+    if sparse_ok and not dense and t.ndim:
+        return
+    check_allocation(math.prod(shape), t.dtype, f"{fname}'s dense result", shape=shape,
+                     within=int(t.values.size) if dense else 0)

@@ -13,11 +13,13 @@ O(log nnz) per coordinate. ``take_leading`` gathers whole subtrees of the first 
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from lazysparse import formats
+from lazysparse.formats.config import check_allocation
 from lazysparse.formats.ordering import canonical
 from lazysparse.formats.search import segment_search
 from lazysparse.formats.sortkernels import (
@@ -36,6 +38,9 @@ def selection(items: list[Any], shape: tuple[int, ...]) -> tuple[np.ndarray, tup
     and each component's own coordinates, never an axis's or the array's extent."""
     if len(items) == len(shape) and all(type(k) is int for k in items):
         return np.array(items, dtype=np.int64).reshape(len(shape), 1), ()
+    n = _selection_size(items, shape)
+    check_allocation(n * max(len(shape), 1), np.int64, "the coordinates an index selects "
+                     "(an assignment writes each selected element)", shape=(len(shape), n))
     lookups, reduced, key = _reduced_key(items, shape)
     if not shape:
         picked = np.broadcast_to(np.zeros((), np.int8), ())[key]
@@ -50,6 +55,38 @@ def selection(items: list[Any], shape: tuple[int, ...]) -> tuple[np.ndarray, tup
             coords = np.empty((len(shape), picked.size), np.int64)
         coords[axis] = picked.reshape(-1)
     return coords, sel_shape
+
+
+def _selection_size(items: list[Any], shape: tuple[int, ...]) -> int:
+    """How many elements the normalized key ``items`` selects (NumPy's rule: slices keep
+    their length, integer arrays and the ``nonzero()`` arrays of boolean ones broadcast
+    together, a 0-d boolean selects once or never), or a slice's length when that is more
+    (its coordinate table): computed before anything that large is allocated."""
+    n, table = 1, 0
+    arrays: list[tuple[int, ...]] = []
+    axis = 0
+    for k in items:
+        if k is None:
+            continue
+        if isinstance(k, np.ndarray) and k.dtype == np.bool_:
+            if k.ndim == 0:
+                n *= int(bool(k))
+                continue
+            arrays.append((int(np.count_nonzero(k)),))
+            axis += k.ndim
+            continue
+        if isinstance(k, slice):
+            m = len(range(*k.indices(shape[axis])))
+            n, table = n * m, max(table, m)
+        elif isinstance(k, np.ndarray):
+            arrays.append(k.shape)
+        axis += 1
+    if arrays:
+        try:
+            n *= math.prod(np.broadcast_shapes(*arrays))
+        except ValueError:  # NumPy's IndexError says so when the key is applied
+            pass
+    return max(n, table)
 
 
 def _reduced_key(items: list[Any], shape: tuple[int, ...]

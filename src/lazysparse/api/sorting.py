@@ -127,7 +127,9 @@ def _sort_sparse(coords: tuple[np.ndarray, ...], values: np.ndarray, shape: tupl
     sline = line[order]
     starts = np.searchsorted(sline, sline, side="left")
     rank = np.arange(values.size) - starts  # rank within the line among stored entries
-    counts = np.bincount(sline)[sline]  # stored entries in the line
+    # stored entries in the line: a count per stored entry, never one per line (a bincount
+    # by line would be the size of every other axis together: 10⁹ counts for 3 entries)
+    counts = np.searchsorted(sline, sline, side="right") - starts
     before = _before_fill(values[order], fill)
     pos = np.where(before, rank, rank + (n - counts))
     if descending:

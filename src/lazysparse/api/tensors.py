@@ -82,8 +82,26 @@ def from_coords(shape: tuple[int, ...], coords: np.ndarray, values: np.ndarray,
         val = values[0] if values.size else fill_value
         return dense(np.asarray(val, dtype=values.dtype), fill_value)
     coords = np.asarray(coords, dtype=np.int64).reshape(ndim, -1)
+    if _pointers_too_large(fmt, shape, int(values.size)):
+        fmt = "coo"  # hypersparse: csr's pointer per row would pass the densify limit
     return formats.Tensor.from_coords(list(coords), values, shape, format=fmt,
                                       fill_value=fill_value)
+
+
+def _pointers_too_large(fmt: str, shape: tuple[int, ...], n: int) -> bool:
+    """Whether layout ``fmt`` of ``shape`` would need a pointer array under its leading
+    dense levels that passes the densify limit and dwarfs the ``n`` entries (an eager
+    result of a hypersparse csr keeps its entries in coo instead of raising)."""
+    limit = formats.get_densify_limit()
+    if limit is None:
+        return False
+    spec = formats.format_spec(fmt, len(shape))
+    parents = 1
+    for kind, m in zip(spec.level_kinds, spec.mode_order, strict=True):
+        if kind != "dense":
+            break
+        parents *= shape[m]
+    return (parents + 1) * 8 > limit and parents > 8 * n + 4096
 
 
 def empty_sparse(shape: tuple[int, ...], dtype: np.dtype, fill_value: Any,

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 from types import TracebackType
+from typing import Any
+
+import numpy as np
 
 DEFAULT_DENSIFY_LIMIT = 4 * 2**30
 ENV_VAR = "LAZYSPARSE_DENSIFY_LIMIT"
@@ -91,3 +94,33 @@ def check_densify(nbytes: int, shape: tuple[int, ...], dtype: object, what: str)
             f"`with set_densify_limit(nbytes): ...`) or the {ENV_VAR} environment variable "
             f"('none' for no limit)."
         )
+
+
+# bins (pointer entries, counting-sort buckets) per stored entry, plus a constant, up to
+# which an array sized by an extent counts as proportional to the entries it holds
+BINS_PER_ENTRY = 8
+BINS_SLACK = 4096
+
+
+def check_allocation(count: int, dtype: Any, what: str, *, within: int = 0,
+                     shape: tuple[int, ...] | None = None) -> None:
+    """DensifyError before allocating ``count`` items of ``dtype`` sized by a shape (a
+    dense result, a pointer array under dense levels, a workspace per coordinate of an
+    axis) when they pass the densify limit, unless ``count <= within``: no more items than
+    arrays already in memory hold (an input's stored positions), so the allocation is
+    proportional to the data, not to its shape. One multiplication and two comparisons
+    when it passes: cheap enough for every kernel call."""
+    limit = get_densify_limit()
+    if limit is None or count <= within:
+        return
+    dt = np.dtype(dtype)
+    nbytes = int(count) * dt.itemsize
+    if nbytes > limit:
+        check_densify(nbytes, (int(count),) if shape is None else tuple(shape), dt, what)
+
+
+def check_bins(nbins: int, entries: int, dtype: Any, what: str) -> None:
+    """:func:`check_allocation` of an array with one item per bin (a pointer array of
+    ``nbins`` parents, a counting sort's buckets) filled by ``entries`` stored entries:
+    fine while the bins stay within a few per entry (:data:`BINS_PER_ENTRY`)."""
+    check_allocation(nbins, dtype, what, within=BINS_PER_ENTRY * int(entries) + BINS_SLACK)

@@ -224,7 +224,10 @@ def from_coords(
     idt = choose_index_dtype(shape, n)
     stored = [axes[m].astype(idt, copy=False) for m in spec.mode_order]
     dims = tuple(shape[m] for m in spec.mode_order)
-    if len(shape) == 2 and n:
+    if len(shape) == 2 and n and (spec.level_kinds == ("dense", "compressed")
+                                  or dims[0] <= _BINS_PER_ENTRY * n + 4096):
+        # a counting sort by the major coordinate; a hypersparse one (bins, a pointer per
+        # row, would dwarf the entries) sorts by comparison below, in memory O(n)
         return _from_pairs_2d(shape, spec, stored, vals, fill, sum_duplicates)
     stored, vals = sort_coords(stored, dims, vals, len(shape))
     stored, vals = merge_duplicates(stored, vals, sum_duplicates, spec.mode_order)

@@ -19,6 +19,7 @@ import numba
 import numpy as np
 from numba.extending import is_jitted
 
+from .config import check_bins
 from .dtypes import check_dtype, choose_index_dtype, normalize_fill
 from .levels import Compressed, Dense, Hashed, Level
 from .levels.hashed import EMPTY, build_table, hash_slot, table_shift, table_size
@@ -267,6 +268,8 @@ class HashedBuilder:
             upper = tuple(Dense(d) for d in dims[:-1])
         n = self.n
         idt = choose_index_dtype(shape, max(n, self.nparents))
+        check_bins(self.nparents + 1, n, np.int64, f"a hashed level's pointer array under "
+                   f"dense levels of {self.nparents} parents")
         order_q = stable_order(self.parents[:n], self.nparents) if n else np.empty(0, np.int64)
         ptr = np.zeros(self.nparents + 1, dtype=idt)
         if n:

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from .assemble import build_tensor
+from .config import check_allocation
 from .dtypes import check_dtype, normalize_fill
 from .specs import FormatSpec, format_spec
 from .tensor import Tensor
@@ -50,6 +51,9 @@ def _sample(rng: np.random.Generator, size: int, nnz: int) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     if size >= 2**62:
         raise ValueError(f"random: {size} elements is too many to index with int64")
+    if size > 10000 and nnz > size // 50:  # NumPy draws from a permutation of every element
+        check_allocation(size, np.int64, "random's permutation of every element (a density "
+                         "above 2%)", within=nnz)
     return np.sort(rng.choice(size, size=nnz, replace=False))
 
 

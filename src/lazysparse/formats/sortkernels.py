@@ -11,6 +11,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from .config import check_bins
+
 _WORDS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64, 16: np.complex128}
 
 
@@ -221,8 +223,11 @@ def transpose_compressed(
 
     ``major[p]`` is the coordinate of parent ``p``. Returns ``(ptr, idx, values)`` of the
     transposed layout, with majors ascending within each minor segment. ``ptr``, ``idx`` and
-    ``major`` must share one integer dtype.
+    ``major`` must share one integer dtype. DensifyError when the new pointer array (one
+    entry per minor coordinate) passes the densify limit and dwarfs the entries.
     """
+    check_bins(nminor + 1, idx.size, ptr.dtype,
+               f"a transpose's pointer array under a dense level of {nminor} parents")
     out_ptr = np.zeros(nminor + 1, dtype=ptr.dtype)
     out_idx = np.empty(idx.size, dtype=idx.dtype)
     out_vals = np.empty(idx.size, dtype=values.dtype)
@@ -233,7 +238,10 @@ def transpose_compressed(
 def scatter_by_key(
     key: np.ndarray, nbins: int, minor: np.ndarray, values: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Stable counting sort of ``(minor, values)`` by ``key`` in ``[0, nbins)``; returns ptr too."""
+    """Stable counting sort of ``(minor, values)`` by ``key`` in ``[0, nbins)``; returns ptr too
+    (DensifyError when that pointer array passes the densify limit and dwarfs the entries)."""
+    check_bins(nbins + 1, key.size, key.dtype,
+               f"a pointer array under a dense level of {nbins} parents")
     out_ptr = np.zeros(nbins + 1, dtype=key.dtype)
     out_minor = np.empty(minor.size, dtype=minor.dtype)
     out_vals = np.empty(values.size, dtype=values.dtype)
@@ -258,6 +266,7 @@ def stable_order(key: np.ndarray, nbins: int) -> np.ndarray:
     """The stable sorting permutation of ``key`` in ``[0, nbins)`` (one counting pass,
     O(n + nbins)); int32 when ``key`` is short enough, to halve its memory."""
     n = int(key.size)
+    check_bins(nbins + 1, n, np.int64, f"a counting sort's {nbins} bins")
     out = np.empty(n, dtype=np.int32 if n <= np.iinfo(np.int32).max else np.int64)
     _order(key, np.zeros(nbins + 1, dtype=np.int64), out)
     return out
@@ -265,6 +274,8 @@ def stable_order(key: np.ndarray, nbins: int) -> np.ndarray:
 
 def ptr_from_sorted(key: np.ndarray, nbins: int, dtype: np.dtype) -> np.ndarray:
     """Segment pointers of an ascending ``key`` array with ``nbins`` bins."""
+    check_bins(nbins + 1, key.size, dtype,
+               f"a pointer array under a dense level of {nbins} parents")
     out = np.zeros(nbins + 1, dtype=dtype)
     _count_ptr(key, out)
     return out

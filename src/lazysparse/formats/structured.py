@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .config import check_densify
+from .config import check_bins, check_densify
 from .dtypes import choose_index_dtype, equals_fill
 from .levels import Banded, Blocked, Dense, Ell, Level, Runs
 from .specs import FormatSpec
@@ -67,6 +67,7 @@ def _banded(size: int, row: np.ndarray, col: np.ndarray, values: np.ndarray,
 def _ell(size: int, nparent: int, shape: tuple[int, ...], parent: np.ndarray,
          coord: np.ndarray, values: np.ndarray, fill: np.generic) -> tuple[Ell, np.ndarray]:
     """``width`` = the most entries of a parent; each parent's entries fill its first slots."""
+    check_bins(nparent, parent.size, np.int64, f"an ELL's entry count per row ({nparent} rows)")
     counts = np.bincount(parent, minlength=nparent) if parent.size else np.zeros(nparent, int)
     width = int(counts.max()) if counts.size else 0
     slots = nparent * width
@@ -126,6 +127,7 @@ def _blocked(dims: tuple[int, ...], row: np.ndarray, col: np.ndarray, values: np
     nbytes = uniq.size * r * c * values.dtype.itemsize
     check_densify(nbytes, (uniq.size, r, c), values.dtype, "a BSR's blocks")
     idt = choose_index_dtype(dims, uniq.size)
+    check_bins(nbr + 1, uniq.size, idt, f"a BSR's pointer array over {nbr} block rows")
     ptr = np.zeros(nbr + 1, dtype=idt)
     if uniq.size:
         np.cumsum(np.bincount(uniq // nbc, minlength=nbr), out=ptr[1:])
@@ -146,6 +148,8 @@ def _runs(size: int, nparent: int, shape: tuple[int, ...], parent: np.ndarray,
     first = np.flatnonzero(start)
     last = np.append(first[1:], n)[: first.size] - 1  # no entries: no runs
     idt = choose_index_dtype(shape, first.size)
+    check_bins(nparent + 1, first.size, idt,
+               f"a run-length pointer array under dense levels of {nparent} parents")
     ptr = np.zeros(nparent + 1, dtype=idt)
     if first.size:
         np.cumsum(np.bincount(parent[first], minlength=nparent), out=ptr[1:])

@@ -16,13 +16,19 @@ from typing import TYPE_CHECKING, Any
 import numba
 import numpy as np
 
+from lazysparse.formats.config import (
+    BINS_PER_ENTRY,
+    BINS_SLACK,
+    check_allocation,
+    get_densify_limit,
+)
 from lazysparse.formats.specs import is_structured
 from lazysparse.kernels.analysis import QueryData
 from lazysparse.kernels.chunked_append import chunk_bounds_ok, chunked_single_pass
 from lazysparse.kernels.coiterate import fold_value
 from lazysparse.kernels.hash_workspace import selected_row_entries
 from lazysparse.kernels.lower import Lowered
-from lazysparse.kernels.parallel import chunk_count, combine_count
+from lazysparse.kernels.parallel import chunk_count, combine_count, stored_work
 from lazysparse.kernels.params import Role, scalar
 from lazysparse.kernels.plan import EpiloguePlace
 from lazysparse.kernels.stored_fill import compact_chunks, shifted_row_ends
@@ -99,6 +105,11 @@ def _parallel_map(fn: Any, nch: int, args: tuple[Any, ...],
     it starts at once, while a pool thread may take a while to wake (a 2 ms SDDMM ran all
     its chunks before the pool's second thread took one)."""
     nthreads = min(numba.get_num_threads(), nch)
+    per = getattr(ws, "nbytes", 0)
+    if per and nthreads > 1:
+        # each worker holds a workspace set (a row workspace is chosen only when one set
+        # fits the densify limit, ``KernelInfo.wide``): all of them together within it
+        nthreads = min(nthreads, threads_within_limit(per))
     chunks = itertools.count()  # next() on a count is atomic under the GIL
 
     def worker() -> None:
@@ -127,6 +138,76 @@ def _parallel_map(fn: Any, nch: int, args: tuple[Any, ...],
 
 
 
+def threads_within_limit(nbytes: int) -> int:
+    """How many workers may each hold ``nbytes`` of workspace (or partials) at once
+    without the total passing the densify limit (at least one)."""
+    limit = get_densify_limit()
+    return numba.get_num_threads() if limit is None else max(1, limit // max(nbytes, 1))
+
+
+def stored_positions(data: QueryData) -> int:
+    """The most items one array of the operands holds (values or a level's pointers): an
+    allocation no larger is proportional to data already in memory."""
+    most = 0
+    for t in data.tensors:
+        most = max(most, int(t.values.shape[0]))
+        for lv in t.levels:
+            ptr = getattr(lv, "ptr", None)
+            if ptr is not None:
+                most = max(most, int(ptr.shape[0]))
+    return most
+
+
+def _check_dense_output(k: Kernel, data: QueryData, osize: int, nch: int) -> int:
+    """DensifyError before a dense (or shared) result, its fold counts and its per-chunk
+    partials are allocated past the densify limit, unless no larger than an operand's
+    stored values (the optimizer's rule: a result no larger than a dense operand
+    densifies nothing, ``optimizer.analysis.check_dense_result``). Returns the chunk count,
+    lowered so that the partials (one result-sized array per chunk) stay within it."""
+    limit = get_densify_limit()
+    if limit is None:
+        return nch
+    lw = k.lowered
+    od = _acc_out_dtype(k)
+    if osize * od.itemsize > limit:
+        check_allocation(osize, od, f"the kernel's dense result of shape {data.out_shape}",
+                         within=stored_work(data), shape=data.out_shape)
+    per = od.itemsize + (8 if lw.fold is not None else 0)  # a value and a fold count
+    if lw.partials and nch > 1 and osize * per * nch > limit:
+        nch = max(1, limit // max(osize * per, 1))
+    return nch
+
+
+def _check_dense_prefix(data: QueryData, dsize: int) -> None:
+    """DensifyError before a sparse result's per-row counts and pointers under its dense
+    levels (``dsize`` parents, two int64 arrays) pass the densify limit, unless an
+    operand holds an array as long (a csr operand's own pointers)."""
+    limit = get_densify_limit()
+    if limit is None or 16 * (dsize + 1) <= limit:
+        return
+    check_allocation(2 * (dsize + 1), np.int64, f"the kernel's pointer array under dense "
+                     f"levels of {dsize} parents (result shape {data.out_shape})",
+                     within=2 * stored_positions(data) + 2)
+
+
+def _check_sparse_result(k: Kernel, data: QueryData, n: int, idt: Any) -> None:
+    """DensifyError before a sparse result's ``n`` counted entries (a coordinate per
+    sparse level and a value each) pass the densify limit while they outnumber the
+    operands' stored values several times over (``BINS_PER_ENTRY``): the outer product
+    of two dense 10⁵-vectors is a 10¹⁰-entry "sparse" result, a densification."""
+    limit = get_densify_limit()
+    if limit is None:
+        return
+    ncoords = sum(len(g) for g in k.lowered.output.groups)
+    od = _acc_out_dtype(k)
+    if n * (np.dtype(idt).itemsize * ncoords + od.itemsize) <= limit:
+        return
+    stored = sum(int(t.values.shape[0]) for t in data.tensors)
+    entry = np.dtype([("coords", idt, (ncoords,)), ("value", od)])
+    check_allocation(n, entry, f"the kernel's sparse result of shape {data.out_shape} "
+                     f"({n} entries)", within=BINS_PER_ENTRY * stored + BINS_SLACK)
+
+
 def chunks(k: Kernel, data: QueryData, args: list[Any]) -> int:
     """How many chunks the outermost loop is split into (1 when it must run in order)."""
     osize = int(args[k.lowered.signature.position(Role.OUT_SIZE)])
@@ -144,6 +225,10 @@ def run_chunks(k: Kernel, data: QueryData, args: list[Any]) -> tuple[Any, ...]:
     lw = k.lowered
     nch = chunks(k, data, args)
     osize, dsize = int(_arg(k, args, Role.OUT_SIZE)), int(_arg(k, args, Role.DENSE_SIZE))
+    if not lw.output.mode.sparse:
+        nch = _check_dense_output(k, data, osize, nch)
+    elif lw.output.dense_prefix:
+        _check_dense_prefix(data, dsize)
     if lw.output.mode is OutputMode.SHARED and lw.drop_fill is not None:
         # the shared values and, per chunk, how many equal the fill (``stored_fill``)
         nfill = np.zeros(nch, np.int64)
@@ -220,6 +305,7 @@ def _count_then_fill(k: Kernel, data: QueryData, args: list[Any], nch: int,
     offs = [np.concatenate(([0], np.cumsum(c))).astype(np.int64) for c in cc]
     tots = [int(o[-1]) for o in offs]
     idt = _index_dtype(data)
+    _check_sparse_result(k, data, tots[-1], idt)
     arrays: list[Any] = []
     for g, grp in enumerate(out_plan.groups):
         if g == 0:

@@ -35,6 +35,7 @@ from typing import Any
 import numba
 import numpy as np
 
+from lazysparse.formats.config import check_allocation
 from lazysparse.formats.convert import convert
 from lazysparse.formats.dtypes import choose_index_dtype, equals_fill
 from lazysparse.formats.levels import Dense, Runs
@@ -51,6 +52,7 @@ from lazysparse.kernels.analysis import (
 )
 from lazysparse.kernels.coiterate import region_of
 from lazysparse.kernels.numpy_executor import _epilogue, reducer_for
+from lazysparse.kernels.parallel import stored_work
 from lazysparse.kernels.regions import ALL, NONE, And, Atom, Known, Or, Region
 from lazysparse.kernels.relayout import is_relayout
 from lazysparse.logic.operators import astype_op
@@ -423,6 +425,8 @@ def _map_result(info: KernelInfo, data: QueryData, seg: _Segments,
     direct = tuple(info.out_fields[m] for m in spec.mode_order) == order
     kinds = spec.level_kinds
     if direct and all(k == "dense" for k in kinds):
+        check_allocation(math.prod(data.out_shape), od, "a run-length kernel's dense result",
+                         within=stored_work(data), shape=data.out_shape)
         stored = np.repeat(vals, seg.length)
         levels = [Dense(data.extents[f]) for f in order]
         return Tensor(data.out_shape, levels, spec.mode_order, stored, fill, format=spec,
@@ -475,6 +479,8 @@ def _reduce_result(info: KernelInfo, data: QueryData, seg: _Segments,
             perm = np.argsort(groups, kind="stable")
             groups, contrib = groups[perm], contrib[perm]
     init = np.asarray(data.init).astype(acc)[()]
+    check_allocation(math.prod(kept_ext), acc, "a run-length reduction's dense result",
+                     within=stored_work(data), shape=tuple(kept_ext))
     res = _group_fold(rop, contrib, groups, math.prod(kept_ext), init, acc)
     res = res.reshape(kept_ext)
     kept_fields = [order[k] for k in kept]
