@@ -231,3 +231,28 @@ def test_variance_of_sparse_data_stays_sparse(fill: float) -> None:
     with set_densify_limit(d.size * 8 - 1):
         np.testing.assert_allclose(np.asarray(xp.var(x, axis=0)), np.var(d, axis=0),
                                    rtol=1e-10)
+
+
+@pytest.mark.parametrize("spell", ["numpy scalar", "0-d array", "python float"])
+def test_zero_d_thresholds_keep_the_pattern(spell: str) -> None:
+    """A NumPy scalar or a stored 0-d array broadcast against a sparse matrix is a scalar
+    of its dtype: ``X > t`` keeps ``X``'s pattern whatever the spelling of ``t`` (a
+    threshold from ``np.percentile`` is a NumPy scalar), with NumPy 2's dtypes."""
+    xs = sp.random_array((300, 200), density=0.02, format="csr", random_state=11,
+                         dtype=np.float32)
+    t_np = np.float64(np.percentile(xs.data, 60))
+    t = {"numpy scalar": t_np, "0-d array": xp.asarray(t_np),
+         "python float": float(t_np)}[spell]
+    X = xp.asarray(xs)
+    M = X > t
+    assert M.format != "dense" and not M.full
+    ref = xs > float(t_np)
+    assert M.nnz == ref.nnz
+    np.testing.assert_array_equal(np.asarray(M), ref.toarray())
+    Y = X * (X > t)
+    assert Y.nnz == xs.multiply(ref).nnz
+    scaled = X * t
+    want = np.float32 if spell == "python float" else np.float64  # NEP 50
+    assert scaled.dtype == want and scaled.format != "dense"
+    np.testing.assert_allclose(np.asarray(scaled), xs.toarray().astype(want) * t_np,
+                               rtol=1e-6)

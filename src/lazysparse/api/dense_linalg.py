@@ -9,6 +9,7 @@ entries (a sparse input gives a sparse diagonal).
 
 from __future__ import annotations
 
+import math
 from collections import namedtuple
 from typing import Any
 
@@ -16,7 +17,7 @@ import numpy as np
 
 from lazysparse.api import eager
 from lazysparse.api.lazy_array import LazyArray
-from lazysparse.api.plans import check_array, check_kind
+from lazysparse.api.plans import check_array, check_kind, reduction_is_dense
 from lazysparse.logic import dtypes as _dt
 
 QRResult = namedtuple("QRResult", ["Q", "R"])
@@ -190,7 +191,10 @@ def cross(x1: Any, x2: Any, /, *, axis: int = -1) -> LazyArray:
 
 
 def diagonal(x: Any, /, *, offset: int = 0) -> LazyArray:
-    """The ``offset`` diagonal of the last two axes, read from the stored entries."""
+    """The ``offset`` diagonal of the last two axes, read from the stored entries; dense
+    (as NumPy's and scipy's ``A.diagonal()``) unless its length is far past the entries
+    stored, as a reduction to a vector (``plans.reduction_is_dense``): a Jacobi step's
+    ``x / d`` then reads it by position."""
     x = check_array(x, "diagonal")
     if x.ndim < 2:
         raise ValueError(f"diagonal: x must have at least 2 dimensions, got {x.ndim}")
@@ -205,7 +209,7 @@ def diagonal(x: Any, /, *, offset: int = 0) -> LazyArray:
     k = coords[-2][keep] - max(0, -offset)
     new = (*(c[keep] for c in coords[:-2]), k)
     vals = values[keep]
-    if eager.is_dense(t):
+    if eager.is_dense(t) or reduction_is_dense((math.prod(shape),), t.dtype, int(t.nnz)):
         out = np.full(shape, t.fill_value, dtype=t.dtype)
         out[new] = vals
         return _out(out, x)

@@ -18,6 +18,7 @@ import numpy as np
 from lazysparse.api.building import broadcast_shapes, build_mapjoin
 from lazysparse.api.lazy_array import LazyArray
 from lazysparse.api.operands import as_array, as_operand, is_operand, operand_names
+from lazysparse.formats import Tensor
 from lazysparse.logic import dtypes as _dt
 from lazysparse.logic.nodes import Immediate
 from lazysparse.logic.operators import (
@@ -37,6 +38,15 @@ def _same_device(arrays: list[LazyArray], fname: str) -> Any:
     return dev
 
 
+def stored_scalar(a: LazyArray) -> Any:
+    """The value of a computed 0-d host array (a NumPy scalar operand becomes one), else
+    None. Broadcast against arrays it acts as a literal of its dtype, so the fill rule
+    treats ``X > np.float64(t)`` as ``X > t``: ``X``'s pattern, not a dense result."""
+    if a.ndim != 0 or a.result is None or not isinstance(a.result, Tensor):
+        return None
+    return a.dtype.type(a.result.to_numpy()[()])
+
+
 def apply_operator(op: Operator, *args: Any, fname: str | None = None,
                    names: tuple[str, ...] | None = None) -> LazyArray:
     """``op`` applied elementwise to broadcast ``args``: lazy arrays, Python scalars and
@@ -54,7 +64,11 @@ def apply_operator(op: Operator, *args: Any, fname: str | None = None,
     parts: list[Any] = []
     fills: list[Any] = []
     full: list[bool] = []
+    broadcast = any(a.ndim > 0 for a in arrays)
     for a, d in zip(operands, op_dtypes, strict=True):
+        value = stored_scalar(a) if broadcast and isinstance(a, LazyArray) else None
+        if value is not None:  # a stored 0-d operand is a scalar (its dtype kept)
+            a = value
         if isinstance(a, LazyArray):
             parts.append((a.expr, a.shape))
             fills.append(a.fill_value if a.fill_value is not None else a.dtype.type(0))

@@ -8,10 +8,13 @@ plan uses the stored tensor instead of recomputing it.
 
 from __future__ import annotations
 
-import weakref
+import dataclasses
 from typing import TYPE_CHECKING, Any
 
+from lazysparse.api import memo
 from lazysparse.api.building import fresh_alias, fresh_fields
+from lazysparse.api.held_values import held_values
+from lazysparse.api.memo import memoized
 from lazysparse.engine import Explanation, executor_for, explain_plan
 from lazysparse.logic.nodes import (
     Alias,
@@ -29,19 +32,6 @@ from lazysparse.logic.traversal import prewalk
 
 if TYPE_CHECKING:
     from lazysparse.api.lazy_array import LazyArray
-    from lazysparse.formats import Tensor
-
-# Computed arrays by the alias of their subquery, held only while the LazyArray lives
-# (its ``result`` is the memoized tensor; Tensors themselves take no weak references).
-_MEMO: weakref.WeakValueDictionary[Alias, LazyArray] = weakref.WeakValueDictionary()
-
-
-def memoized(alias: Alias) -> Tensor | None:
-    """The computed value of the subquery ``alias``, if an array still holds it."""
-    arr = _MEMO.get(alias)
-    if arr is None or arr.expr.lhs != alias:
-        return None
-    return arr.result
 
 
 def substitute_memoized(node: LogicNode, cache: dict[int, LogicNode] | None = None) -> LogicNode:
@@ -53,9 +43,9 @@ def substitute_memoized(node: LogicNode, cache: dict[int, LogicNode] | None = No
 def _memoized_table(node: LogicNode) -> LogicNode | None:
     """A ``Table`` of ``node``'s memoized result when it is a computed subquery, else None."""
     if isinstance(node, Subquery) and not isinstance(node.arg, Table):
-        memo = memoized(node.lhs)
-        if memo is not None:
-            return Subquery(node.lhs, Table(Immediate(memo), fresh_fields(memo.ndim)))
+        value = memoized(node.lhs)
+        if value is not None:
+            return Subquery(node.lhs, Table(Immediate(value), fresh_fields(value.ndim)))
     return None
 
 
@@ -65,7 +55,7 @@ def build_plan(arrays: tuple[LazyArray, ...]) -> Plan:
     queries: list[LogicNode] = []
     outs: list[Alias] = []
     for a in arrays:
-        expr = a.expr if a.history_epoch >= EPOCH else substitute_memoized(a.expr, cache)
+        expr = a.expr if a.history_epoch >= memo.EPOCH else substitute_memoized(a.expr, cache)
         out = fresh_alias()
         fields = fresh_fields(a.ndim)
         rhs: LogicNode = Relabel(expr, fields)
@@ -81,11 +71,12 @@ def compute(*arrays: LazyArray) -> LazyArray | tuple[LazyArray, ...]:
     backend for arrays on device cuda); each keeps its result and becomes a leaf. Returns
     the array itself for one argument (``x = xp.compute(x)``) and a tuple of the arrays for
     several (``x, r = xp.compute(x, r)``). Reductions the user still holds inside their
-    histories are computed in the same plan (``lazy_array.held_reductions``: CG's ``Ap``
-    then runs once). The arrays must share one device (ValueError otherwise): eager
+    histories, or sharing them, are computed in the same plan when keeping them costs no
+    more than recomputing them (``api.held_values``: CG's ``Ap``, ``r`` and ``p`` then run
+    once). The arrays must share one device (ValueError otherwise): eager
     functions of several arrays (``concat`` …) compute their operands here, so this is
     also their mixing check."""
-    from lazysparse.api.lazy_array import LazyArray, device_mix_error, held_reductions
+    from lazysparse.api.lazy_array import _BY_ALIAS, LazyArray, device_mix_error
     from lazysparse.api.views import stored_view
 
     for a in arrays:
@@ -99,7 +90,7 @@ def compute(*arrays: LazyArray) -> LazyArray | tuple[LazyArray, ...]:
             a.set_result(view)  # a unit-axis view of stored data: no kernel
     todo = tuple({id(a): a for a in arrays if a.result is None}.values())
     if todo:
-        todo += tuple(a for a in held_reductions(todo) if a.device == todo[0].device)
+        todo += tuple(k.array for k in held_values(todo, _BY_ALIAS))
         results = executor_for(todo[0].device.name)(build_plan(todo))
         for a, tensor in zip(todo, results, strict=True):
             a.set_result(tensor)
@@ -110,23 +101,14 @@ def explain(*arrays: Any) -> Explanation:
     """``xp.explain(*arrays)``: how computing ``arrays`` together would run (a Plan works too)."""
     if len(arrays) == 1 and isinstance(arrays[0], Plan):
         return explain_plan(arrays[0])
-    from lazysparse.api.lazy_array import LazyArray
+    from lazysparse.api.lazy_array import _BY_ALIAS, LazyArray
 
     for a in arrays:
         if not isinstance(a, LazyArray):
             raise TypeError(f"explain takes lazysparse arrays, got {type(a).__name__}")
     if not arrays:
         raise TypeError("explain needs at least one array")
-    return explain_plan(build_plan(tuple(arrays)))
-
-
-def memoize(alias: Alias, array: LazyArray) -> None:
-    """Remember ``array`` (computed) as the value of ``alias`` for later plans."""
-    global EPOCH
-    _MEMO[alias] = array
-    EPOCH += 1
-
-
-# How many results were memoized so far: an expression whose uncomputed history was all
-# built at the current epoch holds no subquery computed since, so nothing to substitute.
-EPOCH = 0
+    todo = tuple({id(a): a for a in arrays if a.result is None}.values())
+    kept = held_values(todo, _BY_ALIAS) if todo else ()
+    expl = explain_plan(build_plan(tuple(arrays) + tuple(k.array for k in kept)))
+    return dataclasses.replace(expl, kept=tuple(k.describe() for k in kept))

@@ -15,20 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from lazysparse.api import execution, numpy_dispatch, numpy_functions
+from lazysparse.api import execution, held_values, memo, numpy_dispatch, numpy_functions
 from lazysparse.api.numpy_methods import NumpyMethods
 from lazysparse.logic.inference import infer_region
-from lazysparse.logic.nodes import (
-    Aggregate,
-    Alias,
-    Immediate,
-    Reformat,
-    Relabel,
-    Reorder,
-    Subquery,
-    Table,
-)
-from lazysparse.logic.traversal import walk
+from lazysparse.logic.nodes import Alias, Immediate, Subquery, Table
 
 if TYPE_CHECKING:
     from lazysparse.formats import FormatSpec, Tensor
@@ -105,36 +95,6 @@ def _added_nodes(expr: Subquery) -> Iterator[Any]:
         stack.extend(n.children)
 
 
-def held_reductions(arrays: tuple[LazyArray, ...]) -> tuple[LazyArray, ...]:
-    """Reductions the user still holds inside the uncomputed histories of ``arrays``: live
-    arrays, not computed, not among ``arrays``, whose expression ends in an aggregate
-    (``Ap = A @ p``; costly to run twice) and that are no larger than the largest stored
-    input of those histories (never an ``n × n`` product of a sparse mask). A compute
-    materializes them too, so a later plan reads them instead of running them again;
-    temporaries of an expression are gone by then and stay fused."""
-    todo = {id(a) for a in arrays}
-    found: dict[int, LazyArray] = {}
-    largest = 0
-    for a in arrays:
-        if a._depth <= 1:  # only leaves below: no array in between
-            continue
-        for n in walk(a._expr.arg):
-            if isinstance(n, Table):
-                largest = max(largest, int(getattr(n.tns.val, "nnz", 0)))
-            elif isinstance(n, Subquery):
-                arr = _BY_ALIAS.get(n.lhs)
-                if arr is not None and arr._expr is n and arr._result is None \
-                        and id(arr) not in todo and _is_reduction(n.arg):
-                    found[id(arr)] = arr
-    return tuple(a for a in found.values() if a.size <= largest)
-
-
-def _is_reduction(node: Any) -> bool:
-    while isinstance(node, Reorder | Relabel | Reformat):
-        node = node.arg
-    return isinstance(node, Aggregate)
-
-
 def _operand_devices(expr: Subquery) -> set[Device]:
     """Devices of the live arrays ``expr`` reads directly and of device tensors it holds."""
     found: set[Device] = set()
@@ -187,12 +147,12 @@ _NO_HISTORY = math.inf
 
 def history_extent(expr: Subquery) -> tuple[int, int, float]:
     """(depth, size, epoch) of the uncomputed history of ``expr``: array levels above the
-    computed leaves, plan nodes, and the ``execution.EPOCH`` its oldest part was built at.
+    computed leaves, plan nodes, and the ``memo.EPOCH`` its oldest part was built at.
     Walks only the nodes the new array adds: each live array it reads contributes its own
     recorded extent (computed arrays: none)."""
     if isinstance(expr.arg, Table):
         return 0, 0, _NO_HISTORY
-    depth, size, epoch = 0, 0, execution.EPOCH
+    depth, size, epoch = 0, 0, memo.EPOCH
     for n in _added_nodes(expr):
         if isinstance(n, LazyArray):
             depth = max(depth, n._depth)
@@ -200,7 +160,7 @@ def history_extent(expr: Subquery) -> tuple[int, int, float]:
             epoch = min(epoch, n._epoch)
         else:
             size += 1
-            if isinstance(n, Subquery) and execution.memoized(n.lhs) is not None:
+            if isinstance(n, Subquery) and memo.memoized(n.lhs) is not None:
                 epoch = -_NO_HISTORY  # an old expression of an array computed since
     return depth + 1, size, epoch
 
@@ -249,6 +209,8 @@ class LazyArray(NumpyMethods):
         self._update: Any = None  # api.setitem's state: ownership, pending sparse entries
         self._depth, self._size, self._epoch = history_extent(expr)
         _BY_ALIAS[expr.lhs] = self
+        if self._depth:
+            held_values.register_pending(self)
         if self._depth > MAX_PLAN_DEPTH or self._size > MAX_PLAN_NODES:
             # bounded plans: a loop that never computes materializes here, so no plan,
             # pass, key or kernel grows with the length of the user's history
@@ -349,7 +311,7 @@ class LazyArray(NumpyMethods):
 
     @property
     def history_epoch(self) -> float:
-        """``execution.EPOCH`` when the oldest uncomputed part of this array's history was
+        """``memo.EPOCH`` when the oldest uncomputed part of this array's history was
         built (infinite for a leaf): no result memoized since means none to substitute."""
         return self._epoch
 
@@ -357,15 +319,15 @@ class LazyArray(NumpyMethods):
         """Store the computed tensor and make this array a leaf: its expression becomes a
         ``Table`` of the tensor under the same alias, so expressions built from it later
         hold the data, not the history; expressions built before read the memoized result
-        while this array lives."""
+        while they live (``execution.memoize``)."""
         from lazysparse.api.building import fresh_fields
 
         self._result = tensor
-        alias = self._expr.lhs
-        if not isinstance(self._expr.arg, Table):
-            self._expr = Subquery(alias, Table(Immediate(tensor), fresh_fields(tensor.ndim)))
+        old = self._expr
+        if not isinstance(old.arg, Table):
+            self._expr = Subquery(old.lhs, Table(Immediate(tensor), fresh_fields(tensor.ndim)))
+            memo.memoize(old, tensor)
         self._leaf()
-        execution.memoize(alias, self)
 
     def _sync(self) -> None:
         """Merge the sparse entries ``__setitem__`` queued into the storage (``api.setitem``:

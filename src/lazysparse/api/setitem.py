@@ -12,7 +12,7 @@ updated in its storage. It may write in place only when it *owns* the storage:
   (``np.asarray(x)``, a view leaf such as ``x[None]``) each hold one, so the next write
   copies first (copy-on-write) and everything built earlier keeps the old value.
 Installing a tensor also gives the array a fresh alias, so expressions built before it was
-computed (which read the old alias's memoized result) recompute their own history.
+computed keep reading the value it had then (the old alias's result, ``api.memo``).
 
 Dense storage is written through a NumPy view with NumPy's indexing. Sparse storage
 overwrites stored entries in place (a stored entry set to the fill value stays stored,

@@ -131,7 +131,7 @@ def var(x: Any, /, *, axis: Any = None, correction: int | float = 0.0,
     if x.full or f is None or not np.isfinite(f):
         ss = lazy_reduce(op("add"), sq, axes, keepdims)
     else:  # sparse: stored entries' squares, then the implicit ones' (f - mean)**2 at once
-        stored = lazy_map(op("not_equal"), x, f)
+        stored = lazy_map(op("not_equal"), x, f.item())  # a literal: x's pattern, not dense
         ss = lazy_reduce(op("add"), where(stored, sq, 0.0), axes, keepdims)
         implicit = lazy_map(op("subtract"), float(n), lazy_reduce(
             op("add"), astype(stored, x.dtype), axes, keepdims))

@@ -51,10 +51,16 @@ class Explanation:
     before: Plan
     after: Plan
     kernels: tuple[KernelExplanation, ...]
+    # held arrays a compute of the explained arrays computes and keeps too, with the reason
+    # (``api.held_values``); their queries are part of ``before``
+    kept: tuple[str, ...] = ()
 
     def __str__(self) -> str:
-        parts = ["== plan ==", str(self.before), "== optimized plan ==", str(self.after),
-                 f"== {len(self.kernels)} kernel(s) =="]
+        parts = ["== plan ==", str(self.before)]
+        if self.kept:
+            parts += ["== values kept (held by the user, computed once) =="]
+            parts += [f"  {line}" for line in self.kept]
+        parts += ["== optimized plan ==", str(self.after), f"== {len(self.kernels)} kernel(s) =="]
         parts += [str(k) for k in self.kernels]
         return "\n".join(parts)
 

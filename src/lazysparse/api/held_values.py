@@ -1,0 +1,195 @@
+"""Which values the user still holds a compute also keeps (docs/api.md, "Values computed
+once").
+
+An uncomputed array is an expression: every plan that reads it runs it again, and a
+natural loop (``r = r - alpha * Ap``; ``float(xp.vecdot(r, r))``, never an
+``xp.compute``) would re-run its whole history at each observation. So when a compute
+runs, it also computes — in the same plan, once — the *held* values it meets: live
+``LazyArray`` objects, uncomputed, on the same device, whose result is no larger than the
+largest stored input of the plan (never an ``n x n`` product of a sparse mask: keeping
+that would cost more than recomputing it), that are
+
+- **reductions** (``Ap = A @ p``: a kernel of their own, costly to run twice);
+- **read twice** in the plan (``vecdot(r, r)``, ``log(p)`` and ``log(1 - p)``);
+- **deep**: more than one array level of uncomputed history (PageRank's
+  ``x = 0.85 * (P.T @ x) + c``), which a later plan would otherwise run again;
+- **sharing history** with the plan while outside it: another held array whose
+  uncomputed history reads a value this plan computes and runs a reduction of its own
+  (gradient descent's new ``w``, built before the loop observes its loss: left lazy, the
+  next iterations would run its ``X.T @ (p - y)`` again, and every earlier one with it),
+  found within a walk budget.
+
+A held elementwise expression of stored data read once (``Y = X * 2``) stays fused: running
+it again costs one pass over its inputs, as reading it would. Temporaries of an expression
+are gone before anything runs and never count. ``xp.explain`` lists the kept values.
+"""
+
+from __future__ import annotations
+
+import itertools
+import weakref
+from dataclasses import dataclass
+from enum import Enum
+from typing import TYPE_CHECKING
+
+from lazysparse.api.memo import memoized
+from lazysparse.logic.nodes import Aggregate, LogicNode, Reformat, Relabel, Reorder, Subquery, Table
+
+if TYPE_CHECKING:
+    from lazysparse.api.lazy_array import LazyArray
+
+# Nodes the search for held arrays sharing a plan's history visits at most per compute
+# (the other held arrays' histories): beyond it the rest stay lazy (still correct).
+SHARED_WALK_BUDGET = 4096
+
+
+class KeepReason(Enum):
+    """Why a compute keeps a held value (printed by ``xp.explain``)."""
+
+    REDUCTION = "a reduction the user holds"
+    READ_TWICE = "read more than once by the plan"
+    DEEP = "built on another uncomputed array"
+    SHARED = "held, and its history reads a value this plan computes"
+
+
+@dataclass(frozen=True)
+class Kept:
+    """A held array a compute computes too, and why."""
+
+    array: LazyArray
+    reason: KeepReason
+
+    def describe(self) -> str:
+        """One line for ``xp.explain``."""
+        a = self.array
+        return f"{a._expr.lhs.name}: shape {a.shape} {a.dtype}, {self.reason.value}"
+
+
+# Live uncomputed arrays with a history, oldest first (``LazyArray.__init__`` registers
+# them); computed ones are pruned as the search meets them.
+_PENDING: weakref.WeakValueDictionary[int, LazyArray] = weakref.WeakValueDictionary()
+_ORDER = itertools.count()
+
+
+def register_pending(array: LazyArray) -> None:
+    """Record a new uncomputed array with a history (a candidate to share history)."""
+    _PENDING[next(_ORDER)] = array
+
+
+@dataclass
+class _History:
+    """The uncomputed part of some arrays' histories: its subqueries by id, how often each
+    is read, and the largest stored input (in entries)."""
+
+    nodes: dict[int, Subquery]
+    reads: dict[int, int]
+    largest: int
+
+
+def _uncomputed_history(roots: list[LogicNode]) -> _History:
+    """Walk ``roots`` down to stored leaves and computed subqueries, counting reads."""
+    hist = _History({}, {}, 0)
+    seen: set[int] = set()
+    stack = list(roots)
+    while stack:
+        n = stack.pop()
+        if isinstance(n, Subquery):
+            k = id(n)
+            hist.reads[k] = hist.reads.get(k, 0) + 1
+            if hist.reads[k] > 1:
+                continue
+            if isinstance(n.arg, Table) or memoized(n.lhs) is not None:
+                stack.append(n.arg)  # only to measure a stored leaf
+                continue
+            hist.nodes[k] = n
+            stack.append(n.arg)
+        elif id(n) not in seen:
+            seen.add(id(n))
+            if isinstance(n, Table):
+                hist.largest = max(hist.largest, int(getattr(n.tns.val, "nnz", 0)))
+            else:
+                stack.extend(n.children)
+    return hist
+
+
+def _is_reduction(node: LogicNode) -> bool:
+    while isinstance(node, Reorder | Relabel | Reformat):
+        node = node.arg
+    return isinstance(node, Aggregate)
+
+
+def held_values(arrays: tuple[LazyArray, ...],
+                live: weakref.WeakValueDictionary) -> tuple[Kept, ...]:
+    """The held arrays a compute of ``arrays`` keeps too (module docstring), with reasons;
+    ``live`` maps an alias to the live array whose expression it names."""
+    todo = {id(a) for a in arrays}
+    device = arrays[0].device
+    hist = _uncomputed_history([a._expr.arg for a in arrays if a._depth > 0])
+    if not hist.nodes:
+        return ()
+
+    def affordable(arr: LazyArray | None, node: Subquery) -> bool:
+        return (arr is not None and arr._expr is node and arr._result is None
+                and id(arr) not in todo and arr.device == device
+                and arr.size <= hist.largest)
+
+    kept: dict[int, Kept] = {}
+    for k, node in hist.nodes.items():
+        arr = live.get(node.lhs)
+        if not affordable(arr, node):
+            continue
+        assert arr is not None
+        if _is_reduction(node.arg):
+            kept[id(arr)] = Kept(arr, KeepReason.REDUCTION)
+        elif hist.reads[k] > 1:
+            kept[id(arr)] = Kept(arr, KeepReason.READ_TWICE)
+        elif arr._depth > 1:
+            kept[id(arr)] = Kept(arr, KeepReason.DEEP)
+    for arr in _sharing_history(hist, todo | set(kept)):
+        if affordable(arr, arr._expr):
+            kept[id(arr)] = Kept(arr, KeepReason.SHARED)
+    return tuple(kept.values())
+
+
+def _sharing_history(hist: _History, skip: set[int]) -> list[LazyArray]:
+    """Held uncomputed arrays outside the plan whose histories read one of its uncomputed
+    subqueries and run a reduction besides (newest first, within ``SHARED_WALK_BUDGET``
+    visited nodes)."""
+    found: list[LazyArray] = []
+    budget = SHARED_WALK_BUDGET
+    for key in reversed(list(_PENDING.keys())):
+        arr = _PENDING.get(key)
+        if arr is None or arr._result is not None:
+            _PENDING.pop(key, None)
+            continue
+        if id(arr) in skip or id(arr._expr) in hist.nodes:
+            continue
+        if arr._size > budget:
+            break
+        budget -= arr._size
+        if _reads_and_reduces(arr._expr.arg, hist.nodes):
+            found.append(arr)
+    return found
+
+
+def _reads_and_reduces(root: LogicNode, nodes: dict[int, Subquery]) -> bool:
+    """Whether the uncomputed history under ``root`` reads one of ``nodes`` and, outside
+    them, runs a reduction of its own (a kernel that would otherwise run again later,
+    when its inputs may have to be recomputed too)."""
+    seen: set[int] = set()
+    stack = [root]
+    reads = reduces = False
+    while stack and not (reads and reduces):
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if isinstance(n, Subquery):
+            if id(n) in nodes:
+                reads = True
+                continue
+            if isinstance(n.arg, Table) or memoized(n.lhs) is not None:
+                continue
+        reduces = reduces or isinstance(n, Aggregate)
+        stack.extend(n.children)
+    return reads and reduces
