@@ -1126,14 +1126,10 @@ def splitting_lazy(d):
 
 # explicit zeros: the diagonal of A - diag(d) cancels to 0 (scipy drops those results),
 # one per row against ~10 stored per row: < 1.5x.
-# Smaller large size: `xp.eye(n) * d` with d the sparse (coo) vector xp.linalg.diagonal
-# returns costs O(n^2) today (2.4-4.3 s at n = 60,000), and the never-computed R is
-# evaluated again by every iteration's plan, which also re-runs x's history: at
-# n = 200,000 this workflow took 461 s. At 40,000 a dense n x n float64 (12.8 GB) still
-# exceeds the child's cap.
+# `xp.eye(n) * d` reads the dense diagonal by position (O(n)); R (sparse, held) fuses
+# into each iteration's `R @ x`: one pass over A's rows, as reading a stored R would be.
 register("sci_jacobi_splitting", SYSTEM, jacobi_data, splitting_scipy, splitting_lazy,
-         nnz_factor={"R": 1.5}, large_size=Size(40_000, per_row=5),
-         note="large size 40,000 (not 200,000): eye(n) * d is O(n^2) today")
+         nnz_factor={"R": 1.5})
 
 
 # --- conjugate gradient on the 2-D Laplacian, written naturally
