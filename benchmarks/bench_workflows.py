@@ -23,7 +23,11 @@ unset. Run it both ways::
     NUMBA_NUM_THREADS=1 python benchmarks/bench_workflows.py
     NUMBA_NUM_THREADS=2 python benchmarks/bench_workflows.py
 
-Usage: ``python benchmarks/bench_workflows.py [--threads N] [--only a,b | --family text]
+One table for both (a child process per count)::
+
+    python benchmarks/bench_workflows.py --threads 1,2
+
+Usage: ``python benchmarks/bench_workflows.py [--threads N|1,2] [--only a,b | --family text]
 [--size bench|large|small] [--quick] [--repeat R] [--fresh-cache]``. The kernel cache is
 the default one (``LAZYSPARSE_CACHE_DIR`` or lazysparse's default) unless ``--fresh-cache``
 (a new temporary directory: first calls then include compilation).
@@ -37,7 +41,8 @@ import tempfile
 
 
 def _threads_from_argv() -> str:
-    """``--threads N`` has to reach the environment before NumPy/Numba are imported."""
+    """``--threads N`` has to reach the environment before NumPy/Numba are imported (a
+    list ``1,2`` runs one child process per count; this process then only merges)."""
     args = sys.argv[1:]
     for i, a in enumerate(args):
         if a.startswith("--threads="):
@@ -48,12 +53,15 @@ def _threads_from_argv() -> str:
 
 
 for _var in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_var] = _threads_from_argv()
+    os.environ[_var] = _threads_from_argv().split(",")[0]
 if "--fresh-cache" in sys.argv:
     os.environ["LAZYSPARSE_CACHE_DIR"] = tempfile.mkdtemp(prefix="lsk-bench-workflows-")
 
 import argparse  # noqa: E402
+import dataclasses  # noqa: E402
 import gc  # noqa: E402
+import json  # noqa: E402
+import subprocess  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
 from collections.abc import Callable  # noqa: E402
@@ -154,8 +162,10 @@ def main() -> None:
                     "small)")
     ap.add_argument("--repeat", type=int, default=3, help="timed runs of each version after "
                     "the first, alternating; the best counts")
-    ap.add_argument("--threads", type=int, default=None,
-                    help="threads for every library (default: $NUMBA_NUM_THREADS or 1)")
+    ap.add_argument("--threads", default=None,
+                    help="threads for every library (default: $NUMBA_NUM_THREADS or 1); a "
+                    "list such as 1,2 runs each count in a child process, one table")
+    ap.add_argument("--json", default=None, help="also write the rows to this file")
     ap.add_argument("--fresh-cache", action="store_true",
                     help="a new, empty kernel cache (first calls include compilation)")
     opts = ap.parse_args()
@@ -167,6 +177,9 @@ def main() -> None:
         fams = [FAMILIES[f] for f in opts.family.split(",")]
         names = [n for n in names if any(WORKFLOWS[n].family is f for f in fams)]
     which = "small" if opts.quick else opts.size
+    if opts.threads and "," in opts.threads:
+        compare_threads(opts.threads.split(","))
+        return
     warnings.simplefilter("ignore")
     import numba
     import scipy
@@ -184,9 +197,37 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|")
     for r in rows:
         print(table_row(r))
+    if opts.json:
+        Path(opts.json).write_text(json.dumps([dataclasses.asdict(r) for r in rows]))
     print(f"\nbest of {opts.repeat + 1} runs each (the first lazysparse call included); "
           f"ls/scipy < 1: lazysparse faster. total wall time "
           f"{time.perf_counter() - t0:.0f} s")
+
+
+def compare_threads(counts: list[str]) -> None:
+    """Run this benchmark once per thread count (a child process each: thread pools are
+    fixed at import) and print one table with the ratio at each count."""
+    args = [a for i, a in enumerate(sys.argv[1:])
+            if not a.startswith("--threads") and sys.argv[i] != "--threads"
+            and not a.startswith("--json") and sys.argv[i] != "--json"]
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for n in counts:
+        out = Path(tempfile.mkdtemp(prefix="bench-workflows-")) / f"t{n}.json"
+        subprocess.run([sys.executable, __file__, *args, "--threads", n, "--json", str(out)],
+                       check=True, stdout=subprocess.DEVNULL)
+        runs[n] = json.loads(out.read_text())
+    head = " | ".join(f"scipy ms {n}t | lazysparse ms {n}t | ls/scipy {n}t" for n in counts)
+    print(f"| workflow | size | {head} | check |")
+    print("|---|---|" + "---|" * (3 * len(counts)) + "---|")
+    first = runs[counts[0]]
+    for i, r in enumerate(first):
+        cells = []
+        for n in counts:
+            row = Row(**runs[n][i])
+            ratio = f"{row.lazy / row.scipy:.3g}" if row.lazy and row.scipy else "—"
+            cells.append(f"{fmt_ms(row.scipy)} | {fmt_ms(row.lazy)} | {ratio}")
+        checks = {runs[n][i]["check"] for n in counts}
+        print(f"| {r['name']} | {r['size']} | {' | '.join(cells)} | {', '.join(sorted(checks))} |")
 
 
 if __name__ == "__main__":
