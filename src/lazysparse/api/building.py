@@ -34,7 +34,7 @@ def fresh_field() -> Field:
 
 def fresh_fields(n: int) -> tuple[Field, ...]:
     """``n`` fresh fields."""
-    return tuple(fresh_field() for _ in range(n))
+    return tuple([Field(f"i{k}") for k in itertools.islice(_counter, n)])
 
 
 def fresh_alias() -> Alias:

@@ -26,8 +26,6 @@ from lazysparse.logic.nodes import (
     Immediate,
     LogicNode,
     MapJoin,
-    Plan,
-    Produces,
     Query,
     Relabel,
     Reorder,
@@ -89,12 +87,10 @@ class _Keyer:
         self.seen: set[int] = set()
         self.data_key = data_key_fn or data_key
 
-    def subquery(self, node: Subquery) -> Any:
-        """The key of a subquery's body; a leaf's (a ``Table``: computed arrays, inputs)
-        from the cache when this node was keyed before. Other subqueries are mostly new
-        each call: keying them costs less than remembering them."""
-        if type(node.arg) is not Table:
-            return self.key(node.arg)
+    def leaf(self, node: Subquery) -> Any:
+        """The key of a leaf subquery's ``Table`` (computed arrays, inputs), from the cache
+        when this node was keyed before. Other subqueries are mostly new each call: keying
+        them costs less than remembering them."""
         ck = (id(node), id(self.data_key))
         entry = _SUBQUERY_KEYS.get(ck)
         if entry is None or entry[0]() is not node:
@@ -130,54 +126,86 @@ class _Keyer:
         fields = self.fields
         return tuple([fields.setdefault(f.name, len(fields)) for f in idxs])
 
-    def key(self, node: LogicNode) -> Any:
-        """The key of ``node`` (explicit cases for the common nodes: this runs per call)."""
-        t = type(node)
-        if t is Relabel or t is Reorder:
-            return (t.__name__, self.key(node.arg), self.fields_key(node.idxs))  # type: ignore[attr-defined]
-        if t is Subquery:
-            aliases = self.aliases
-            alias = ("alias", aliases.setdefault(node.lhs.name, len(aliases)))  # type: ignore[attr-defined]
-            if id(node) in self.seen:
-                # a shared subexpression is keyed once (a DAG never unfolds into a tree)
-                return ("Subquery-again", alias)
-            self.seen.add(id(node))  # its alias is numbered above, for later sharing
-            return ("Subquery", self.subquery(node))  # type: ignore[arg-type]
-        if t is MapJoin:
-            op = node.op.val  # type: ignore[attr-defined]
-            return ("MapJoin", ("op", op.name, op.params) if type(op) is Operator
-                    else self.key(node.op),  # type: ignore[attr-defined]
-                    tuple([self.key(a) for a in node.args]))  # type: ignore[attr-defined]
-        if t is Immediate:
-            n = len(self.params)
-            out = self.immediate(node.val, as_param=True)  # type: ignore[attr-defined]
-            if len(self.params) > n:
-                self.param_nodes.append(node)  # type: ignore[arg-type]
-            return out
-        if t is Table:
-            return ("Table", self.key(node.tns), self.fields_key(node.idxs))  # type: ignore[attr-defined]
-        if t is Field:
-            fields = self.fields
-            return ("field", fields.setdefault(node.name, len(fields)))  # type: ignore[attr-defined]
-        if t is Alias:
-            aliases = self.aliases
-            return ("alias", aliases.setdefault(node.name, len(aliases)))  # type: ignore[attr-defined]
-        if t is Aggregate:
-            return ("Aggregate", self.key(node.op),  # type: ignore[attr-defined]
-                    self.immediate(node.init.val, as_param=False),  # type: ignore[attr-defined]
-                    self.key(node.arg), self.fields_key(node.idxs))  # type: ignore[attr-defined]
-        if t is Query:
-            return ("Query", self.key(node.lhs), self.key(node.rhs))  # type: ignore[attr-defined]
-        if t is Plan or t is Produces:
-            return (t.__name__, tuple([self.key(c) for c in node.children]))
-        parts: list[Any] = [t.__name__]
-        for name in node.__dataclass_fields__:  # type: ignore[attr-defined]
-            v = getattr(node, name)
-            if isinstance(v, tuple):
-                parts.append(tuple([self.key(c) for c in v]))
-            else:
-                parts.append(self.key(v))
-        return tuple(parts)
+    def alias_key(self, alias: Alias) -> int:
+        aliases = self.aliases
+        return aliases.setdefault(alias.name, len(aliases))
+
+    def key(self, root: LogicNode) -> tuple[Any, ...]:
+        """The key of ``root``: its nodes in pre-order (children left to right, so
+        parameters and data come in the order kernels read them) as one flat tuple of
+        tokens. A node contributes its class, then what it holds (numbered fields and
+        aliases, keys of immediates, child counts), then its children: the stream decodes
+        to one plan up to renaming. An explicit stack, no recursion: this runs per call."""
+        out: list[Any] = []
+        emit = out.append
+        stack: list[Any] = [root]
+        pop, push = stack.pop, stack.append
+        while stack:
+            node = pop()
+            t = type(node)
+            if t is Relabel or t is Reorder:
+                emit(t)
+                emit(self.fields_key(node.idxs))
+                push(node.arg)
+            elif t is Subquery:
+                emit(t)
+                emit(self.alias_key(node.lhs))
+                if id(node) in self.seen:
+                    # a shared subexpression is keyed once (a DAG never unfolds into a tree)
+                    emit(_AGAIN)
+                    continue
+                self.seen.add(id(node))
+                if type(node.arg) is Table:
+                    emit(_LEAF)
+                    emit(self.leaf(node))
+                else:
+                    push(node.arg)
+            elif t is MapJoin:
+                emit(t)
+                op = node.op.val
+                emit(("op", op.name, op.params) if type(op) is Operator else self.param(node.op))
+                emit(len(node.args))
+                stack.extend(reversed(node.args))
+            elif t is Immediate:
+                emit(self.param(node))
+            elif t is Aggregate:
+                emit(t)
+                emit(self.immediate(node.op.val, as_param=False))
+                emit(self.immediate(node.init.val, as_param=False))
+                emit(self.fields_key(node.idxs))
+                push(node.arg)
+            elif t is Table:
+                emit(t)
+                emit(self.param(node.tns))
+                emit(self.fields_key(node.idxs))
+            elif t is Field:
+                emit(("field", self.fields_key((node,))[0]))
+            elif t is Alias:
+                emit(("alias", self.alias_key(node)))
+            elif t is Query:
+                emit(t)
+                emit(self.alias_key(node.lhs))
+                push(node.rhs)
+            else:  # Reformat, Plan, Produces and any other node: its children, counted
+                children = node.children
+                emit(t)
+                emit(len(children))
+                stack.extend(reversed(children))
+        return tuple(out)
+
+    def param(self, node: Immediate) -> Any:
+        """The key of an ``Immediate`` in pointwise position (a scalar is a parameter)."""
+        n = len(self.params)
+        out = self.immediate(node.val, as_param=True)
+        if len(self.params) > n:
+            self.param_nodes.append(node)
+        return out
+
+
+# markers in a key's token stream after a subquery's alias: a later use of a shared
+# subquery, or a leaf whose body key follows as one token
+_AGAIN = "again"
+_LEAF = "leaf"
 
 
 def structural_key(node: LogicNode) -> tuple[Any, ...]:
