@@ -230,3 +230,13 @@ def test_stored_bound_records_match_a_full_walk() -> None:
     # a reduction's result dense or sparse follows the bound, as it did
     np.testing.assert_allclose(np.asarray(xp.sum(chain, axis=0)),
                                np.asarray(small).sum(axis=0) * 2.0)
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc", "coo", "dense", "hash", "bytemap", "dcsr",
+                                 "csf"])
+def test_nnz_fast_path_matches_scipy(fmt: str) -> None:
+    m = sp.random_array((30, 40), density=0.1, format="csr", rng=3)
+    t = xp.asarray(m, format=fmt).tensor()
+    assert t.nnz == (30 * 40 if fmt == "dense" else m.nnz)
+    np.testing.assert_array_equal(t.to_numpy(), m.toarray())
+    assert xp.asarray(np.float64(2.0)).tensor().nnz == 1  # 0-d: its one value

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .dtypes import choose_index_dtype, fill_key, normalize_fill
-from .levels import Banded, Blocked, Ell, Level
+from .levels import Banded, Blocked, Compressed, Dense, Ell, Level, Singleton
 from .specs import FormatSpec, format_spec, infer_spec
 from .validation import as_index_array, as_values_array, check_levels, check_shape
 
@@ -117,6 +117,8 @@ class Tensor:
         entries inside the matrix; ELL: slots that are not padding; BSR: every block
         entry; run-length: one per run)."""
         last = self.levels[-1] if self.levels else None
+        if last is None or type(last) in _COMPACT_LEVELS:
+            return int(self.values.size)  # one value per stored entry
         if isinstance(last, Banded):  # band positions inside the matrix (scipy's count)
             return last.stored_count(self.shape[0])
         if isinstance(last, Ell):
@@ -295,6 +297,9 @@ def _unify_index_dtype(levels: tuple[Level, ...], shape: tuple[int, ...]
         )
     return tuple(out), target
 
+
+# last levels whose positions are their stored entries, one value each (Tensor.nnz)
+_COMPACT_LEVELS = (Dense, Compressed, Singleton)
 
 _INT32, _INT64 = np.dtype(np.int32), np.dtype(np.int64)
 _INT32_MAX = int(np.iinfo(np.int32).max)
