@@ -21,6 +21,7 @@ from lazysparse.formats.levels import Compressed, Dense
 from lazysparse.formats.validation import as_values_array, check_shape
 from lazysparse.logic.dtypes import scalar_as
 from lazysparse.logic.nodes import Table, _scalar_key
+from lazysparse.logic.operators import _aggregate_dtype, aggregate_dtype, get_operator
 from lazysparse.logic.structural_key import _SUBQUERY_KEYS, scalar_kind
 from lazysparse.logic.traversal import walk
 
@@ -240,3 +241,18 @@ def test_nnz_fast_path_matches_scipy(fmt: str) -> None:
     assert t.nnz == (30 * 40 if fmt == "dense" else m.nnz)
     np.testing.assert_array_equal(t.to_numpy(), m.toarray())
     assert xp.asarray(np.float64(2.0)).tensor().nnz == 1  # 0-d: its one value
+
+
+@pytest.mark.parametrize("name", ["add", "multiply", "maximum", "logical_or"])
+def test_aggregate_dtype_memo_matches_the_rule(name: str) -> None:
+    op = get_operator(name)
+    for init in (0, 0.0, True, np.int8(0), np.float32(1), np.bool_(False), 0j):
+        for d in ("bool", "int8", "int64", "uint32", "float32", "float64", "complex64"):
+            try:
+                want = _aggregate_dtype(op, init, np.dtype(d))
+            except TypeError:
+                with pytest.raises(TypeError):
+                    aggregate_dtype(op, init, np.dtype(d))
+                continue
+            assert aggregate_dtype(op, init, np.dtype(d)) == want
+            assert aggregate_dtype(op, init, np.dtype(d)) == want  # from the memo
