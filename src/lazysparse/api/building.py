@@ -49,6 +49,8 @@ def identify(body: LogicNode) -> Subquery:
 
 def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
     """The Array API broadcast of ``shapes``; ValueError naming the shapes when they clash."""
+    if len(shapes) == 2 and shapes[0] == shapes[1]:
+        return tuple(shapes[0])  # the common case: one shape
     ndim = max((len(s) for s in shapes), default=0)
     out: list[int] = []
     for axis in range(ndim):

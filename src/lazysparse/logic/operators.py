@@ -418,6 +418,8 @@ def mapjoin_region(op: Operator, fills: tuple[Any, ...] | list[Any],
     """
     if full is None or not any(full):
         return np.asarray(op.apply(*fills))[()], False
+    if all(full):  # no implicit region anywhere: dense, nominal fill 0
+        return op.result_dtype(*fills).type(0), True
     opds = op.operand_dtypes(*fills)
     rd = op.result_dtype(*fills)
     for i, (f, is_full) in enumerate(zip(fills, full, strict=True)):
