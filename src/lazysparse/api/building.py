@@ -34,7 +34,7 @@ def fresh_field() -> Field:
 
 def fresh_fields(n: int) -> tuple[Field, ...]:
     """``n`` fresh fields."""
-    return tuple(fresh_field() for _ in range(n))
+    return tuple([Field(f"i{k}") for k in itertools.islice(_counter, n)])
 
 
 def fresh_alias() -> Alias:
@@ -49,6 +49,8 @@ def identify(body: LogicNode) -> Subquery:
 
 def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
     """The Array API broadcast of ``shapes``; ValueError naming the shapes when they clash."""
+    if len(shapes) == 2 and shapes[0] == shapes[1]:
+        return tuple(shapes[0])  # the common case: one shape
     ndim = max((len(s) for s in shapes), default=0)
     out: list[int] = []
     for axis in range(ndim):

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from lazysparse.api import execution, held_values, memo, numpy_dispatch, numpy_functions
+from lazysparse.api.building import fresh_fields
 from lazysparse.api.numpy_methods import NumpyMethods
 from lazysparse.logic.inference import infer_region
 from lazysparse.logic.nodes import Alias, Immediate, Subquery, Table
@@ -186,7 +187,7 @@ class LazyArray(NumpyMethods):
 
     __slots__ = ("_expr", "_shape", "_dtype", "_fill_value", "_device", "_format",
                  "_requested_format", "_result", "_update", "_depth", "_size", "_epoch",
-                 "_full", "__weakref__")
+                 "_full", "_stored", "__weakref__")
 
     def __init__(self, expr: Subquery, shape: tuple[int, ...], dtype: np.dtype,
                  fill_value: Any, device: Device = CPU, format: str | None = None,
@@ -207,6 +208,7 @@ class LazyArray(NumpyMethods):
         self._full = full
         self._result: Tensor | None = None
         self._update: Any = None  # api.setitem's state: ownership, pending sparse entries
+        self._stored: int | None = None  # largest_stored(), once asked
         self._depth, self._size, self._epoch = history_extent(expr)
         _BY_ALIAS[expr.lhs] = self
         if self._depth:
@@ -309,6 +311,20 @@ class LazyArray(NumpyMethods):
         self._depth = self._size = 0
         self._epoch = _NO_HISTORY
 
+    def largest_stored(self) -> int:
+        """The most entries any tensor in this array's expression stores (a leaf's: its
+        tensor's). Found once per array: each live array the expression reads answers for
+        its own history (``_added_nodes``), so a chain of reductions walks no node twice."""
+        if self._stored is None:
+            largest = 0
+            for n in _added_nodes(self._expr):
+                if isinstance(n, LazyArray):
+                    largest = max(largest, n.largest_stored())
+                elif isinstance(n, Table):
+                    largest = max(largest, int(getattr(n.tns.val, "nnz", 0)))
+            self._stored = largest
+        return self._stored
+
     @property
     def history_epoch(self) -> float:
         """``memo.EPOCH`` when the oldest uncomputed part of this array's history was
@@ -319,10 +335,9 @@ class LazyArray(NumpyMethods):
         """Store the computed tensor and make this array a leaf: its expression becomes a
         ``Table`` of the tensor under the same alias, so expressions built from it later
         hold the data, not the history; expressions built before read the memoized result
-        while they live (``execution.memoize``)."""
-        from lazysparse.api.building import fresh_fields
-
+        while they live (``memo.memoize``)."""
         self._result = tensor
+        self._stored = None
         old = self._expr
         if not isinstance(old.arg, Table):
             self._expr = Subquery(old.lhs, Table(Immediate(tensor), fresh_fields(tensor.ndim)))
@@ -383,6 +398,7 @@ class LazyArray(NumpyMethods):
         other._sync()
         self._update = None
         self._expr = other._expr
+        self._stored = other._stored
         _BY_ALIAS[self._expr.lhs] = self
         self._dtype = other._dtype
         self._fill_value = other._fill_value
@@ -410,7 +426,7 @@ class LazyArray(NumpyMethods):
         if self.ndim != 0:
             raise TypeError(f"{what}() of a lazysparse array needs a 0-d array, got shape "
                             f"{self.shape}")
-        return self.tensor().to_numpy()[()]
+        return self.tensor().values[0]  # a 0-d tensor stores its one value (no levels)
 
     def __bool__(self) -> bool:
         return bool(self._scalar("bool"))

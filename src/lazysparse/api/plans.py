@@ -20,7 +20,6 @@ from lazysparse.api.lazy_array import LazyArray
 from lazysparse.api.operands import as_array
 from lazysparse.formats.config import get_densify_limit
 from lazysparse.logic import dtypes as _dt
-from lazysparse.logic.nodes import Table
 from lazysparse.logic.operators import (
     Operator,
     aggregate_dtype,
@@ -28,7 +27,6 @@ from lazysparse.logic.operators import (
     astype_op,
     get_operator,
 )
-from lazysparse.logic.traversal import walk
 
 Operand = LazyArray | bool | int | float | complex | np.generic
 
@@ -146,5 +144,4 @@ def stored_bound(x: LazyArray) -> int:
     t = x.result
     if t is not None:
         return int(t.nnz)
-    return max((int(getattr(n.tns.val, "nnz", 0)) for n in walk(x.expr)
-                if isinstance(n, Table)), default=0)
+    return x.largest_stored()  # recorded per array: no walk of the whole history

@@ -78,8 +78,12 @@ def register_executor(name: str, executor: Executor) -> None:
 
 
 def get_executor() -> Executor:
-    """The cpu executor named by ``LAZYSPARSE_EXECUTOR`` (default: ``compiled``)."""
-    name = os.environ.get("LAZYSPARSE_EXECUTOR", "").strip().lower() or DEFAULT_EXECUTOR
+    """The cpu executor named by ``LAZYSPARSE_EXECUTOR`` (default: ``compiled``); read on
+    every call, so a test or a session may change it (one dict lookup when it is unset)."""
+    raw = os.environ.get("LAZYSPARSE_EXECUTOR")
+    if raw is None:
+        return _EXECUTORS[DEFAULT_EXECUTOR]
+    name = raw.strip().lower() or DEFAULT_EXECUTOR
     try:
         return _EXECUTORS[name]
     except KeyError:

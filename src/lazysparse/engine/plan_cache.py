@@ -118,10 +118,16 @@ def _is_dense(t: Any) -> bool:
 
 
 def _data_key(val: Any) -> Any:
-    """The key of an input: its signature, without the fill value when it is dense."""
+    """The key of an input: its signature (without the fill value when it is dense), its
+    shape and its density bucket; None for what is not data. Everything the optimizer reads
+    of an input, so the structural key caches it with a computed array's leaf."""
     if hasattr(val, "levels") and hasattr(val, "signature") and _is_dense(val):
-        return ("dense-data", val.spec, val.dtype, val.ndim)
-    return data_key(val)
+        key: Any = ("dense-data", val.spec, val.dtype, val.ndim)
+    else:
+        key = data_key(val)
+        if key is None:
+            return None
+    return (key, tuple(val.shape), _density_bucket(val))
 
 
 def _density_bucket(t: Any) -> int:
@@ -135,11 +141,18 @@ _INT_EXTREMES = frozenset(int(v) for t in (np.int8, np.int16, np.int32, np.int64
                           for v in (np.iinfo(t).min, np.iinfo(t).max))
 
 
+_ZERO_PART = _scalar_key(0.0)  # a real constant's imaginary part in its class
+
+
 def const_class(val: Any) -> Any:
     """What the optimizer may tell apart in a constant: its kind, and its value when it is
     one operator algebra treats specially (0, 1, -1, NaN, ±inf, integer extremes, bools),
     else only its sign."""
     kind = scalar_kind(val)
+    if isinstance(val, float | np.floating):  # the common case, without complex()
+        x = float(val)
+        if math.isfinite(x) and x not in (0.0, 1.0, -1.0):
+            return (kind, ("pos" if x > 0 else "neg", _ZERO_PART))
     if isinstance(val, bool | np.bool_):
         return (kind, bool(val))
     try:
@@ -158,15 +171,15 @@ def const_class(val: Any) -> Any:
 
 
 def plan_key(plan: Plan) -> tuple[Any, list[Any], tuple[Immediate, ...]]:
-    """What the optimizer's decisions depend on (see the module docstring), the data the
-    plan reads (in key order; a tensor read twice appears twice) and the plan's parameter
-    nodes in parameter order, from one walk."""
+    """What the optimizer's decisions depend on (see the module docstring; shapes and
+    density buckets are in the data keys), the data the plan reads (in key order; a tensor
+    read twice appears twice) and the plan's parameter nodes in parameter order, from one
+    walk."""
     key, inputs, nodes = key_data_and_parameter_nodes(plan, _data_key)
     first: dict[int, int] = {}
-    same = tuple(first.setdefault(id(t), i) for i, t in enumerate(inputs))
-    shapes = tuple((tuple(t.shape), _density_bucket(t)) for t in inputs)
-    consts = tuple(const_class(n.val) for n in nodes)
-    return (key, consts, shapes, same, get_densify_limit()), inputs, nodes
+    same = tuple([first.setdefault(id(t), i) for i, t in enumerate(inputs)])
+    consts = tuple([const_class(n.val) for n in nodes])
+    return (key, consts, same, get_densify_limit()), inputs, nodes
 
 
 def _parametrize(node: LogicNode, pindex: dict[int, int]) -> LogicNode | None:

@@ -27,6 +27,10 @@ SUPPORTED_DTYPES: tuple[np.dtype, ...] = tuple(
     )
 )
 
+#: The same, as a set (``dtype in SUPPORTED_DTYPE_SET`` is a hash lookup; a dtype of the
+#: other byte order compares unequal, so it is not in it).
+SUPPORTED_DTYPE_SET: frozenset[np.dtype] = frozenset(SUPPORTED_DTYPES)
+
 _INT32_MAX = int(np.iinfo(np.int32).max)
 
 
@@ -52,6 +56,8 @@ def choose_index_dtype(shape: tuple[int, ...], nnz: int) -> np.dtype:
 
 def normalize_fill(fill_value: Any, dtype: np.dtype) -> np.generic:
     """Return ``fill_value`` as a NumPy scalar of ``dtype``; ValueError when it does not fit."""
+    if type(fill_value) is dtype.type:
+        return fill_value  # already one (NumPy scalars are immutable)
     value = fill_value.item() if isinstance(fill_value, (np.generic, np.ndarray)) else fill_value
     if isinstance(fill_value, np.ndarray) and fill_value.ndim != 0:
         raise ValueError(f"fill value must be a scalar, got an array of shape {fill_value.shape}")

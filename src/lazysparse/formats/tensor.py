@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .dtypes import choose_index_dtype, fill_key, normalize_fill
-from .levels import Banded, Blocked, Ell, Level
+from .levels import Banded, Blocked, Compressed, Dense, Ell, Level, Singleton
 from .specs import FormatSpec, format_spec, infer_spec
 from .validation import as_index_array, as_values_array, check_levels, check_shape
 
@@ -67,12 +67,11 @@ class Tensor:
         self.mode_order: tuple[int, ...] = spec.mode_order
         self.values: np.ndarray = as_values_array(values)
         self.fill_value: np.generic = normalize_fill(fill_value, self.values.dtype)
-        self.levels: tuple[Level, ...] = _unify_index_dtype(levels, self.shape)
-        first = next((a for lv in self.levels for n, a in lv.arrays().items()
-                      if n in _INDEX_ARRAYS), None)
-        nnz = self.values.size
+        self.levels: tuple[Level, ...]
+        self.levels, index_dtype = _unify_index_dtype(levels, self.shape)
         self._index_dtype = (
-            first.dtype if first is not None else choose_index_dtype(self.shape, nnz)
+            index_dtype if index_dtype is not None
+            else choose_index_dtype(self.shape, self.values.size)
         )
         if check:
             dims = tuple(self.shape[m] for m in self.mode_order)
@@ -118,6 +117,8 @@ class Tensor:
         entries inside the matrix; ELL: slots that are not padding; BSR: every block
         entry; run-length: one per run)."""
         last = self.levels[-1] if self.levels else None
+        if last is None or type(last) in _COMPACT_LEVELS:
+            return int(self.values.size)  # one value per stored entry
         if isinstance(last, Banded):  # band positions inside the matrix (scipy's count)
             return last.stored_count(self.shape[0])
         if isinstance(last, Ell):
@@ -254,13 +255,19 @@ class Tensor:
         return to_structured(self, spec, blocksize=block)
 
 
-def _unify_index_dtype(levels: tuple[Level, ...], shape: tuple[int, ...]) -> tuple[Level, ...]:
+def _unify_index_dtype(levels: tuple[Level, ...], shape: tuple[int, ...]
+                       ) -> tuple[tuple[Level, ...], np.dtype | None]:
     """Give every ptr/idx array one int32/int64 dtype (kept as is when they already agree);
-    other level arrays (a hashed level's table, a bytemap's mask) keep their own dtypes."""
+    other level arrays (a hashed level's table, a bytemap's mask) keep their own dtypes.
+    Returns the levels and that dtype (None when there is no index array)."""
     arrays = [(k, name, a) for k, lv in enumerate(levels) for name, a in lv.arrays().items()
               if name in _INDEX_ARRAYS]
     if not arrays:
-        return levels
+        return levels, None
+    first = arrays[0][2].dtype
+    if (first == _INT64 or first == _INT32 and max(shape, default=0) <= _INT32_MAX) and all(
+            type(a) is np.ndarray and a.ndim == 1 and a.dtype == first for _, _, a in arrays):
+        return levels, first  # already one index dtype that fits (what kernels return)
     converted = {
         (k, name): as_index_array(a, f"level {k} ({type(levels[k]).__name__}) {name}")
         for k, name, a in arrays
@@ -288,8 +295,14 @@ def _unify_index_dtype(levels: tuple[Level, ...], shape: tuple[int, ...]) -> tup
             lv.with_arrays(**new) if any(new[n] is not a for n, a in lv.arrays().items()
                                          if n in new) else lv
         )
-    return tuple(out)
+    return tuple(out), target
 
+
+# last levels whose positions are their stored entries, one value each (Tensor.nnz)
+_COMPACT_LEVELS = (Dense, Compressed, Singleton)
+
+_INT32, _INT64 = np.dtype(np.int32), np.dtype(np.int64)
+_INT32_MAX = int(np.iinfo(np.int32).max)
 
 # the arrays that hold coordinates or positions, in the tensor's one index dtype
 _INDEX_ARRAYS = ("ptr", "idx", "end")

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from . import checkkernels as K
-from .dtypes import check_dtype
+from .dtypes import SUPPORTED_DTYPE_SET, check_dtype
 from .levels import STRUCTURED_LEVELS, Bytemap, Compressed, Dense, Hashed, Level, Singleton
 from .levels.hashed import table_shift, table_size
 
@@ -20,6 +20,8 @@ class CoordinateError(IndexError, ValueError):
 
 def check_shape(shape: Any) -> tuple[int, ...]:
     """``shape`` as a tuple of non-negative ints (TypeError for non-ints, ValueError for < 0)."""
+    if type(shape) is tuple and all(type(n) is int and n >= 0 for n in shape):
+        return shape  # already one (every result the engine builds)
     if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
         shape = (shape,)
     try:
@@ -57,6 +59,8 @@ def as_index_array(a: Any, what: str) -> np.ndarray:
 
 def as_values_array(a: Any) -> np.ndarray:
     """``a`` as a 1-D values array of a supported dtype."""
+    if type(a) is np.ndarray and a.ndim == 1 and a.dtype in SUPPORTED_DTYPE_SET:
+        return a  # native byte order: a swapped dtype is not in the set
     arr = np.asarray(a)
     dt = check_dtype(arr.dtype)
     if arr.dtype != dt:  # non-native byte order

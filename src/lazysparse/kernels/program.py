@@ -82,21 +82,20 @@ class Recipe:
 
     def data(self, env: dict[Alias, Any], params: tuple[Any, ...]) -> QueryData | None:
         """The query's runtime data, or None when the kernel's facts no longer hold."""
-        tensors = tuple(env[a] for a in self.operands)
-        if self.specs and any(getattr(t, "spec", s) != s
-                              for t, s in zip(tensors, self.specs, strict=True)):
+        tensors = tuple([env[a] for a in self.operands])
+        if self.specs and not _same_specs(tensors, self.specs):
             tensors = self._conformed(tensors)
             if tensors is None:
                 return None
-        consts = tuple(params[i] for i in self.params)
+        consts = tuple([params[i] for i in self.params])
         extents = {f: tensors[s].shape[ax] for f, s, ax in self.extents}
         for f in self.unit_fields:
             extents[f] = 1
-        fills = tuple(t.fill_value for t in tensors)
+        fills = tuple([t.fill_value for t in tensors])
         last = self.last
         if last and _same_scalars(last[0], fills) and _same_scalars(last[1], consts):
             return QueryData(tensors, consts, self.init, extents,
-                             tuple(extents[f] for f in self.info.out_fields), last[2])
+                             tuple([extents[f] for f in self.info.out_fields]), last[2])
         data = self._checked(tensors, consts, extents)
         if data is not None:
             self.last[:] = [fills, consts, data.out_fill]
@@ -146,10 +145,25 @@ class Recipe:
         return self.kernel(data)
 
 
+def _same_specs(tensors: tuple[Any, ...], specs: tuple[Any, ...]) -> bool:
+    """Whether each tensor has its layout in ``specs`` (the same object mostly: a
+    dataclass compare otherwise); data without a spec matches anything."""
+    for t, spec in zip(tensors, specs):  # noqa: B905 - one spec per operand
+        own = getattr(t, "spec", spec)
+        if own is not spec and own != spec:
+            return False
+    return True
+
+
 def _same_scalars(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
     """Whether two tuples of scalars hold the same values bit for bit and type for type
     (``-0.0`` differs from ``0.0``; equal NaNs match, they compute alike)."""
-    return len(a) == len(b) and all(_same_scalar(x, y) for x, y in zip(a, b, strict=True))
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):  # noqa: B905 - lengths checked above
+        if not _same_scalar(x, y):
+            return False
+    return True
 
 
 def _same_scalar(x: Any, y: Any) -> bool:
@@ -158,7 +172,7 @@ def _same_scalar(x: Any, y: Any) -> bool:
     if type(x) is not type(y):
         return False
     if isinstance(x, np.generic):
-        return x.dtype == y.dtype and x.tobytes() == y.tobytes()
+        return (x.dtype is y.dtype or x.dtype == y.dtype) and x.tobytes() == y.tobytes()
     if isinstance(x, float | complex):
         return struct.pack("<2d", *_parts(x)) == struct.pack("<2d", *_parts(y))
     return bool(x == y)
@@ -195,9 +209,12 @@ def _param_index(val: Any) -> int | None:
 
 
 def _recipe(template: Query, info: KernelInfo, data: QueryData, kernel: Kernel | None,
-            host: HostRunner | None, params: tuple[Any, ...]) -> Recipe | None:
+            host: HostRunner | None, params: tuple[Any, ...],
+            aliases: dict[str, Alias]) -> Recipe | None:
     """The recipe of ``template`` (its constants as ``_Param`` s), checked against what
-    ``analyze_query`` derived on this run; None when it cannot reproduce it."""
+    ``analyze_query`` derived on this run; None when it cannot reproduce it. ``aliases``:
+    the plan's statement aliases by name (the recipe binds operands by those objects, so
+    each run's lookups match by identity)."""
     if tuple(f.name for f in fields(QueryData)) != _KNOWN_DATA_FIELDS:
         return None  # the query data grew a field this recipe does not know how to bind
     raw = _pointwise_params(template)
@@ -206,7 +223,7 @@ def _recipe(template: Query, info: KernelInfo, data: QueryData, kernel: Kernel |
     pidx = [_param_index(v) for v in raw]
     if any(i is None for i in pidx):
         return None
-    operands = tuple(Alias(op.alias) for op in info.operands)
+    operands = tuple(aliases.get(op.alias) or Alias(op.alias) for op in info.operands)
     extents: list[tuple[str, int, int]] = []
     for op in info.operands:
         for ax, f in enumerate(op.axis_fields):
@@ -251,31 +268,41 @@ class Program:
     def __init__(self, entry: Any) -> None:
         self.entry = entry
         self.recipes: dict[int, Recipe | None] = {}
+        # the template's statements, decoded once: (input slot, alias) binds an input,
+        # (body index, alias) of a compute query, and the aliases the plan produces
+        template: Plan = entry.template
+        self.inputs: list[tuple[int, Alias]] = []
+        self.queries: list[tuple[int, Alias]] = []
+        self.produces: tuple[Alias, ...] | None = None
+        for j, body in enumerate(template.bodies):
+            if j in entry.slots:
+                assert isinstance(body, Query) and isinstance(body.rhs, Table)
+                self.inputs.append((body.rhs.tns.val.index, body.lhs))
+            elif isinstance(body, Query):
+                self.queries.append((j, body.lhs))
+            elif isinstance(body, Produces):
+                self.produces = body.args  # type: ignore[assignment]
+                break
 
     def run(self, inputs: list[Any], params: tuple[Any, ...]) -> tuple[Any, ...]:
         """The tensors the plan produces for ``inputs`` and ``params``."""
-        template: Plan = self.entry.template
-        slots = self.entry.slots
-        env: dict[Alias, Any] = {}
+        if self.produces is None:
+            raise ValueError("plan has no Produces statement")
+        env: dict[Alias, Any] = {lhs: inputs[i] for i, lhs in self.inputs}
         filled: Plan | None = None
-        for j, body in enumerate(template.bodies):
-            if j in slots:
-                assert isinstance(body, Query) and isinstance(body.rhs, Table)
-                env[body.lhs] = inputs[body.rhs.tns.val.index]
-            elif isinstance(body, Query):
-                recipe = self.recipes.get(j)
-                data = recipe.data(env, params) if recipe is not None else None
-                if recipe is not None and data is not None:
-                    env[body.lhs] = recipe.run(data)
-                    continue
-                if filled is None:
-                    filled = self.entry.fill(inputs, params)
-                query = filled.bodies[j]
-                assert isinstance(query, Query)
-                env[body.lhs] = self._first_run(j, body, query, env, params)
-            elif isinstance(body, Produces):
-                return tuple(env[a] for a in body.args)  # type: ignore[index]
-        raise ValueError("plan has no Produces statement")
+        for j, lhs in self.queries:
+            recipe = self.recipes.get(j)
+            data = recipe.data(env, params) if recipe is not None else None
+            if recipe is not None and data is not None:
+                env[lhs] = recipe.run(data)
+                continue
+            if filled is None:
+                filled = self.entry.fill(inputs, params)
+            query = filled.bodies[j]
+            body = self.entry.template.bodies[j]
+            assert isinstance(query, Query) and isinstance(body, Query)
+            env[lhs] = self._first_run(j, body, query, env, params)
+        return tuple([env[a] for a in self.produces])
 
     def _first_run(self, j: int, template: Query, query: Query, env: dict[Alias, Any],
                    params: tuple[Any, ...]) -> Any:
@@ -284,7 +311,8 @@ class Program:
         info, data = analyze_readable(query, env)
         kernel, host = choose_runner(info, data)
         if j not in self.recipes:
-            self.recipes[j] = _recipe(template, info, data, kernel, host, params)
+            aliases = {a.name: a for _, a in (*self.inputs, *self.queries)}
+            self.recipes[j] = _recipe(template, info, data, kernel, host, params, aliases)
         return host(info, data) if kernel is None else kernel(data)
 
 

@@ -218,6 +218,8 @@ def floating_dtype(d: np.dtype) -> np.dtype:
 def scalar_as(value: Any, dtype: Any) -> np.generic:
     """Convert a Python/NumPy scalar to a NumPy scalar of ``dtype``; OverflowError if it
     does not fit an integer dtype, TypeError for a complex value into a real dtype."""
+    if type(value) is getattr(dtype, "type", None) and dtype in _SCALAR_DTYPES:
+        return value  # already one (NumPy scalars are immutable)
     d = as_dtype(dtype)
     if d == BOOL and isinstance(value, complex | np.complexfloating):
         return np.bool_(value != 0)
@@ -239,6 +241,12 @@ def scalar_as(value: Any, dtype: Any) -> np.generic:
         if not np.isfinite(value):
             raise ValueError(f"cannot convert {value!r} to integer dtype {d}")
     return np.asarray(value).astype(d)[()]
+
+
+# dtypes whose NumPy scalar type names exactly one dtype (scalar_as's fast path)
+_SCALAR_DTYPES = frozenset(np.dtype(t) for t in (
+    "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float32", "float64", "complex64", "complex128"))
 
 
 def dtype_min(d: np.dtype) -> np.generic:

@@ -25,7 +25,9 @@ def _scalar_key(val: Any) -> Any:
             c = complex(val)
         except (TypeError, ValueError):
             return ("id", id(val))
-        tag = str(getattr(val, "dtype", type(val).__name__))
+        dt = getattr(val, "dtype", None)
+        # ``dtype.str`` ("<f8"): ``str(dtype)`` runs Python code on every key
+        tag = type(val).__name__ if dt is None else getattr(dt, "str", None) or str(dt)
         parts = tuple("nan" if math.isnan(p) else p for p in (c.real, c.imag))
         return (tag, parts)
     if isinstance(val, tuple):

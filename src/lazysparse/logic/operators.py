@@ -418,6 +418,8 @@ def mapjoin_region(op: Operator, fills: tuple[Any, ...] | list[Any],
     """
     if full is None or not any(full):
         return np.asarray(op.apply(*fills))[()], False
+    if all(full):  # no implicit region anywhere: dense, nominal fill 0
+        return op.result_dtype(*fills).type(0), True
     opds = op.operand_dtypes(*fills)
     rd = op.result_dtype(*fills)
     for i, (f, is_full) in enumerate(zip(fills, full, strict=True)):
@@ -440,7 +442,19 @@ def aggregate_fill(op: Operator, init: Any, arg_dtype: Any) -> np.generic:
 
 def aggregate_dtype(op: Operator, init: Any, arg_dtype: Any) -> np.dtype:
     """Result dtype of reducing ``arg_dtype`` values with ``op`` from ``init``: the fixpoint
-    of ``op.result_dtype(acc, arg)`` starting from ``init``'s dtype."""
+    of ``op.result_dtype(acc, arg)`` starting from ``init``'s dtype. Memoized with the
+    operators' dtype rules (a function of the dtypes and Python scalar types alone)."""
+    key = _dtype_signature(op, (init, arg_dtype), "aggregate")
+    out = _DTYPE_MEMO.get(key) if key is not None else None
+    if out is None:
+        out = _aggregate_dtype(op, init, arg_dtype)
+        if key is not None:
+            _DTYPE_MEMO[key] = out
+    return out
+
+
+def _aggregate_dtype(op: Operator, init: Any, arg_dtype: Any) -> np.dtype:
+    """:func:`aggregate_dtype` without the memo."""
     acc = result_type(init) if not is_python_scalar(init) else result_type(init, arg_dtype)
     for _ in range(8):
         nxt = op.result_dtype(acc, arg_dtype)

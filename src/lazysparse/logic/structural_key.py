@@ -26,6 +26,7 @@ from lazysparse.logic.nodes import (
     Immediate,
     LogicNode,
     MapJoin,
+    Query,
     Relabel,
     Reorder,
     Subquery,
@@ -72,21 +73,24 @@ def _forget(wr: weakref.ref[Any], key: tuple[int, int]) -> None:
 
 
 class _Keyer:
+    """One walk of a plan: its key, data and parameters. Fields and aliases are numbered by
+    name (``str`` keys hash in C; a ``Field`` hashes through its dataclass ``__hash__``)."""
+
+    __slots__ = ("fields", "aliases", "params", "param_nodes", "data", "seen", "data_key")
+
     def __init__(self, data_key_fn: Callable[[Any], Any] | None = None) -> None:
-        self.fields: dict[Field, int] = {}
-        self.aliases: dict[Alias, int] = {}
+        self.fields: dict[str, int] = {}
+        self.aliases: dict[str, int] = {}
         self.params: list[Any] = []
         self.param_nodes: list[Immediate] = []
         self.data: list[Any] = []  # data values, in key order (a value read twice twice)
         self.seen: set[int] = set()
         self.data_key = data_key_fn or data_key
 
-    def subquery(self, node: Subquery) -> Any:
-        """The key of a subquery's body; a leaf's (a ``Table``: computed arrays, inputs)
-        from the cache when this node was keyed before. Other subqueries are mostly new
-        each call: keying them costs less than remembering them."""
-        if not isinstance(node.arg, Table):
-            return self.key(node.arg)
+    def leaf(self, node: Subquery) -> Any:
+        """The key of a leaf subquery's ``Table`` (computed arrays, inputs), from the cache
+        when this node was keyed before. Other subqueries are mostly new each call: keying
+        them costs less than remembering them."""
         ck = (id(node), id(self.data_key))
         entry = _SUBQUERY_KEYS.get(ck)
         if entry is None or entry[0]() is not node:
@@ -95,70 +99,113 @@ class _Keyer:
             entry = (weakref.ref(node, lambda wr: _forget(wr, ck)), body, tuple(sub.data),
                      tuple(sub.params), tuple(sub.param_nodes))
             _SUBQUERY_KEYS[ck] = entry
-        self.data.extend(entry[2])
-        self.params.extend(entry[3])
-        self.param_nodes.extend(entry[4])
+        if entry[2]:
+            self.data.extend(entry[2])
+        if entry[3]:
+            self.params.extend(entry[3])
+            self.param_nodes.extend(entry[4])
         return entry[1]
 
     def immediate(self, val: Any, *, as_param: bool) -> Any:
         if isinstance(val, Operator):
             return ("op", val.name, val.params)
-        data = self.data_key(val)
-        if data is not None:
-            self.data.append(val)
-            return data
         if _is_scalar(val):
             if as_param:
                 self.params.append(val)
                 return ("param", scalar_kind(val))
             return ("const", scalar_kind(val), _scalar_key(val))
+        data = self.data_key(val)
+        if data is not None:
+            self.data.append(val)
+            return data
         if hasattr(val, "level_kinds") and hasattr(val, "mode_order"):  # FormatSpec
             return ("format", val)
         return ("value", _scalar_key(val))
 
-    def fields_key(self, idxs: tuple[Field, ...]) -> tuple[Any, ...]:
+    def fields_key(self, idxs: tuple[Field, ...]) -> tuple[int, ...]:
         fields = self.fields
-        return tuple(fields.setdefault(f, len(fields)) for f in idxs)
+        return tuple([fields.setdefault(f.name, len(fields)) for f in idxs])
 
-    def key(self, node: LogicNode) -> Any:
-        """The key of ``node`` (explicit cases for the common nodes: this runs per call)."""
-        t = type(node)
-        if t is Relabel or t is Reorder:
-            return (t.__name__, self.key(node.arg), self.fields_key(node.idxs))  # type: ignore[attr-defined]
-        if t is MapJoin:
-            return ("MapJoin", self.key(node.op),  # type: ignore[attr-defined]
-                    tuple(self.key(a) for a in node.args))  # type: ignore[attr-defined]
-        if t is Immediate:
-            n = len(self.params)
-            out = self.immediate(node.val, as_param=True)  # type: ignore[attr-defined]
-            if len(self.params) > n:
-                self.param_nodes.append(node)  # type: ignore[arg-type]
-            return out
-        if t is Subquery:
-            if id(node) in self.seen:
-                # a shared subexpression is keyed once (a DAG never unfolds into a tree)
-                return ("Subquery-again", self.key(node.lhs))  # type: ignore[attr-defined]
-            self.seen.add(id(node))
-            self.key(node.lhs)  # type: ignore[attr-defined]  # numbered for later sharing
-            return ("Subquery", self.subquery(node))  # type: ignore[arg-type]
-        if t is Table:
-            return ("Table", self.key(node.tns), self.fields_key(node.idxs))  # type: ignore[attr-defined]
-        if t is Field:
-            return ("field", self.fields.setdefault(node, len(self.fields)))  # type: ignore[arg-type]
-        if t is Alias:
-            return ("alias", self.aliases.setdefault(node, len(self.aliases)))  # type: ignore[arg-type]
-        if t is Aggregate:
-            return ("Aggregate", self.key(node.op),  # type: ignore[attr-defined]
-                    self.immediate(node.init.val, as_param=False),  # type: ignore[attr-defined]
-                    self.key(node.arg), self.fields_key(node.idxs))  # type: ignore[attr-defined]
-        parts: list[Any] = [t.__name__]
-        for name in node.__dataclass_fields__:  # type: ignore[attr-defined]
-            v = getattr(node, name)
-            if isinstance(v, tuple):
-                parts.append(tuple(self.key(c) for c in v))
-            else:
-                parts.append(self.key(v))
-        return tuple(parts)
+    def alias_key(self, alias: Alias) -> int:
+        aliases = self.aliases
+        return aliases.setdefault(alias.name, len(aliases))
+
+    def key(self, root: LogicNode) -> tuple[Any, ...]:
+        """The key of ``root``: its nodes in pre-order (children left to right, so
+        parameters and data come in the order kernels read them) as one flat tuple of
+        tokens. A node contributes its class, then what it holds (numbered fields and
+        aliases, keys of immediates, child counts), then its children: the stream decodes
+        to one plan up to renaming. An explicit stack, no recursion: this runs per call."""
+        out: list[Any] = []
+        emit = out.append
+        stack: list[Any] = [root]
+        pop, push = stack.pop, stack.append
+        while stack:
+            node = pop()
+            t = type(node)
+            if t is Relabel or t is Reorder:
+                emit(t)
+                emit(self.fields_key(node.idxs))
+                push(node.arg)
+            elif t is Subquery:
+                emit(t)
+                emit(self.alias_key(node.lhs))
+                if id(node) in self.seen:
+                    # a shared subexpression is keyed once (a DAG never unfolds into a tree)
+                    emit(_AGAIN)
+                    continue
+                self.seen.add(id(node))
+                if type(node.arg) is Table:
+                    emit(_LEAF)
+                    emit(self.leaf(node))
+                else:
+                    push(node.arg)
+            elif t is MapJoin:
+                emit(t)
+                op = node.op.val
+                emit(("op", op.name, op.params) if type(op) is Operator else self.param(node.op))
+                emit(len(node.args))
+                stack.extend(reversed(node.args))
+            elif t is Immediate:
+                emit(self.param(node))
+            elif t is Aggregate:
+                emit(t)
+                emit(self.immediate(node.op.val, as_param=False))
+                emit(self.immediate(node.init.val, as_param=False))
+                emit(self.fields_key(node.idxs))
+                push(node.arg)
+            elif t is Table:
+                emit(t)
+                emit(self.param(node.tns))
+                emit(self.fields_key(node.idxs))
+            elif t is Field:
+                emit(("field", self.fields_key((node,))[0]))
+            elif t is Alias:
+                emit(("alias", self.alias_key(node)))
+            elif t is Query:
+                emit(t)
+                emit(self.alias_key(node.lhs))
+                push(node.rhs)
+            else:  # Reformat, Plan, Produces and any other node: its children, counted
+                children = node.children
+                emit(t)
+                emit(len(children))
+                stack.extend(reversed(children))
+        return tuple(out)
+
+    def param(self, node: Immediate) -> Any:
+        """The key of an ``Immediate`` in pointwise position (a scalar is a parameter)."""
+        n = len(self.params)
+        out = self.immediate(node.val, as_param=True)
+        if len(self.params) > n:
+            self.param_nodes.append(node)
+        return out
+
+
+# markers in a key's token stream after a subquery's alias: a later use of a shared
+# subquery, or a leaf whose body key follows as one token
+_AGAIN = "again"
+_LEAF = "leaf"
 
 
 def structural_key(node: LogicNode) -> tuple[Any, ...]:
