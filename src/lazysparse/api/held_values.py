@@ -38,8 +38,11 @@ from lazysparse.logic.nodes import Aggregate, LogicNode, Reformat, Relabel, Reor
 if TYPE_CHECKING:
     from lazysparse.api.lazy_array import LazyArray
 
-# Nodes the search for held arrays sharing a plan's history visits at most per compute
-# (the other held arrays' histories): beyond it the rest stay lazy (still correct).
+# The search for held arrays sharing a plan's history looks at most at this many of the
+# newest held uncomputed arrays, visiting at most this many nodes of their histories, per
+# compute: beyond it the rest stay lazy (still correct), and a program holding thousands
+# of lazy arrays pays a bounded cost per compute.
+SHARED_SCAN_ARRAYS = 64
 SHARED_WALK_BUDGET = 4096
 
 
@@ -65,15 +68,33 @@ class Kept:
         return f"{a._expr.lhs.name}: shape {a.shape} {a.dtype}, {self.reason.value}"
 
 
-# Live uncomputed arrays with a history, oldest first (``LazyArray.__init__`` registers
-# them); computed ones are pruned as the search meets them.
-_PENDING: weakref.WeakValueDictionary[int, LazyArray] = weakref.WeakValueDictionary()
+# Live uncomputed arrays with a history, oldest first: ``LazyArray`` registers one when it
+# is built and forgets it when it is computed; a collected one removes itself.
+_PENDING: dict[int, weakref.ref[LazyArray]] = {}
 _ORDER = itertools.count()
 
 
-def register_pending(array: LazyArray) -> None:
-    """Record a new uncomputed array with a history (a candidate to share history)."""
-    _PENDING[next(_ORDER)] = array
+def register_pending(array: LazyArray) -> int:
+    """Record a new uncomputed array with a history (a candidate to keep); its key."""
+    key = next(_ORDER)
+    _PENDING[key] = weakref.ref(array, lambda _ref: _PENDING.pop(key, None))
+    return key
+
+
+def forget(key: int | None) -> None:
+    """The array registered under ``key`` is computed (or replaced): no candidate now."""
+    if key is not None:
+        _PENDING.pop(key, None)
+
+
+def _pending(key: int) -> LazyArray | None:
+    """The live uncomputed array registered under ``key`` (pruned once computed)."""
+    ref = _PENDING.get(key)
+    arr = ref() if ref is not None else None
+    if arr is not None and arr._result is None:
+        return arr
+    _PENDING.pop(key, None)
+    return None
 
 
 @dataclass
@@ -124,6 +145,8 @@ def held_values(arrays: tuple[LazyArray, ...],
     ``live`` maps an alias to the live array whose expression it names."""
     todo = {id(a) for a in arrays}
     device = arrays[0].device
+    if not _others_pending(todo):  # the common case: nothing else held is uncomputed
+        return ()
     hist = _uncomputed_history([a._expr.arg for a in arrays if a._depth > 0])
     if not hist.nodes:
         return ()
@@ -151,18 +174,24 @@ def held_values(arrays: tuple[LazyArray, ...],
     return tuple(kept.values())
 
 
+def _others_pending(todo: set[int]) -> bool:
+    """Whether a live uncomputed array other than ``todo``'s exists: every candidate to
+    keep is one."""
+    # registered arrays are distinct and uncomputed: one more than ``todo`` holds is
+    # another (a stale entry only costs the walk it starts)
+    return len(_PENDING) > len(todo) or any(
+        (arr := _pending(key)) is not None and id(arr) not in todo for key in list(_PENDING))
+
+
 def _sharing_history(hist: _History, skip: set[int]) -> list[LazyArray]:
     """Held uncomputed arrays outside the plan whose histories read one of its uncomputed
-    subqueries and run a reduction besides (newest first, within ``SHARED_WALK_BUDGET``
-    visited nodes)."""
+    subqueries and run a reduction besides (the ``SHARED_SCAN_ARRAYS`` newest, within
+    ``SHARED_WALK_BUDGET`` visited nodes)."""
     found: list[LazyArray] = []
     budget = SHARED_WALK_BUDGET
-    for key in reversed(list(_PENDING.keys())):
-        arr = _PENDING.get(key)
-        if arr is None or arr._result is not None:
-            _PENDING.pop(key, None)
-            continue
-        if id(arr) in skip or id(arr._expr) in hist.nodes:
+    for key in list(itertools.islice(reversed(_PENDING), SHARED_SCAN_ARRAYS)):
+        arr = _pending(key)
+        if arr is None or id(arr) in skip or id(arr._expr) in hist.nodes:
             continue
         if arr._size > budget:
             break

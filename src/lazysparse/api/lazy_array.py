@@ -187,7 +187,7 @@ class LazyArray(NumpyMethods):
 
     __slots__ = ("_expr", "_shape", "_dtype", "_fill_value", "_device", "_format",
                  "_requested_format", "_result", "_update", "_depth", "_size", "_epoch",
-                 "_full", "_stored", "__weakref__")
+                 "_full", "_stored", "_pending", "__weakref__")
 
     def __init__(self, expr: Subquery, shape: tuple[int, ...], dtype: np.dtype,
                  fill_value: Any, device: Device = CPU, format: str | None = None,
@@ -211,8 +211,8 @@ class LazyArray(NumpyMethods):
         self._stored: int | None = None  # largest_stored(), once asked
         self._depth, self._size, self._epoch = history_extent(expr)
         _BY_ALIAS[expr.lhs] = self
-        if self._depth:
-            held_values.register_pending(self)
+        # an uncomputed array with a history: a value a later compute may keep
+        self._pending = held_values.register_pending(self) if self._depth else None
         if self._depth > MAX_PLAN_DEPTH or self._size > MAX_PLAN_NODES:
             # bounded plans: a loop that never computes materializes here, so no plan,
             # pass, key or kernel grows with the length of the user's history
@@ -338,6 +338,8 @@ class LazyArray(NumpyMethods):
         while they live (``memo.memoize``)."""
         self._result = tensor
         self._stored = None
+        held_values.forget(self._pending)
+        self._pending = None
         old = self._expr
         if not isinstance(old.arg, Table):
             self._expr = Subquery(old.lhs, Table(Immediate(tensor), fresh_fields(tensor.ndim)))
@@ -406,6 +408,8 @@ class LazyArray(NumpyMethods):
         self._requested_format = other._requested_format
         self._result = other._result
         self._depth, self._size, self._epoch = other._depth, other._size, other._epoch
+        held_values.forget(self._pending)
+        self._pending = held_values.register_pending(self) if self._depth else None
 
     def copy(self) -> LazyArray:
         """A new array object with the same value (plans are immutable: nothing is copied)."""
