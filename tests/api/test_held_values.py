@@ -186,3 +186,17 @@ def test_std_of_sparse_data_iterates_stored_entries_only() -> None:
     mean = np.asarray(xs.sum(axis=0)).ravel() / xs.shape[0]
     ref = np.sqrt(np.asarray(xs.multiply(xs).sum(axis=0)).ravel() / xs.shape[0] - mean**2)
     np.testing.assert_allclose(got, ref, rtol=1e-7, atol=1e-12)
+
+
+def test_sparse_held_product_read_row_by_row_is_kept(count_executions: list[object]) -> None:
+    """Cosine similarities of a few rows against all, read row by row: the held sparse
+    ``S`` (dense size above the input's entries, within 16x) runs once."""
+    xs = sp.random_array((400, 300), density=0.02, format="csr", random_state=7)
+    X = xp.asarray(xs)
+    S = X[:6] @ X.T
+    ref = (xs[:6] @ xs.T).toarray()
+    for i in range(6):
+        np.testing.assert_allclose(np.asarray(S[i]), ref[i], rtol=1e-12)
+        assert S.result is not None
+    products = [p for p in count_executions if _aggregates(p)]
+    assert len(products) == 1

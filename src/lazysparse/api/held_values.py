@@ -6,8 +6,9 @@ natural loop (``r = r - alpha * Ap``; ``float(xp.vecdot(r, r))``, never an
 ``xp.compute``) would re-run its whole history at each observation. So when a compute
 runs, it also computes — in the same plan, once — the *held* values it meets: live
 ``LazyArray`` objects, uncomputed, on the same device, whose result is no larger than the
-largest stored input of the plan (never an ``n x n`` product of a sparse mask: keeping
-that would cost more than recomputing it), that are
+largest stored input of the plan (a sparse result, which stores at most its size: 16
+times that; never a dense ``n x n`` product a sparse mask samples: keeping that would
+cost more than recomputing it), that are
 
 - **reductions** (``Ap = A @ p``: a kernel of their own, costly to run twice);
 - **read twice** in the plan (``vecdot(r, r)``, ``log(p)`` and ``log(1 - p)``);
@@ -43,6 +44,10 @@ if TYPE_CHECKING:
 # compute: beyond it the rest stay lazy (still correct), and a program holding thousands
 # of lazy arrays pays a bounded cost per compute.
 SHARED_SCAN_ARRAYS = 64
+# A sparse held value stores at most its size; it is kept up to this many times the
+# largest stored input (the rows of a cosine similarity ``X[:k] @ X.T``), a dense one
+# only up to the largest stored input (never a dense ``U @ V.T`` a sparse mask samples).
+SPARSE_KEEP_RATIO = 16
 SHARED_WALK_BUDGET = 4096
 
 
@@ -154,7 +159,7 @@ def held_values(arrays: tuple[LazyArray, ...],
     def affordable(arr: LazyArray | None, node: Subquery) -> bool:
         return (arr is not None and arr._expr is node and arr._result is None
                 and id(arr) not in todo and arr.device == device
-                and arr.size <= hist.largest)
+                and arr.size <= hist.largest * (1 if arr.full else SPARSE_KEEP_RATIO))
 
     kept: dict[int, Kept] = {}
     for k, node in hist.nodes.items():
@@ -168,7 +173,8 @@ def held_values(arrays: tuple[LazyArray, ...],
             kept[id(arr)] = Kept(arr, KeepReason.READ_TWICE)
         elif arr._depth > 1:
             kept[id(arr)] = Kept(arr, KeepReason.DEEP)
-    for arr in _sharing_history(hist, todo | set(kept)):
+    same = {id(a._expr) for a in arrays}  # copies of a computed array: the same value
+    for arr in _sharing_history(hist, todo | set(kept), same):
         if affordable(arr, arr._expr):
             kept[id(arr)] = Kept(arr, KeepReason.SHARED)
     return tuple(kept.values())
@@ -183,7 +189,7 @@ def _others_pending(todo: set[int]) -> bool:
         (arr := _pending(key)) is not None and id(arr) not in todo for key in list(_PENDING))
 
 
-def _sharing_history(hist: _History, skip: set[int]) -> list[LazyArray]:
+def _sharing_history(hist: _History, skip: set[int], same: set[int]) -> list[LazyArray]:
     """Held uncomputed arrays outside the plan whose histories read one of its uncomputed
     subqueries and run a reduction besides (the ``SHARED_SCAN_ARRAYS`` newest, within
     ``SHARED_WALK_BUDGET`` visited nodes)."""
@@ -191,7 +197,8 @@ def _sharing_history(hist: _History, skip: set[int]) -> list[LazyArray]:
     budget = SHARED_WALK_BUDGET
     for key in list(itertools.islice(reversed(_PENDING), SHARED_SCAN_ARRAYS)):
         arr = _pending(key)
-        if arr is None or id(arr) in skip or id(arr._expr) in hist.nodes:
+        if arr is None or id(arr) in skip or id(arr._expr) in hist.nodes \
+                or id(arr._expr) in same:
             continue
         if arr._size > budget:
             break
