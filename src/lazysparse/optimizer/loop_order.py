@@ -48,6 +48,7 @@ from lazysparse.logic.nodes import (
 )
 from lazysparse.logic.operators import get_operator
 from lazysparse.optimizer.analysis import (
+    DENSE_THRESHOLD,
     AliasInfo,
     compute_queries,
     computed_info,
@@ -71,6 +72,8 @@ from lazysparse.optimizer.rewrite import (
 TRANSPOSE_WEIGHT = 4.0
 # cost of scattering through a workspace, per estimated output entry
 WORKSPACE_WEIGHT = 1.0
+# cost of a sort-buffer workspace, per appended task and per comparison level (T log2 T)
+SORT_WEIGHT = 1.0
 # at most this many loop fields are searched exhaustively
 MAX_ENUMERATE = 7
 # the asymptotic model prunes at most this many candidate orders (beyond: the estimate alone)
@@ -235,21 +238,51 @@ def _schedule(body: LogicNode, agg: Aggregate | None, fields: tuple[Field, ...],
     red = set(reduced)
 
     def total(order: tuple[Field, ...]) -> float:
-        c = cost(order)
-        if not concordant:
-            for acc, chain in acc_chains:
-                if not subsequence(chain, order):
-                    c += TRANSPOSE_WEIGHT * (infos[acc.arg].nnz + 1)  # type: ignore[index]
+        c = cost(order) + _sort_buffer_cost(order, red, outputs, cost, sizes)
+        for acc, chain in acc_chains:
+            if not subsequence(chain, order):
+                c += TRANSPOSE_WEIGHT * (infos[acc.arg].nnz + 1)  # type: ignore[index]
         first_red = next((k for k, f in enumerate(order) if f in red), len(order))
         if any(f not in red for f in order[first_red:]):
             c += WORKSPACE_WEIGHT * cost.tasks(frozenset(outputs))
         return c
 
-    modeled = 1 < len(cands) <= MAX_MODEL_CANDIDATES
-    survivors = _survivors(body, agg, cands, sizes, infos) if modeled else cands
     rank = {f: k for k, f in enumerate(natural)}
-    chosen = min(survivors, key=lambda o: (total(o), tuple(rank[f] for f in o)))
+
+    def pick(orders: list[tuple[Field, ...]]) -> tuple[list[tuple[Field, ...]], bool,
+                                                       tuple[Field, ...]]:
+        modeled = 1 < len(orders) <= MAX_MODEL_CANDIDATES
+        survivors = _survivors(body, agg, orders, sizes, infos) if modeled else orders
+        return survivors, modeled, min(survivors,
+                                       key=lambda o: (total(o), tuple(rank[f] for f in o)))
+
+    survivors, modeled, chosen = pick(cands)
+    if (concordant and len(fields) <= MAX_ENUMERATE
+            and _sort_buffer_cost(chosen, red, outputs, cost, sizes) > 0):
+        # the concordant order sorts every product (B.T @ B of CSR B: the reduced field
+        # outermost scatters into both output levels): an order reading a transposed copy
+        # (Gustavson over B.T's rows, a dense row workspace) competes, copy included
+        every = _candidates(fields, out_chain, natural)
+        alt = pick(every)
+        if total(alt[2]) < total(chosen):
+            cands, (survivors, modeled, chosen) = every, alt
     return ScheduleReport(len(cands), tuple(survivors), chosen, total(chosen), modeled)
+
+
+def _sort_buffer_cost(order: tuple[Field, ...], red: set[Field], outputs: tuple[Field, ...],
+                      cost: _Cost, sizes: dict[Field, int]) -> float:
+    """``SORT_WEIGHT · T log2 T`` when ``order`` writes a sparse result through a sort
+    buffer (a reduced loop encloses two or more output loops: every one of the ``T`` tasks
+    of the innermost loop is appended, then the buffer is sorted once), else 0. A result
+    estimated dense (``DENSE_THRESHOLD``) takes scattered writes in place."""
+    first_red = next((k for k, f in enumerate(order) if f in red), len(order))
+    if sum(f not in red for f in order[first_red:]) < 2:
+        return 0.0
+    space = math.prod(sizes[f] for f in outputs)
+    if space == 0 or cost.tasks(frozenset(outputs)) / space > DENSE_THRESHOLD:
+        return 0.0
+    t = cost.tasks(frozenset(order))
+    return SORT_WEIGHT * t * math.log2(t + 2.0)
 
 
 def _translate_spec(spec: FormatSpec, logical: tuple[Field, ...],
