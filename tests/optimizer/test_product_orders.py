@@ -78,6 +78,42 @@ def test_transposed_matvec_still_scatters_into_its_vector() -> None:
     assert choose_loop_orders(plan).bodies[2].rhs.arg.idxs == (k, j)
 
 
+def _cross_plan(left: Any, right: Any) -> Plan:
+    """``C[i, j] = sum_k L[i, k] * R[j, k]`` (``L @ R.T``), produced."""
+    body = MapJoin(MUL, (Relabel(A, (i, k)), Relabel(B, (j, k))))
+    return Plan((Query(A, Table(Immediate(left), (i, k))),
+                 Query(B, Table(Immediate(right), (j, k))),
+                 Query(C, Aggregate(ADD, ZERO, Reorder(body, (i, j, k)), (k,))),
+                 Produces((C,))))
+
+
+def test_few_rows_times_a_transpose_loop_over_the_large_operand() -> None:
+    # X[:6] @ X.T: copying all of X would cost more than reading X once in its own order
+    # and sorting the few products into the result (a RESULT reorder keeps axes i, j)
+    big = sparse(2000, 800, 0.005, 6)
+    few = sparse(6, 800, 0.005, 7)
+    out = choose_loop_orders(_cross_plan(few, big))
+    rhs = out.bodies[2].rhs
+    assert isinstance(rhs, Reformat) and rhs.tns.val.level_kinds == ("dense", "compressed")
+    assert rhs.tns.val.mode_order == (0, 1)
+    assert rhs.arg == Reorder(Aggregate(ADD, ZERO, Reorder(
+        MapJoin(MUL, (Relabel(A, (i, k)), Relabel(B, (j, k)))), (j, k, i)), (k,)), (i, j))
+    report = loop_order_reports(_cross_plan(few, big))[C]
+    assert report.candidates == 6 and report.chosen == (j, k, i)
+    copies = [q for q in concordize(out).bodies
+              if isinstance(q, Query) and q.lhs.name.startswith("T")]
+    assert [q.rhs.arg.arg.arg for q in copies] == [A]  # the small operand is copied
+
+
+def test_many_rows_times_a_transpose_keep_gustavson() -> None:
+    big = sparse(2000, 800, 0.005, 6)
+    out = choose_loop_orders(_cross_plan(big, big))
+    assert out.bodies[2].rhs.arg.idxs == (i, k, j)  # no RESULT reorder
+    copies = [q for q in concordize(out).bodies
+              if isinstance(q, Query) and q.lhs.name.startswith("T")]
+    assert [q.rhs.arg.arg.arg for q in copies] == [B]
+
+
 def _loop_kinds(src: str) -> list[str]:
     body = src.split("def ", 2)[1] if src.count("def ") > 1 else src
     return re.findall(r"# loop \w+: (range|driver|merge)", body)
@@ -103,6 +139,16 @@ def _counts(n: int, m: int, per_row: int, seed: int) -> sp.csr_array:
 
 COUNTS = _counts(3000, 2000, 3, 7)
 GUSTAVSON = (("range", "driver", "driver"), ("dense", "compressed-unordered"), (0, 1))
+
+
+def test_sliced_rows_times_transpose_structure() -> None:
+    x = xp.asarray(COUNTS)
+    ex = xp.explain(x[:6] @ x.T)
+    assert len(ex.kernels) == 2  # the small operand's copy (a relayout) and the product
+    main = ex.kernels[-1]
+    assert main.output_format.level_kinds == ("dense", "compressed")
+    assert tuple(_loop_kinds(main.source)) == ("range", "driver", "driver")
+    assert "output csr via ism" in main.source  # sorted into the result's axis order
 
 
 @pytest.mark.parametrize("spelling", [
