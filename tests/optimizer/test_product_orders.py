@@ -30,7 +30,13 @@ from lazysparse.logic.nodes import (
     Table,
 )
 from lazysparse.logic.operators import get_operator
-from lazysparse.optimizer.loop_order import choose_loop_orders, concordize, loop_order_reports
+from lazysparse.optimizer.loop_order import (
+    choose_axis_ordered_loops,
+    choose_loop_orders,
+    concordize,
+    loop_order_reports,
+)
+from lazysparse.optimizer.pipeline import optimize
 from tests.optimizer.plans import sparse
 
 ADD, MUL = Immediate(get_operator("add")), Immediate(get_operator("multiply"))
@@ -103,6 +109,17 @@ def test_few_rows_times_a_transpose_loop_over_the_large_operand() -> None:
     copies = [q for q in concordize(out).bodies
               if isinstance(q, Query) and q.lhs.name.startswith("T")]
     assert [q.rhs.arg.arg.arg for q in copies] == [A]  # the small operand is copied
+
+
+def test_cuda_pipeline_keeps_reductions_in_axis_order() -> None:
+    # the CUDA kernels write results in loop order: no RESULT reorder there
+    big, few = sparse(2000, 800, 0.005, 6), sparse(6, 800, 0.005, 7)
+    out = choose_axis_ordered_loops(_cross_plan(few, big))
+    assert out.bodies[2].rhs.arg.idxs == (i, k, j)
+    gpu = optimize(_cross_plan(few, big), device="cuda")
+    assert not any(isinstance(q, Query) and isinstance(q.rhs, Reformat)
+                   and isinstance(q.rhs.arg, Reorder) and isinstance(q.rhs.arg.arg, Aggregate)
+                   for q in gpu.bodies)
 
 
 def test_many_rows_times_a_transpose_keep_gustavson() -> None:

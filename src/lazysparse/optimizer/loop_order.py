@@ -215,7 +215,7 @@ def _all_dominated(body: LogicNode, agg: Aggregate | None, fields: tuple[Field, 
 def _schedule(body: LogicNode, agg: Aggregate | None, fields: tuple[Field, ...],
               outputs: tuple[Field, ...], reduced: tuple[Field, ...],
               acc_chains: list[tuple[Relabel, tuple[Field, ...]]], is_produced: bool,
-              infos: dict[Alias, AliasInfo]) -> ScheduleReport:
+              infos: dict[Alias, AliasInfo], result_reorders: bool = True) -> ScheduleReport:
     """The loop order: concordant if possible, asymptotically undominated, then cheapest
     by the task-count estimate."""
     sizes = field_sizes(body, infos)
@@ -248,7 +248,8 @@ def _schedule(body: LogicNode, agg: Aggregate | None, fields: tuple[Field, ...],
         alt = price.pick(every)
         if price.total(alt[2]) < price.total(chosen):
             cands, (survivors, modeled, chosen) = every, alt
-    if (is_produced and agg is not None and agg.op.val.name != "overwrite" and reduced
+    if (result_reorders and is_produced and agg is not None
+            and agg.op.val.name != "overwrite" and reduced
             and len(outputs) > 1
             and len(fields) <= MAX_ENUMERATE and price.copies(chosen)):
         # a product that copies an operand (X[:k] @ X.T copies all of X): orders writing
@@ -347,7 +348,8 @@ def _translate_spec(spec: FormatSpec, logical: tuple[Field, ...],
     return infer_spec(spec.level_kinds, mode)
 
 
-def _order_query(rhs: LogicNode, infos: dict[Alias, AliasInfo], is_produced: bool
+def _order_query(rhs: LogicNode, infos: dict[Alias, AliasInfo], is_produced: bool,
+                 result_reorders: bool = True
                  ) -> tuple[LogicNode, tuple[Field, ...], tuple[Field, ...], ScheduleReport]:
     """(new rhs with its loop order, logical axes, physical axes, how the order was chosen)
     of one canonical query."""
@@ -367,7 +369,8 @@ def _order_query(rhs: LogicNode, infos: dict[Alias, AliasInfo], is_produced: boo
     fields = _unique([*loop.idxs, *dropped, *expr_fields(body)])
     acc_chains = [(acc, storage_chain(acc, infos[acc.arg]))  # type: ignore[index]
                   for acc in accesses(body)]
-    report = _schedule(body, agg, fields, outputs, red, acc_chains, is_produced, infos)
+    report = _schedule(body, agg, fields, outputs, red, acc_chains, is_produced, infos,
+                       result_reorders)
     order = report.chosen
     physical = tuple(f for f in order if f not in set(red))
     new: LogicNode = Reorder(body, order)
@@ -393,13 +396,20 @@ def choose_loop_orders(plan: Plan) -> Plan:
     return _choose(plan)[0]
 
 
+def choose_axis_ordered_loops(plan: Plan) -> Plan:
+    """:func:`choose_loop_orders` without RESULT reorders: every produced reduction loops
+    in its axis order (the CUDA kernels write results in loop order)."""
+    return _choose(plan, result_reorders=False)[0]
+
+
 def loop_order_reports(plan: Plan) -> dict[Alias, ScheduleReport]:
     """How ``choose_loop_orders`` chooses each compute query's order on ``plan`` (the plan
     that pass receives), by the query's alias: recomputed, nothing is stored."""
     return _choose(plan)[1]
 
 
-def _choose(plan: Plan) -> tuple[Plan, dict[Alias, ScheduleReport]]:
+def _choose(plan: Plan, result_reorders: bool = True
+            ) -> tuple[Plan, dict[Alias, ScheduleReport]]:
     keep = produced(plan)
     reports: dict[Alias, ScheduleReport] = {}
     infos: dict[Alias, AliasInfo] = {}
@@ -412,7 +422,8 @@ def _choose(plan: Plan) -> tuple[Plan, dict[Alias, ScheduleReport]]:
 
     for body in compute_queries(plan, infos, out):
         rhs = substitute_access(body.rhs, relabel)
-        new, logical, physical, reports[body.lhs] = _order_query(rhs, infos, body.lhs in keep)
+        new, logical, physical, reports[body.lhs] = _order_query(rhs, infos, body.lhs in keep,
+                                                                 result_reorders)
         if physical != logical:
             perms[body.lhs] = tuple(logical.index(f) for f in physical)
         infos[body.lhs] = computed_info(new, infos)
