@@ -19,6 +19,7 @@ from lazysparse.logic.nodes import (
     Plan,
     Produces,
     Query,
+    Reformat,
     Relabel,
     Reorder,
     Table,
@@ -220,14 +221,29 @@ def _inputs(**tensors: Tensor) -> tuple[Query, ...]:
 
 
 def test_transposed_product_prunes_inner_products() -> None:
-    # C = A.T @ B.T, produced: no concordant order; ijk (inner products) merges k per (i, j)
+    # C = A.T @ B.T, produced: no concordant order; ijk (inner products) merges k per (i, j).
+    # Sparse enough that the result is sparse: looping out of its axis order would sort
+    # every product (loop_order._Pricer), so the axis-ordered candidates stay
     _, agg = matmul(Relabel(A, (k, i)), Relabel(B, (j, k)), (i, j), k)
-    plan = Plan((*_inputs(A=CSR, B=CSR2), Query(C, agg), Produces((C,))))
+    plan = Plan((*_inputs(A=sparse(400, 400, 0.005, 0), B=sparse(400, 400, 0.005, 1)),
+                 Query(C, agg), Produces((C,))))
     report = loop_order_reports(plan)[C]
     assert report.candidates == 3 and report.modeled
     assert {names(o) for o in report.survivors} == {"ikj", "kij"}
     assert choose_loop_orders(plan).bodies[2].rhs.arg.idxs == report.chosen
     assert "3 candidates, 2 undominated" in report.describe()
+
+
+def test_small_dense_transposed_product_loops_out_of_axis_order() -> None:
+    # 30 x 30 at density 0.1: a dense result takes scattered writes in place, so B @ A's
+    # Gustavson order j, k, i writing C = (B @ A).T needs no copy and wins (RESULT reorder)
+    _, agg = matmul(Relabel(A, (k, i)), Relabel(B, (j, k)), (i, j), k)
+    plan = Plan((*_inputs(A=CSR, B=CSR2), Query(C, agg), Produces((C,))))
+    report = loop_order_reports(plan)[C]
+    assert report.candidates == 6 and report.chosen == (j, k, i)
+    rhs = choose_loop_orders(plan).bodies[2].rhs
+    assert isinstance(rhs, Reformat) and rhs.tns.val.level_kinds == ("dense", "dense")
+    assert rhs.arg.idxs == (i, j) and rhs.arg.arg.arg.idxs == (j, k, i)
 
 
 def test_sddmm_has_one_concordant_candidate() -> None:

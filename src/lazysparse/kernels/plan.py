@@ -175,13 +175,27 @@ def workspace_bound(plan: KernelPlan) -> tuple[int, int, int] | None:
     ``a``'s level ``la`` alone (``a`` also stores every outer field, so each of its
     positions is visited once), ``f`` by operand ``b``'s level 1 alone, under ``b``'s level
     0 located by ``r``. The host sums ``b``'s row lengths at ``a``'s coordinates; None
-    otherwise."""
+    otherwise. A sort buffer spanning the whole nest (``X[:k] @ X.T`` looping over ``X``'s
+    rows: ``loop_order``'s RESULT reorder) appends at most one entry per multiplication of
+    the same two loops, so it gets the same bound."""
     info, o = plan.info, plan.output
     k = len(info.loop_order)
-    if (o.mode not in (OutputMode.ROWWS, OutputMode.HASHWS) or k < 2 or o.ws_depth != k - 2
-            or len(o.groups) != 1 or o.dense_prefix != k - 2
+    if k < 2 or len(o.groups) != 1:
+        return None
+    if o.mode is OutputMode.ISM:
+        if o.ws_depth != 0:
+            return None
+    elif (o.mode not in (OutputMode.ROWWS, OutputMode.HASHWS) or o.ws_depth != k - 2
+            or o.dense_prefix != k - 2
             or info.out_storage_fields[:k - 2] != info.loop_order[:k - 2]):
         return None
+    return _product_drivers(plan)
+
+
+def _product_drivers(plan: KernelPlan) -> tuple[int, int, int] | None:
+    """``(a, la, b)`` of ``workspace_bound``'s last two loops, else None."""
+    info = plan.info
+    k = len(info.loop_order)
     *outer, f1, f2 = info.loop_order
     p1, p2 = plan.levels[k - 2], plan.levels[k - 1]
     if p1.kind is not LoopKind.DRIVER or p2.kind is not LoopKind.DRIVER \

@@ -427,8 +427,25 @@ def sparse_representable(expr: LogicNode, infos: dict[Alias, AliasInfo]) -> bool
     return expr_fill(expr, infos) is not None and rep(expr)
 
 
+def reduction_result(rhs: LogicNode) -> tuple[LogicNode, tuple[Field, ...] | None]:
+    """``(rhs without it, result axes)`` of a RESULT reorder around a reduction
+    (``reorder(aggregate(...), axes)``: a product whose loop order writes its result out of
+    the result's storage order, ``loop_order``); ``(rhs, None)`` otherwise. A map's RESULT
+    reorder (``transpose.py``) is left alone: its outer Reorder serves as the loop."""
+    spec = None
+    if isinstance(rhs, Reformat):
+        spec, rhs = rhs.tns, rhs.arg
+    if isinstance(rhs, Reorder) and (isinstance(rhs.arg, Aggregate) or (
+            isinstance(rhs.arg, MapJoin) and epilogue_aggregate(rhs.arg) is not None)):
+        inner = rhs.arg
+        return (inner if spec is None else Reformat(spec, inner)), rhs.idxs
+    return (rhs if spec is None else Reformat(spec, rhs)), None
+
+
 def query_parts(rhs: LogicNode) -> tuple[Immediate | None, Aggregate | None, Reorder]:
-    """Split a canonical rhs ``[Reformat(spec,)] [Aggregate(op, init,] Reorder(body, F)``."""
+    """Split a canonical rhs ``[Reformat(spec,)] [reorder(] [Aggregate(op, init,]
+    Reorder(body, F) [), axes]`` (a reduction's RESULT reorder is skipped)."""
+    rhs = reduction_result(rhs)[0]
     spec = None
     if isinstance(rhs, Reformat):
         spec, rhs = rhs.tns, rhs.arg
@@ -443,7 +460,11 @@ def query_parts(rhs: LogicNode) -> tuple[Immediate | None, Aggregate | None, Reo
 
 
 def result_axes(rhs: LogicNode) -> tuple[Field, ...]:
-    """The axes of a canonical query's result: the Reorder's fields minus the reduced ones."""
+    """The axes of a canonical query's result: the Reorder's fields minus the reduced ones,
+    or a reduction's RESULT reorder's axes."""
+    axes = reduction_result(rhs)[1]
+    if axes is not None:
+        return axes
     _, agg, loop = query_parts(rhs)
     red = set(agg.idxs) if agg is not None else set()
     return tuple(f for f in loop.idxs if f not in red)
@@ -564,7 +585,8 @@ def _computed_info(rhs: LogicNode, infos: dict[Alias, AliasInfo]) -> AliasInfo:
     sizes = field_sizes(loop.arg, infos)
     shape = tuple(sizes.get(f, 1) for f in axes)
     expr: LogicNode = loop.arg if agg is None else Aggregate(agg.op, agg.init, loop.arg, agg.idxs)
-    expr = replace_epilogue_aggregate(rhs.arg if spec is not None else rhs, expr)  # type: ignore
+    plain = reduction_result(rhs)[0]
+    expr = replace_epilogue_aggregate(plain.arg if spec is not None else plain, expr)  # type: ignore
     dtype = expr_dtype(expr, infos)
     fill = stored_fill(expr, infos)
     if spec is not None:

@@ -48,7 +48,10 @@ from lazysparse.logic.nodes import (
 )
 from lazysparse.logic.operators import get_operator
 from lazysparse.optimizer.analysis import (
+    DENSE_THRESHOLD,
     AliasInfo,
+    check_dense_result,
+    choose_level_kinds,
     compute_queries,
     computed_info,
     expr_dtype,
@@ -71,6 +74,8 @@ from lazysparse.optimizer.rewrite import (
 TRANSPOSE_WEIGHT = 4.0
 # cost of scattering through a workspace, per estimated output entry
 WORKSPACE_WEIGHT = 1.0
+# cost of a sort-buffer workspace, per appended task and per comparison level (T log2 T)
+SORT_WEIGHT = 1.0
 # at most this many loop fields are searched exhaustively
 MAX_ENUMERATE = 7
 # the asymptotic model prunes at most this many candidate orders (beyond: the estimate alone)
@@ -210,7 +215,7 @@ def _all_dominated(body: LogicNode, agg: Aggregate | None, fields: tuple[Field, 
 def _schedule(body: LogicNode, agg: Aggregate | None, fields: tuple[Field, ...],
               outputs: tuple[Field, ...], reduced: tuple[Field, ...],
               acc_chains: list[tuple[Relabel, tuple[Field, ...]]], is_produced: bool,
-              infos: dict[Alias, AliasInfo]) -> ScheduleReport:
+              infos: dict[Alias, AliasInfo], result_reorders: bool = True) -> ScheduleReport:
     """The loop order: concordant if possible, asymptotically undominated, then cheapest
     by the task-count estimate."""
     sizes = field_sizes(body, infos)
@@ -231,25 +236,106 @@ def _schedule(body: LogicNode, agg: Aggregate | None, fields: tuple[Field, ...],
         # every concordant order is asymptotically worse than one that transposes an
         # input (CSR A @ B.T as inner products): a linear copy is worth its constant
         cands, concordant = _candidates(fields, out_chain, natural), False
-    cost = _Cost(body, sizes, infos)
-    red = set(reduced)
+    price = _Pricer(body, agg, sizes, infos, outputs, set(reduced), acc_chains, is_produced,
+                    {f: k for k, f in enumerate(natural)})
+    survivors, modeled, chosen = price.pick(cands)
+    if (concordant and len(fields) <= MAX_ENUMERATE
+            and price.sort_buffer(chosen) > 0):
+        # the concordant order sorts every product (B.T @ B of CSR B: the reduced field
+        # outermost scatters into both output levels): an order reading a transposed copy
+        # (Gustavson over B.T's rows, a dense row workspace) competes, copy included
+        every = _candidates(fields, out_chain, natural)
+        alt = price.pick(every)
+        if price.total(alt[2]) < price.total(chosen):
+            cands, (survivors, modeled, chosen) = every, alt
+    if (result_reorders and is_produced and agg is not None
+            and agg.op.val.name != "overwrite" and reduced
+            and len(outputs) > 1
+            and len(fields) <= MAX_ENUMERATE and price.copies(chosen)):
+        # a product that copies an operand (X[:k] @ X.T copies all of X): orders writing
+        # the result out of its axis order compete (X's rows outermost, the small operand
+        # copied, the few products sorted into the result), every operand read included
+        every = _candidates(fields, [], natural)
+        if len(every) <= MAX_MODEL_CANDIDATES:
+            alt = price.pick(every, read=True)
+            if price.total(alt[2], read=True) < price.total(chosen, read=True):
+                cands, (survivors, modeled, chosen) = every, alt
+    return ScheduleReport(len(cands), tuple(survivors), chosen, price.total(chosen), modeled)
 
-    def total(order: tuple[Field, ...]) -> float:
-        c = cost(order)
-        if not concordant:
-            for acc, chain in acc_chains:
-                if not subsequence(chain, order):
-                    c += TRANSPOSE_WEIGHT * (infos[acc.arg].nnz + 1)  # type: ignore[index]
-        first_red = next((k for k, f in enumerate(order) if f in red), len(order))
-        if any(f not in red for f in order[first_red:]):
-            c += WORKSPACE_WEIGHT * cost.tasks(frozenset(outputs))
-        return c
 
-    modeled = 1 < len(cands) <= MAX_MODEL_CANDIDATES
-    survivors = _survivors(body, agg, cands, sizes, infos) if modeled else cands
-    rank = {f: k for k, f in enumerate(natural)}
-    chosen = min(survivors, key=lambda o: (total(o), tuple(rank[f] for f in o)))
-    return ScheduleReport(len(cands), tuple(survivors), chosen, total(chosen), modeled)
+@dataclass
+class _Pricer:
+    """Estimated cost of one query's loop orders: iteration tasks (``_Cost``), a transposed
+    copy per discordant access, a workspace when a reduced loop encloses an output loop, a
+    sort buffer when two or more result levels receive scattered writes and, on request,
+    the full reads of the sparse operands that drive the outermost loop."""
+
+    body: LogicNode
+    agg: Aggregate | None
+    sizes: dict[Field, int]
+    infos: dict[Alias, AliasInfo]
+    outputs: tuple[Field, ...]
+    red: set[Field]
+    acc_chains: list[tuple[Relabel, tuple[Field, ...]]]
+    is_produced: bool
+    rank: dict[Field, int]
+
+    def __post_init__(self) -> None:
+        self.cost = _Cost(self.body, self.sizes, self.infos)
+
+    def copies(self, order: tuple[Field, ...]) -> float:
+        """Transposed copies ``order`` needs, by their stored entries."""
+        return sum(TRANSPOSE_WEIGHT * (self.infos[acc.arg].nnz + 1)  # type: ignore[index]
+                   for acc, chain in self.acc_chains if not subsequence(chain, order))
+
+    def reads(self, order: tuple[Field, ...]) -> float:
+        """Stored entries of the sparse operands read whole: those whose outermost stored
+        field is the outermost loop (a located operand is read in part)."""
+        return sum(float(self.infos[acc.arg].nnz)  # type: ignore[index]
+                   for acc, chain in self.acc_chains
+                   if self.infos[acc.arg].sparse and chain[:1] == order[:1]  # type: ignore[index]
+                   and subsequence(chain, order))
+
+    def storage(self, order: tuple[Field, ...]) -> tuple[Field, ...]:
+        """The result's storage order: its axes when produced, else the loop's."""
+        return self.outputs if self.is_produced else tuple(f for f in order
+                                                            if f not in self.red)
+
+    def sort_buffer(self, order: tuple[Field, ...]) -> float:
+        """``SORT_WEIGHT · T log2 T`` when ``order`` writes a sparse result through a sort
+        buffer (two or more result levels receive scattered writes: a reduced loop encloses
+        them or they run out of storage order; every one of the ``T`` tasks of the innermost
+        loop is appended, then the buffer is sorted once), else 0. A result estimated dense
+        (``DENSE_THRESHOLD``) takes scattered writes in place."""
+        storage = self.storage(order)
+        in_order = 0
+        for f in order:
+            if f in self.red or in_order == len(storage) or f != storage[in_order]:
+                break
+            in_order += 1
+        if len(storage) - in_order < 2:
+            return 0.0
+        space = math.prod(self.sizes[f] for f in self.outputs)
+        if space == 0 or self.cost.tasks(frozenset(self.outputs)) / space > DENSE_THRESHOLD:
+            return 0.0
+        t = self.cost.tasks(frozenset(order))
+        return SORT_WEIGHT * t * math.log2(t + 2.0)
+
+    def total(self, order: tuple[Field, ...], read: bool = False) -> float:
+        c = self.cost(order) + self.sort_buffer(order) + self.copies(order)
+        first_red = next((k for k, f in enumerate(order) if f in self.red), len(order))
+        if any(f not in self.red for f in order[first_red:]):
+            c += WORKSPACE_WEIGHT * self.cost.tasks(frozenset(self.outputs))
+        return c + (self.reads(order) if read else 0.0)
+
+    def pick(self, orders: list[tuple[Field, ...]], read: bool = False
+             ) -> tuple[list[tuple[Field, ...]], bool, tuple[Field, ...]]:
+        """(undominated orders, whether the model ran, the cheapest of them)."""
+        modeled = 1 < len(orders) <= MAX_MODEL_CANDIDATES
+        survivors = (_survivors(self.body, self.agg, orders, self.sizes, self.infos)
+                     if modeled else orders)
+        return survivors, modeled, min(survivors, key=lambda o: (
+            self.total(o, read), tuple(self.rank[f] for f in o)))
 
 
 def _translate_spec(spec: FormatSpec, logical: tuple[Field, ...],
@@ -262,7 +348,8 @@ def _translate_spec(spec: FormatSpec, logical: tuple[Field, ...],
     return infer_spec(spec.level_kinds, mode)
 
 
-def _order_query(rhs: LogicNode, infos: dict[Alias, AliasInfo], is_produced: bool
+def _order_query(rhs: LogicNode, infos: dict[Alias, AliasInfo], is_produced: bool,
+                 result_reorders: bool = True
                  ) -> tuple[LogicNode, tuple[Field, ...], tuple[Field, ...], ScheduleReport]:
     """(new rhs with its loop order, logical axes, physical axes, how the order was chosen)
     of one canonical query."""
@@ -282,12 +369,23 @@ def _order_query(rhs: LogicNode, infos: dict[Alias, AliasInfo], is_produced: boo
     fields = _unique([*loop.idxs, *dropped, *expr_fields(body)])
     acc_chains = [(acc, storage_chain(acc, infos[acc.arg]))  # type: ignore[index]
                   for acc in accesses(body)]
-    report = _schedule(body, agg, fields, outputs, red, acc_chains, is_produced, infos)
+    report = _schedule(body, agg, fields, outputs, red, acc_chains, is_produced, infos,
+                       result_reorders)
     order = report.chosen
     physical = tuple(f for f in order if f not in set(red))
     new: LogicNode = Reorder(body, order)
     if agg is not None:
         new = Aggregate(agg.op, agg.init, new, red)
+    if is_produced and physical != outputs:
+        # a produced reduction looping out of its axis order (``_schedule``): a RESULT
+        # reorder keeps the user's axes, stored in that order (the kernel sorts its writes)
+        assert agg is not None
+        if spec is None:
+            logical = Aggregate(agg.op, agg.init, Reorder(body, (*outputs, *red)), red)
+            kinds = choose_level_kinds(logical, infos)
+            check_dense_result(logical, infos, kinds)
+            spec = Immediate(infer_spec(kinds, tuple(range(len(kinds)))))
+        return Reformat(spec, Reorder(new, outputs)), outputs, outputs, report
     if spec is not None:
         new = Reformat(Immediate(_translate_spec(spec.val, outputs, physical)), new)
     return new, outputs, physical, report
@@ -298,13 +396,20 @@ def choose_loop_orders(plan: Plan) -> Plan:
     return _choose(plan)[0]
 
 
+def choose_axis_ordered_loops(plan: Plan) -> Plan:
+    """:func:`choose_loop_orders` without RESULT reorders: every produced reduction loops
+    in its axis order (the CUDA kernels write results in loop order)."""
+    return _choose(plan, result_reorders=False)[0]
+
+
 def loop_order_reports(plan: Plan) -> dict[Alias, ScheduleReport]:
     """How ``choose_loop_orders`` chooses each compute query's order on ``plan`` (the plan
     that pass receives), by the query's alias: recomputed, nothing is stored."""
     return _choose(plan)[1]
 
 
-def _choose(plan: Plan) -> tuple[Plan, dict[Alias, ScheduleReport]]:
+def _choose(plan: Plan, result_reorders: bool = True
+            ) -> tuple[Plan, dict[Alias, ScheduleReport]]:
     keep = produced(plan)
     reports: dict[Alias, ScheduleReport] = {}
     infos: dict[Alias, AliasInfo] = {}
@@ -317,7 +422,8 @@ def _choose(plan: Plan) -> tuple[Plan, dict[Alias, ScheduleReport]]:
 
     for body in compute_queries(plan, infos, out):
         rhs = substitute_access(body.rhs, relabel)
-        new, logical, physical, reports[body.lhs] = _order_query(rhs, infos, body.lhs in keep)
+        new, logical, physical, reports[body.lhs] = _order_query(rhs, infos, body.lhs in keep,
+                                                                 result_reorders)
         if physical != logical:
             perms[body.lhs] = tuple(logical.index(f) for f in physical)
         infos[body.lhs] = computed_info(new, infos)

@@ -17,7 +17,11 @@ from lazysparse.optimizer.lift import (
     isolate_tables,
     lift_subqueries,
 )
-from lazysparse.optimizer.loop_order import choose_loop_orders, concordize
+from lazysparse.optimizer.loop_order import (
+    choose_axis_ordered_loops,
+    choose_loop_orders,
+    concordize,
+)
 from lazysparse.optimizer.push_fields import push_fields
 from lazysparse.optimizer.transpose import absorb_transposes
 
@@ -50,8 +54,10 @@ def run_passes(plan: Plan, passes: list[Pass] | None = None) -> Plan:
     return reduce(lambda p, f: f(p), PASSES if passes is None else passes, plan)
 
 
-# passes the CUDA backend runs in another form: its results keep every level ordered
-CUDA_FORMS: dict[Pass, Pass] = {choose_formats: choose_ordered_formats}
+# passes the CUDA backend runs in another form: its results keep every level ordered, and
+# its reductions write in loop order (no RESULT reorder)
+CUDA_FORMS: dict[Pass, Pass] = {choose_formats: choose_ordered_formats,
+                                choose_loop_orders: choose_axis_ordered_loops}
 
 
 def passes_for(device: str) -> list[Pass]:
