@@ -198,7 +198,7 @@ def _sharing_history(hist: _History, skip: set[int], same: set[int]) -> list[Laz
     for key in list(itertools.islice(reversed(_PENDING), SHARED_SCAN_ARRAYS)):
         arr = _pending(key)
         if arr is None or id(arr) in skip or id(arr._expr) in hist.nodes \
-                or id(arr._expr) in same:
+                or id(arr._expr) in same or not arr.runs_reduction():
             continue
         if arr._size > budget:
             break

@@ -19,7 +19,7 @@ from lazysparse.api import execution, held_values, memo, numpy_dispatch, numpy_f
 from lazysparse.api.building import fresh_fields
 from lazysparse.api.numpy_methods import NumpyMethods
 from lazysparse.logic.inference import infer_region
-from lazysparse.logic.nodes import Alias, Immediate, Subquery, Table
+from lazysparse.logic.nodes import Aggregate, Alias, Immediate, Subquery, Table
 
 if TYPE_CHECKING:
     from lazysparse.formats import FormatSpec, Tensor
@@ -187,7 +187,7 @@ class LazyArray(NumpyMethods):
 
     __slots__ = ("_expr", "_shape", "_dtype", "_fill_value", "_device", "_format",
                  "_requested_format", "_result", "_update", "_depth", "_size", "_epoch",
-                 "_full", "_stored", "_pending", "__weakref__")
+                 "_full", "_stored", "_pending", "_reduces", "__weakref__")
 
     def __init__(self, expr: Subquery, shape: tuple[int, ...], dtype: np.dtype,
                  fill_value: Any, device: Device = CPU, format: str | None = None,
@@ -209,6 +209,7 @@ class LazyArray(NumpyMethods):
         self._result: Tensor | None = None
         self._update: Any = None  # api.setitem's state: ownership, pending sparse entries
         self._stored: int | None = None  # largest_stored(), once asked
+        self._reduces: bool | None = None  # runs_reduction(), once asked
         self._depth, self._size, self._epoch = history_extent(expr)
         _BY_ALIAS[expr.lhs] = self
         # an uncomputed array with a history: a value a later compute may keep
@@ -325,6 +326,16 @@ class LazyArray(NumpyMethods):
             self._stored = largest
         return self._stored
 
+    def runs_reduction(self) -> bool:
+        """Whether this array's uncomputed history runs a reduction (an ``Aggregate``), found
+        once per array like ``largest_stored`` (an array computed since still counts: a
+        bound, which only costs the caller a walk)."""
+        if self._reduces is None:
+            self._reduces = self._result is None and any(
+                n.runs_reduction() if isinstance(n, LazyArray) else isinstance(n, Aggregate)
+                for n in _added_nodes(self._expr))
+        return self._reduces
+
     @property
     def history_epoch(self) -> float:
         """``memo.EPOCH`` when the oldest uncomputed part of this array's history was
@@ -338,6 +349,7 @@ class LazyArray(NumpyMethods):
         while they live (``memo.memoize``)."""
         self._result = tensor
         self._stored = None
+        self._reduces = False
         held_values.forget(self._pending)
         self._pending = None
         old = self._expr
@@ -401,6 +413,7 @@ class LazyArray(NumpyMethods):
         self._update = None
         self._expr = other._expr
         self._stored = other._stored
+        self._reduces = other._reduces
         _BY_ALIAS[self._expr.lhs] = self
         self._dtype = other._dtype
         self._fill_value = other._fill_value
