@@ -36,14 +36,16 @@ def from_scipy(m: Any) -> Tensor:
         )
     check_dtype(m.dtype, "from_scipy")
     fmt = m.format
+    canonical = False
     if fmt in ("csr", "csc", "bsr") and m.ndim == 2:
         # scipy's own methods (has_canonical_format, sum_duplicates, tocsr) trust these
-        # arrays: a decreasing indptr crashes them (RuntimeError, or worse)
-        check_scipy_compressed(m)
+        # arrays: a decreasing indptr crashes them (RuntimeError, or worse); csr/csc are
+        # checked for sorted, unique indices in the same pass (then not again)
+        canonical = check_scipy_compressed(m, 2 if fmt in ("csr", "csc") else 0)
     if fmt in ("csr", "csc") and m.ndim == 2:
         n_major, n_minor = m.shape if fmt == "csr" else m.shape[::-1]
         ordered = True
-        if not m.has_canonical_format:
+        if not canonical:
             if not m.has_sorted_indices and _unique_unsorted(m, n_minor):
                 ordered = False
             else:
@@ -53,7 +55,8 @@ def from_scipy(m: Any) -> Tensor:
         levels: list[Level] = [
             Dense(n_major), Compressed(n_minor, m.indptr, m.indices[:nnz], ordered=ordered)]
         order = (0, 1) if fmt == "csr" else (1, 0)
-        return Tensor(m.shape, levels, order, m.data[:nnz], 0, format=fmt if ordered else None)
+        return Tensor(m.shape, levels, order, m.data[:nnz], 0, format=fmt if ordered else None,
+                      check=not canonical)
     if fmt == "coo":
         # scipy may hold strided views (unravel_index rows): levels get contiguous arrays
         coords = tuple(np.ascontiguousarray(c) for c in m.coords)
@@ -124,9 +127,11 @@ def _unique_unsorted(m: Any, n_minor: int) -> bool:
     return code == K.OK
 
 
-def check_scipy_compressed(m: Any) -> None:
+def check_scipy_compressed(m: Any, order: int = 0) -> bool:
     """ValueError naming the problem when a scipy csr/csc/bsr's ``indptr``/``indices``/
-    ``data`` are inconsistent (checked before any scipy method reads them)."""
+    ``data`` are inconsistent (checked before any scipy method reads them). With ``order``
+    2, also whether each row's indices strictly ascend (canonical: the tensor needs no
+    second check); ``order`` 0 skips that and returns False."""
     fmt = m.format
     name = f"scipy {fmt}_{'matrix' if type(m).__name__.endswith('matrix') else 'array'}"
     rows, cols = m.shape if fmt != "csc" else m.shape[::-1]
@@ -148,7 +153,7 @@ def check_scipy_compressed(m: Any) -> None:
     if nnz > idx.size:
         raise ValueError(f"{name}: indptr[-1]={nnz} but indices has only {idx.size} entries")
     # scipy allows unused storage past indptr[-1]
-    code, q = K.check_compressed(ptr, idx[:max(nnz, 0)], cols, 0)
+    code, q = K.check_compressed(ptr, idx[:max(nnz, 0)], cols, order)
     if code == K.PTR_START:
         raise ValueError(f"{name}: indptr must start at 0, got {int(ptr[0])}")
     if code == K.PTR_DECREASES:
@@ -158,6 +163,7 @@ def check_scipy_compressed(m: Any) -> None:
     if code == K.OUT_OF_RANGE:
         raise CoordinateError(f"{name}: {unit}{minor} index {int(idx[q])} at position {q} is "
                               f"out of range for {cols} {unit}{minor}s")
+    return order > 0 and code == K.OK
 
 
 def coo_levels(shape: tuple[int, ...], coords: tuple[np.ndarray, ...]) -> list[Level]:
