@@ -32,6 +32,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
+import numba
 import numpy as np
 
 from lazysparse.formats.dtypes import is_nan_scalar
@@ -134,12 +135,55 @@ def compact_levels(levels: list[Any], keep: np.ndarray) -> list[Any] | None:
     return out
 
 
+@numba.njit(cache=True, nogil=True)
+def _compact_rows(ptr, idx, vals, fill, nan_fill, out_ptr, out_idx, out_vals):  # pragma: no cover
+    """One pass over a csr-like level: copy the entries whose value is not the fill
+    (``fill_mask``'s test), row by row; returns how many were kept."""
+    k = 0
+    out_ptr[0] = 0
+    for r in range(ptr.size - 1):
+        for q in range(ptr[r], ptr[r + 1]):
+            v = vals[q]
+            same = (v != v) if nan_fill else (v == fill)  # noqa: PLR0124 - NaN test
+            if not same:
+                out_idx[k] = idx[q]
+                out_vals[k] = v
+                k += 1
+        out_ptr[r + 1] = k
+    return k
+
+
+def _drop_from_rows(t: Any) -> tuple[list[Any], np.ndarray] | None:
+    """A dense-over-compressed layout (csr, csc) compacted in one compiled pass: its levels
+    and values without the fills (``t``'s own when it stores none), or None for another
+    layout."""
+    levels = list(t.levels)
+    if len(levels) != 2 or type(levels[0]) is not Dense or type(levels[1]) is not Compressed:
+        return None
+    lv, vals = levels[1], np.asarray(t.values)
+    out_ptr = np.empty(lv.ptr.size, lv.ptr.dtype)
+    out_idx, out_vals = np.empty_like(lv.idx), np.empty_like(vals)
+    nan = is_nan_scalar(t.fill_value)
+    k = _compact_rows(lv.ptr, lv.idx, vals, vals.dtype.type(0 if nan else t.fill_value), nan,
+                      out_ptr, out_idx, out_vals)
+    if k == vals.size:
+        return levels, vals  # nothing to drop: the caller keeps ``t``
+    new = Compressed.of_kind(lv.kind, lv.size, out_ptr, out_idx[:k].copy())
+    return [levels[0], new], out_vals[:k].copy()
+
+
 def drop_stored_fills(t: Any) -> Any:
     """A shared-pattern result ``t`` (a ``formats.Tensor``) without its entries equal to
     the fill: ``t`` itself (still sharing the operand's index arrays) when there are none
     or its layout cannot drop them."""
     from lazysparse.formats.tensor import Tensor
 
+    rows = _drop_from_rows(t)
+    if rows is not None:
+        if rows[1] is t.values:
+            return t
+        return Tensor(t.shape, rows[0], t.mode_order, rows[1], t.fill_value, format=t.format,
+                      check=False)
     vals = np.asarray(t.values)
     same = fill_mask(vals, t.fill_value)
     if not same.any():
