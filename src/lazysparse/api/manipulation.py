@@ -19,9 +19,12 @@ import numpy as np
 
 from lazysparse.api import tensors as T
 from lazysparse.api.building import broadcast_shapes, fresh_fields, identify
+from lazysparse.api.execution import compute
 from lazysparse.api.lazy_array import LazyArray
 from lazysparse.api.operands import as_array, is_array_like
 from lazysparse.api.views import unit_view
+from lazysparse.formats import Tensor
+from lazysparse.formats.concat import concat_tensors
 from lazysparse.formats.config import check_allocation
 from lazysparse.formats.dtypes import same_value
 from lazysparse.logic import dtypes as _dt
@@ -220,8 +223,6 @@ def concat(arrays: tuple[LazyArray, ...] | list[LazyArray], /, *,
             raise ValueError(f"concat: shapes {[b.shape for b in arrays]} do not match "
                              f"outside axis {ax}")
     d = _common(arrays)
-    from lazysparse.api.execution import compute
-
     compute(*arrays)
     tensors = [a.tensor() for a in arrays]
     fill = np.asarray(tensors[0].fill_value).astype(d)[()]
@@ -229,22 +230,34 @@ def concat(arrays: tuple[LazyArray, ...] | list[LazyArray], /, *,
     shape = list(arrays[0].shape)
     shape[ax] = sum(a.shape[ax] for a in arrays)
     if all(not T.is_dense(t) for t in tensors) and one_fill:
-        cs, vs, off = [], [], 0
-        for t in tensors:
-            c, v = T.coo_parts(t)
-            c = c.copy()
-            c[ax] += off
-            off += t.shape[ax]
-            cs.append(c)
-            vs.append(v.astype(d))
-        t = T.from_coords(tuple(shape), np.concatenate(cs, axis=1), np.concatenate(vs),
-                          d.type(tensors[0].fill_value), tensors[0].format)
-        return T.leaf(t, arrays[0])
+        return T.leaf(_concat_sparse(tensors, tuple(shape), ax, d), arrays[0])
     # the dense result: more than the dense inputs hold means sparse ones were densified
     check_allocation(math.prod(shape), d, "concat's dense result", shape=tuple(shape),
                      within=sum(int(t.values.size) for t in tensors if T.is_dense(t)))
     out = np.concatenate([t.to_numpy().astype(d, copy=False) for t in tensors], axis=ax)
     return T.leaf(T.dense(out), arrays[0])
+
+
+def _concat_sparse(tensors: list[Tensor], shape: tuple[int, ...], ax: int,
+                   d: np.dtype) -> Tensor:
+    """Sparse operands of one fill value joined along ``ax`` in the first one's format: by
+    pointer offset and copy where the format allows (formats.concat), else by coordinates
+    (also when the format's pointers per row would pass the densify limit: coo then)."""
+    fill = d.type(tensors[0].fill_value)
+    fmt = tensors[0].format
+    if not T._pointers_too_large(fmt, shape, sum(t.nnz for t in tensors)):
+        out = concat_tensors(tensors, ax, d, fill, tensors[0].spec)
+        if out is not None:
+            return out
+    cs, vs, off = [], [], 0
+    for t in tensors:
+        c, v = T.coo_parts(t)
+        c = c.copy()
+        c[ax] += off
+        off += t.shape[ax]
+        cs.append(c)
+        vs.append(v.astype(d))
+    return T.from_coords(shape, np.concatenate(cs, axis=1), np.concatenate(vs), fill, fmt)
 
 
 def stack(arrays: tuple[LazyArray, ...] | list[LazyArray], /, *, axis: int = 0) -> LazyArray:
