@@ -176,8 +176,7 @@ def _join_inner(parts: list[Tensor], shape: tuple[int, ...], axis: int, dtype: n
         low = t.levels[1]
         assert isinstance(low, Compressed)
         vals = t.values if t.values.dtype == dtype else t.values.astype(dtype)
-        _append_rows(low.ptr.astype(itype, copy=False), low.idx.astype(itype, copy=False),
-                     as_words(vals), itype.type(off), cursor, out_idx, words)
+        _append_rows(low.ptr, low.idx, as_words(vals), itype.type(off), cursor, out_idx, words)
         off += t.shape[axis]
     first = parts[0].levels[1]
     assert isinstance(first, Compressed)
@@ -188,7 +187,8 @@ def _join_inner(parts: list[Tensor], shape: tuple[int, ...], axis: int, dtype: n
 
 @numba.njit(cache=True, nogil=True)
 def _append_rows(ptr, idx, vals, offset, cursor, out_idx, out_vals):  # pragma: no cover
-    # row r's entries go to out[cursor[r]:], coordinates shifted by offset; cursor advances
+    # row r's entries go to out[cursor[r]:], coordinates shifted by offset; cursor advances.
+    # ptr/idx may be int32 or int64 whatever out_idx is (no converted copies of them)
     for r in range(ptr.size - 1):
         c = cursor[r]
         for q in range(ptr[r], ptr[r + 1]):
