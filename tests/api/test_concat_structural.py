@@ -17,7 +17,7 @@ import scipy.sparse as sp
 
 import lazysparse as xp
 from lazysparse.formats import Tensor
-from lazysparse.formats.concat import Join, concat_tensors, join_layout
+from lazysparse.formats.concat import Join, concat_tensors, join_layout, with_leading_axis
 from lazysparse.formats.specs import format_spec
 
 FORMATS = ("csr", "csc", "coo")
@@ -147,6 +147,31 @@ def test_stack_matrices(axis: int) -> None:
     assert _valid(out).nnz == 2 * a.nnz + b.nnz
 
 
+@pytest.mark.parametrize("fmt", ["csr", "csc", "coo", "dcsr", "csf"])
+@pytest.mark.parametrize("empty", [False, True])
+def test_stack_along_a_new_leading_axis(fmt: str, empty: bool) -> None:
+    """Each operand's arrays under one new coordinate: csr/csc/dcsr/csf give csf, coo coo
+    (the formats an ``expand_dims`` computes), empty rows and empty operands included."""
+    a, c = _rand((6, 5), "csr", 24), _rand((6, 5), "csc", 25)
+    b = _rand((6, 5), "csr", 26, density=0.0 if empty else 0.2)
+    x = xp.asformat(xp.asarray(a), fmt)
+    out = xp.compute(xp.stack([x, xp.asarray(b), xp.asarray(c)]))
+    np.testing.assert_array_equal(np.asarray(out),
+                                  np.stack([a.toarray(), b.toarray(), c.toarray()]))
+    t = _valid(out)
+    assert out.format == ("coo" if fmt == "coo" else "csf")
+    assert t.nnz == a.nnz + b.nnz + c.nnz
+
+
+@pytest.mark.parametrize("fmt", ["csf", "coo"])
+def test_stack_vectors_leading(fmt: str) -> None:
+    v = np.array([0.0, 1.0, 0.0, 4.0])
+    out = xp.compute(xp.stack([xp.asarray(v, format=fmt), xp.asarray(np.zeros(4), format=fmt),
+                               xp.asarray(v * 3, format=fmt)]))
+    np.testing.assert_array_equal(np.asarray(out), np.stack([v, np.zeros(4), 3 * v]))
+    assert out.format == fmt and _valid(out).nnz == 4
+
+
 @pytest.mark.parametrize("axis", [0, 1, -1])
 def test_stack_vectors(axis: int) -> None:
     v = np.array([0.0, 1.0, 0.0, 4.0])
@@ -223,6 +248,7 @@ def test_join_layouts() -> None:
     assert join_layout(format_spec("dense", 2), 0) is None
     t = Tensor.from_coords([[0, 1], [2, 0]], [1.0, 2.0], (2, 3), format="csf")
     assert concat_tensors([t, t], 0, np.dtype(np.float64), 0.0, format_spec("hash", 2)) is None
+    assert with_leading_axis(t.asformat("hash")) is None
 
 
 def test_errors_unchanged() -> None:
@@ -280,6 +306,17 @@ _CHILD = textwrap.dedent("""
                          sums=bool(np.allclose(sums, ref.sum(axis=0))),
                          same=bool(np.array_equal(xp.to_scipy(C).indices, ref.indices)
                                    and np.array_equal(xp.to_scipy(C).indptr, ref.indptr)))
+    x, y = xp.asarray(A), xp.asarray(B)
+    tracemalloc.start()
+    S = xp.stack([x, y])
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    t = S.tensor()
+    ref = sp.vstack([A, B], format="csr")
+    sums = np.asarray(xp.sum(S, axis=(0, 1)))
+    out["stack"] = dict(fmt=S.format, nnz=t.nnz, ref_nnz=ref.nnz, peak=peak,
+                        result=sum(a.nbytes for lv in t.levels for a in lv.arrays().values())
+                        + t.values.nbytes, sums=bool(np.allclose(sums, ref.sum(axis=0))))
     print(json.dumps(out))
 """)
 
@@ -295,3 +332,6 @@ def test_large_blocks_stay_sparse_in_a_capped_address_space() -> None:
         assert r["sums"] and r["same"], r
         # the result and its pointers only: no coordinate lists, no dense block
         assert r["peak"] < 1.3 * r["result"], r
+    r = res["stack"]
+    assert r["fmt"] == "csf" and r["nnz"] == r["ref_nnz"] and r["sums"], r
+    assert r["peak"] < 1.5 * r["result"], r  # plus the non-empty rows found per operand

@@ -23,8 +23,8 @@ from lazysparse.api.execution import compute
 from lazysparse.api.lazy_array import LazyArray
 from lazysparse.api.operands import as_array, is_array_like
 from lazysparse.api.views import unit_view
-from lazysparse.formats import Tensor
-from lazysparse.formats.concat import concat_tensors
+from lazysparse.formats import Tensor, convert
+from lazysparse.formats.concat import concat_tensors, with_leading_axis
 from lazysparse.formats.config import check_allocation
 from lazysparse.formats.dtypes import same_value
 from lazysparse.logic import dtypes as _dt
@@ -223,19 +223,29 @@ def concat(arrays: tuple[LazyArray, ...] | list[LazyArray], /, *,
             raise ValueError(f"concat: shapes {[b.shape for b in arrays]} do not match "
                              f"outside axis {ax}")
     d = _common(arrays)
-    compute(*arrays)
-    tensors = [a.tensor() for a in arrays]
-    fill = np.asarray(tensors[0].fill_value).astype(d)[()]
-    one_fill = all(same_value(np.asarray(t.fill_value).astype(d)[()], fill) for t in tensors)
+    tensors = _sparse_of_one_fill(arrays, d)
     shape = list(arrays[0].shape)
     shape[ax] = sum(a.shape[ax] for a in arrays)
-    if all(not T.is_dense(t) for t in tensors) and one_fill:
+    if tensors is not None:
         return T.leaf(_concat_sparse(tensors, tuple(shape), ax, d), arrays[0])
+    tensors = [a.tensor() for a in arrays]
     # the dense result: more than the dense inputs hold means sparse ones were densified
     check_allocation(math.prod(shape), d, "concat's dense result", shape=tuple(shape),
                      within=sum(int(t.values.size) for t in tensors if T.is_dense(t)))
     out = np.concatenate([t.to_numpy().astype(d, copy=False) for t in tensors], axis=ax)
     return T.leaf(T.dense(out), arrays[0])
+
+
+def _sparse_of_one_fill(arrays: list[LazyArray], d: np.dtype) -> list[Tensor] | None:
+    """The computed arrays' tensors when all are sparse with one fill value (in ``d``): a
+    join keeps them sparse; None when one is dense or the fills differ (a dense result)."""
+    compute(*arrays)
+    tensors = [a.tensor() for a in arrays]
+    fill = np.asarray(tensors[0].fill_value).astype(d)[()]
+    if all(not T.is_dense(t) and same_value(np.asarray(t.fill_value).astype(d)[()], fill)
+           for t in tensors):
+        return tensors
+    return None
 
 
 def _concat_sparse(tensors: list[Tensor], shape: tuple[int, ...], ax: int,
@@ -269,6 +279,14 @@ def stack(arrays: tuple[LazyArray, ...] | list[LazyArray], /, *, axis: int = 0) 
             raise ValueError(f"stack: all arrays need one shape, got "
                              f"{[b.shape for b in arrays]}")
     ax = normalize_axis(axis, len(shape) + 1, "stack")
+    if ax == 0:  # along a new leading axis: each operand's arrays under one new coordinate
+        d = _common(arrays)
+        tensors = _sparse_of_one_fill(arrays, d)
+        lead = None if tensors is None else [
+            with_leading_axis(convert(t, tensors[0].spec)) for t in tensors]
+        if lead is not None and all(t is not None for t in lead):
+            out = _concat_sparse(lead, (len(arrays), *shape), 0, d)  # type: ignore[arg-type]
+            return T.leaf(out, arrays[0])
     return concat([expand_dims(a, axis=ax) for a in arrays], axis=ax)
 
 

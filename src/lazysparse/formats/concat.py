@@ -185,6 +185,61 @@ def _join_inner(parts: list[Tensor], shape: tuple[int, ...], axis: int, dtype: n
     return Tensor(shape, levels, spec.mode_order, out_vals, fill, format=spec, check=False)
 
 
+def with_leading_axis(t: Tensor) -> Tensor | None:
+    """``t`` with a new leading axis of length 1, from its own arrays, in the layout a stack
+    gives it: coo stays coo (the new coordinate, 0, per entry), csf gets a compressed level
+    over the new coordinate on top, csr (a csc converted to it) becomes csf: its rows are
+    compressed to the non-empty ones. None for other layouts (the caller computes an
+    ``expand_dims`` instead)."""
+    kinds, order, name = t.spec.level_kinds, t.mode_order, "csf"
+    if t.spec.name == "coo" and kinds[0] in ("compressed", "compressed-nonunique"):
+        top = t.levels[0]
+        assert isinstance(top, Compressed)
+        itype = top.idx.dtype
+        levels: list[Level] = [
+            Compressed(1, np.array([0, top.idx.size], itype), np.zeros(top.idx.size, itype),
+                       unique=False),
+            Singleton(top.size, top.idx), *t.levels[1:]]
+        name = "coo"
+    elif kinds and all(k == "compressed" for k in kinds):
+        top = t.levels[0]
+        assert isinstance(top, Compressed)
+        levels = [*_one_coordinate(top), *t.levels[1:]]
+    elif kinds == _ROWS:
+        t = convert(t, format_spec("csr", 2))
+        levels, order = _nonempty_rows(t), (0, 1)
+    else:
+        return None
+    order = (0, *(m + 1 for m in order))
+    return Tensor((1, *t.shape), levels, order, t.values, t.fill_value,
+                  format=format_spec(name, t.ndim + 1, order), check=False)
+
+
+def _one_coordinate(top: Compressed) -> list[Compressed]:
+    """A compressed level storing coordinate 0 (when ``top`` stores anything) over ``top``
+    re-pointed to that one parent."""
+    itype = top.idx.dtype
+    if top.idx.size:
+        return [Compressed(1, np.array([0, 1], itype), np.zeros(1, itype)), top]
+    empty = np.zeros(0, itype)
+    return [Compressed(1, np.zeros(2, itype), empty), _compressed_like(top, top.size, top.ptr[:1],
+                                                                        empty)]
+
+
+def _nonempty_rows(t: Tensor) -> list[Level]:
+    """csr ``t``'s levels as csf's under a new leading coordinate: its non-empty rows become
+    a compressed level, its column level points from them."""
+    low = t.levels[1]
+    assert isinstance(low, Compressed)
+    ptr = low.ptr
+    rows = np.flatnonzero(ptr[1:] != ptr[:-1]).astype(ptr.dtype)
+    row_level = Compressed(t.shape[0], np.array([0, rows.size], ptr.dtype), rows)
+    col_ptr = np.empty(rows.size + 1, ptr.dtype)
+    col_ptr[0] = 0
+    np.take(ptr[1:], rows, out=col_ptr[1:])
+    return [*_one_coordinate(row_level), Compressed(t.shape[1], col_ptr, low.idx)]
+
+
 @numba.njit(cache=True, nogil=True)
 def _append_rows(ptr, idx, vals, offset, cursor, out_idx, out_vals):  # pragma: no cover
     # row r's entries go to out[cursor[r]:], coordinates shifted by offset; cursor advances.
@@ -198,4 +253,4 @@ def _append_rows(ptr, idx, vals, offset, cursor, out_idx, out_vals):  # pragma: 
         cursor[r] = c
 
 
-__all__ = ["Join", "concat_tensors", "join_layout"]
+__all__ = ["Join", "concat_tensors", "join_layout", "with_leading_axis"]
