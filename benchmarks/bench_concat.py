@@ -2,7 +2,8 @@
 
 Two ``n x m`` blocks with ``nnz`` stored entries each (float64; scipy's index dtype), joined
 along rows and along columns in csr and csc, a csr + csc mix (scipy converts to the
-requested format too), and the join followed by column sums (issue 23's workflow and
+requested format too), a stack along a new leading axis (next to scipy's vstack, which
+moves the same data), and the join followed by column sums (issue 23's workflow and
 ``text_ngrams_min_df``'s first step). Each row gives the median time of both sides (runs
 alternate so they share the machine's noise), the median and the best per-pair time ratio,
 and the extra peak memory of one call of each (tracemalloc) with its ratio. Target: time
@@ -94,6 +95,14 @@ def same_matrix(ours: object, theirs: object) -> None:
     np.testing.assert_array_equal(got.data, theirs.data)
 
 
+def same_entries(ours: object, theirs: object) -> None:
+    """A stack holds the stored entries of scipy's vstack, in the same order."""
+    t = ours.tensor()
+    assert ours.format == "csf" and t.nnz == theirs.nnz
+    np.testing.assert_array_equal(t.levels[-1].idx, theirs.indices)
+    np.testing.assert_array_equal(t.values, theirs.data)
+
+
 def same_sums(ours: object, theirs: object) -> None:
     """Equal column sums."""
     np.testing.assert_allclose(np.asarray(ours), np.asarray(theirs), rtol=1e-12)
@@ -116,6 +125,8 @@ def cases(n: int, m: int, nnz: int) -> list[Case]:
                     lambda: sp.vstack([a, c], format="csr"), same_matrix))
     b = block(n, m, nnz, 2, "csr")
     xb = xp.asarray(b)
+    out.append(Case("stack csr (new axis 0; scipy vstack)", lambda: xp.stack([xa, xb]),
+                    lambda: sp.vstack([a, b], format="csr"), same_entries))
     for axis, stack in ((0, sp.vstack), (1, sp.hstack)):
         out.append(Case(
             f"{stack.__name__} csr + column sums",
