@@ -16,7 +16,7 @@ import pytest
 import scipy.sparse as sp
 
 import lazysparse as xp
-from lazysparse.formats import Tensor
+from lazysparse.formats import Tensor, set_densify_limit
 from lazysparse.formats.concat import Join, concat_tensors, join_layout, with_leading_axis
 from lazysparse.formats.specs import format_spec
 
@@ -236,6 +236,26 @@ def test_coordinates_past_int32() -> None:
     assert _valid(out).index_dtype == np.int64
     np.testing.assert_array_equal(np.sort(xp.to_scipy(out).tocoo().coords[0]),
                                   [7, n - 1, n + 7, 2 * n - 1, 2 * n + 7, 3 * n - 1])
+
+
+def test_hypersparse_rows_never_get_pointers() -> None:
+    """Under a densify limit a pointer per row passes, coo joins along its second axis and
+    stacks of coo/csc keep to coordinates (no csr pointers are built for them)."""
+    n = 10**6
+    rows, cols = np.array([3, 70, n - 1]), np.array([2, 2, 9])
+    a = sp.coo_array((np.array([1.0, 2.0, 3.0]), (rows, cols)), shape=(n, 16))
+    ref = np.concatenate([cols, cols + 16])
+    with set_densify_limit(4 * n):
+        out = xp.compute(xp.concat([xp.asarray(a), xp.asarray(a)], axis=1))
+        assert out.format == "coo" and out.tensor().nnz == 6
+        coo = xp.to_scipy(out)
+        np.testing.assert_array_equal(np.sort(coo.coords[1]), np.sort(ref))
+        for fmt in ("coo", "csc"):
+            x = xp.asformat(xp.asarray(a), fmt)
+            s = xp.compute(xp.stack([x, x]))
+            assert s.shape == (2, n, 16) and s.tensor().nnz == 6
+            np.testing.assert_array_equal(np.asarray(xp.sum(s, axis=(0, 1))),
+                                          2 * a.sum(axis=0))
 
 
 def test_join_layouts() -> None:

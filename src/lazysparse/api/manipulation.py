@@ -24,7 +24,7 @@ from lazysparse.api.lazy_array import LazyArray
 from lazysparse.api.operands import as_array, is_array_like
 from lazysparse.api.views import unit_view
 from lazysparse.formats import Tensor, convert
-from lazysparse.formats.concat import concat_tensors, with_leading_axis
+from lazysparse.formats.concat import concat_tensors, join_layout, with_leading_axis
 from lazysparse.formats.config import check_allocation
 from lazysparse.formats.dtypes import same_value
 from lazysparse.logic import dtypes as _dt
@@ -255,7 +255,9 @@ def _concat_sparse(tensors: list[Tensor], shape: tuple[int, ...], ax: int,
     (also when the format's pointers per row would pass the densify limit: coo then)."""
     fill = d.type(tensors[0].fill_value)
     fmt = tensors[0].format
-    if not T._pointers_too_large(fmt, shape, sum(t.nnz for t in tensors)):
+    plan = join_layout(tensors[0].spec, ax)
+    if plan is not None and not T._pointers_too_large(plan[1].name, shape,
+                                                      sum(t.nnz for t in tensors)):
         out = concat_tensors(tensors, ax, d, fill, tensors[0].spec)
         if out is not None:
             return out
@@ -279,15 +281,29 @@ def stack(arrays: tuple[LazyArray, ...] | list[LazyArray], /, *, axis: int = 0) 
             raise ValueError(f"stack: all arrays need one shape, got "
                              f"{[b.shape for b in arrays]}")
     ax = normalize_axis(axis, len(shape) + 1, "stack")
-    if ax == 0:  # along a new leading axis: each operand's arrays under one new coordinate
-        d = _common(arrays)
-        tensors = _sparse_of_one_fill(arrays, d)
-        lead = None if tensors is None else [
-            with_leading_axis(convert(t, tensors[0].spec)) for t in tensors]
-        if lead is not None and all(t is not None for t in lead):
-            out = _concat_sparse(lead, (len(arrays), *shape), 0, d)  # type: ignore[arg-type]
-            return T.leaf(out, arrays[0])
+    if ax == 0:
+        out = _stack_leading(arrays, shape)
+        if out is not None:
+            return out
     return concat([expand_dims(a, axis=ax) for a in arrays], axis=ax)
+
+
+def _stack_leading(arrays: list[LazyArray], shape: tuple[int, ...]) -> LazyArray | None:
+    """Sparse arrays of one fill value stacked along a new leading axis: each operand's
+    arrays under one new coordinate (formats.concat.with_leading_axis), then joined by
+    offset and copy. None where that does not apply (a dense operand, other fills, a layout
+    without it, a matrix whose pointer per row would pass the densify limit)."""
+    if len(shape) == 2 and T._pointers_too_large("csr", shape, 0):
+        return None  # a csc would become csr, a csr's rows are compressed: both per row
+    d = _common(arrays)
+    tensors = _sparse_of_one_fill(arrays, d)
+    if tensors is None:
+        return None
+    lead = [with_leading_axis(convert(t, tensors[0].spec)) for t in tensors]
+    parts = [t for t in lead if t is not None]
+    if len(parts) < len(lead):
+        return None
+    return T.leaf(_concat_sparse(parts, (len(arrays), *shape), 0, d), arrays[0])
 
 
 def unstack(x: LazyArray, /, *, axis: int = 0) -> tuple[LazyArray, ...]:
