@@ -12,8 +12,9 @@ Two joins cover the compressed formats (``concat`` in the api picks them):
   shifted by the running axis size; the output pointers are the sum of the operands'. One
   linear pass per operand (a small Numba kernel); ordered rows stay ordered.
 
-Every operand must already be in the result's layout (:func:`join_layout` says which layout a
-join runs in; :func:`convert` brings the others there).
+:func:`concat_tensors` converts the operands to the layout :func:`join_layout` names for the
+join (sparse to sparse), and the result to the asked layout. :func:`with_leading_axis` gives a
+tensor a new leading axis of length 1 from its own arrays (what ``stack`` joins).
 """
 
 from __future__ import annotations
