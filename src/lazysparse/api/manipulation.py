@@ -19,9 +19,12 @@ import numpy as np
 
 from lazysparse.api import tensors as T
 from lazysparse.api.building import broadcast_shapes, fresh_fields, identify
+from lazysparse.api.execution import compute
 from lazysparse.api.lazy_array import LazyArray
 from lazysparse.api.operands import as_array, is_array_like
 from lazysparse.api.views import unit_view
+from lazysparse.formats import Tensor, convert
+from lazysparse.formats.concat import concat_tensors, join_layout, with_leading_axis
 from lazysparse.formats.config import check_allocation
 from lazysparse.formats.dtypes import same_value
 from lazysparse.logic import dtypes as _dt
@@ -220,31 +223,53 @@ def concat(arrays: tuple[LazyArray, ...] | list[LazyArray], /, *,
             raise ValueError(f"concat: shapes {[b.shape for b in arrays]} do not match "
                              f"outside axis {ax}")
     d = _common(arrays)
-    from lazysparse.api.execution import compute
-
-    compute(*arrays)
-    tensors = [a.tensor() for a in arrays]
-    fill = np.asarray(tensors[0].fill_value).astype(d)[()]
-    one_fill = all(same_value(np.asarray(t.fill_value).astype(d)[()], fill) for t in tensors)
+    tensors = _sparse_of_one_fill(arrays, d)
     shape = list(arrays[0].shape)
     shape[ax] = sum(a.shape[ax] for a in arrays)
-    if all(not T.is_dense(t) for t in tensors) and one_fill:
-        cs, vs, off = [], [], 0
-        for t in tensors:
-            c, v = T.coo_parts(t)
-            c = c.copy()
-            c[ax] += off
-            off += t.shape[ax]
-            cs.append(c)
-            vs.append(v.astype(d))
-        t = T.from_coords(tuple(shape), np.concatenate(cs, axis=1), np.concatenate(vs),
-                          d.type(tensors[0].fill_value), tensors[0].format)
-        return T.leaf(t, arrays[0])
+    if tensors is not None:
+        return T.leaf(_concat_sparse(tensors, tuple(shape), ax, d), arrays[0])
+    tensors = [a.tensor() for a in arrays]
     # the dense result: more than the dense inputs hold means sparse ones were densified
     check_allocation(math.prod(shape), d, "concat's dense result", shape=tuple(shape),
                      within=sum(int(t.values.size) for t in tensors if T.is_dense(t)))
     out = np.concatenate([t.to_numpy().astype(d, copy=False) for t in tensors], axis=ax)
     return T.leaf(T.dense(out), arrays[0])
+
+
+def _sparse_of_one_fill(arrays: list[LazyArray], d: np.dtype) -> list[Tensor] | None:
+    """The computed arrays' tensors when all are sparse with one fill value (in ``d``): a
+    join keeps them sparse; None when one is dense or the fills differ (a dense result)."""
+    compute(*arrays)
+    tensors = [a.tensor() for a in arrays]
+    fill = np.asarray(tensors[0].fill_value).astype(d)[()]
+    if all(not T.is_dense(t) and same_value(np.asarray(t.fill_value).astype(d)[()], fill)
+           for t in tensors):
+        return tensors
+    return None
+
+
+def _concat_sparse(tensors: list[Tensor], shape: tuple[int, ...], ax: int,
+                   d: np.dtype) -> Tensor:
+    """Sparse operands of one fill value joined along ``ax`` in the first one's format: by
+    pointer offset and copy where the format allows (formats.concat), else by coordinates
+    (also when the format's pointers per row would pass the densify limit: coo then)."""
+    fill = d.type(tensors[0].fill_value)
+    fmt = tensors[0].format
+    plan = join_layout(tensors[0].spec, ax)
+    if plan is not None and not T._pointers_too_large(plan[1].name, shape,
+                                                      sum(t.nnz for t in tensors)):
+        out = concat_tensors(tensors, ax, d, fill, tensors[0].spec)
+        if out is not None:
+            return out
+    cs, vs, off = [], [], 0
+    for t in tensors:
+        c, v = T.coo_parts(t)
+        c = c.copy()
+        c[ax] += off
+        off += t.shape[ax]
+        cs.append(c)
+        vs.append(v.astype(d))
+    return T.from_coords(shape, np.concatenate(cs, axis=1), np.concatenate(vs), fill, fmt)
 
 
 def stack(arrays: tuple[LazyArray, ...] | list[LazyArray], /, *, axis: int = 0) -> LazyArray:
@@ -256,7 +281,29 @@ def stack(arrays: tuple[LazyArray, ...] | list[LazyArray], /, *, axis: int = 0) 
             raise ValueError(f"stack: all arrays need one shape, got "
                              f"{[b.shape for b in arrays]}")
     ax = normalize_axis(axis, len(shape) + 1, "stack")
+    if ax == 0:
+        out = _stack_leading(arrays, shape)
+        if out is not None:
+            return out
     return concat([expand_dims(a, axis=ax) for a in arrays], axis=ax)
+
+
+def _stack_leading(arrays: list[LazyArray], shape: tuple[int, ...]) -> LazyArray | None:
+    """Sparse arrays of one fill value stacked along a new leading axis: each operand's
+    arrays under one new coordinate (formats.concat.with_leading_axis), then joined by
+    offset and copy. None where that does not apply (a dense operand, other fills, a layout
+    without it, a matrix whose pointer per row would pass the densify limit)."""
+    if len(shape) == 2 and T._pointers_too_large("csr", shape, 0):
+        return None  # a csc would become csr, a csr's rows are compressed: both per row
+    d = _common(arrays)
+    tensors = _sparse_of_one_fill(arrays, d)
+    if tensors is None:
+        return None
+    lead = [with_leading_axis(convert(t, tensors[0].spec)) for t in tensors]
+    parts = [t for t in lead if t is not None]
+    if len(parts) < len(lead):
+        return None
+    return T.leaf(_concat_sparse(parts, (len(arrays), *shape), 0, d), arrays[0])
 
 
 def unstack(x: LazyArray, /, *, axis: int = 0) -> tuple[LazyArray, ...]:
