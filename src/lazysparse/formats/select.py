@@ -1,0 +1,380 @@
+"""Structural selection: a stored tensor indexed axis by axis (an integer, a range or an
+integer array per axis, NumPy's orthogonal indexing) by walking its levels, reading only
+the selected parts.
+
+A level walk keeps, for every output position of the deepest level emitted so far, the
+source positions under it. Each level then picks its children among the selected parents'
+children only: a dense level computes them (``parent * n + coordinate``), a compressed or
+singleton level scans or binary-searches each selected parent's segment (one compiled pass
+that counts, one that writes). An integer-array pick on a compressed level maps every stored
+coordinate through a table (old coordinate -> run of new coordinates, so repeated indices
+repeat the entry) and re-sorts a segment only when the array is not increasing. Time and
+memory are therefore the selected parents' pointers and entries, never the tensor's
+extents: ``x[i]`` of a CSR reads one row, ``x[i]`` of a hypersparse (dcsr) 10^9-row matrix
+binary-searches the stored rows, ``x[:, keep]`` of a CSR is one pass over its entries.
+
+An axis picked by an integer is dropped. When a dropped axis lies below the last kept one
+(``x[:, j]`` of CSR), output positions that found nothing are removed from the last kept
+level (a dense root becomes compressed: the result stays sparse).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from .config import check_allocation
+from .levels import Compressed, Dense, Level, Singleton
+from .sortkernels import sort_segments
+from .tensor import Tensor
+
+# an axis's pick: None (all of it), an int (one coordinate, axis dropped), a normalized
+# range, or a 1-D int64 array of in-bounds coordinates (any order, repeats allowed)
+Pick = None | int | range | np.ndarray
+
+# an integer-array pick maps through a table of one entry per coordinate of the axis while
+# that table is no larger than this many per selected-or-stored entry (else binary search)
+_TABLE_PER_ENTRY = 8
+_TABLE_SLACK = 1 << 16
+
+
+@dataclass(frozen=True)
+class Children:
+    """The selected children of a level under the current parents: ``pos`` (source
+    positions, in output order), ``crd`` (their new coordinates) and ``counts`` (how many
+    each parent has), and whether every parent's children come out sorted by ``crd``."""
+
+    pos: np.ndarray
+    crd: np.ndarray
+    counts: np.ndarray
+    monotone: bool
+
+
+@dataclass(frozen=True)
+class _Walk:
+    """Where a level walk stands: ``src`` the source positions of the last level walked (one
+    per surviving node, in output order), ``owner`` the output position of the last emitted
+    level each belongs to, ``n_owner`` how many output positions that level has."""
+
+    src: np.ndarray
+    owner: np.ndarray
+    n_owner: int
+
+
+# ----------------------------------------------------------------------------- kernels
+
+
+@numba.njit(cache=True, nogil=True)
+def _lower_bound(idx, a, b, c):  # pragma: no cover - compiled
+    while a < b:
+        m = (a + b) >> 1
+        if idx[m] < c:
+            a = m + 1
+        else:
+            b = m
+    return a
+
+
+@numba.njit(cache=True, nogil=True)
+def _window(lo, hi, idx, start, stop, step, ordered, counts, out_pos, out_crd, fill):
+    # pragma: no cover - compiled
+    """Children with coordinate in ``range(start, stop, step)``, new coordinate
+    ``(c - start) // step``; a sorted segment is binary-searched for the window and walked
+    backwards for a negative step (so the output stays sorted)."""
+    w = 0
+    if step > 0:
+        wlo, whi = start, stop
+    else:
+        wlo, whi = stop + 1, start + 1
+    for j in range(lo.size):
+        a, b = lo[j], hi[j]
+        n = 0
+        if ordered:
+            qa = _lower_bound(idx, a, b, wlo)
+            qb = _lower_bound(idx, qa, b, whi)
+            if step == 1 and not fill:
+                n = qb - qa
+            elif step > 0:
+                for q in range(qa, qb):
+                    d = idx[q] - start
+                    if d % step == 0:
+                        if fill:
+                            out_pos[w + n] = q
+                            out_crd[w + n] = d // step
+                        n += 1
+            else:
+                for q in range(qb - 1, qa - 1, -1):
+                    d = start - idx[q]
+                    if d % (-step) == 0:
+                        if fill:
+                            out_pos[w + n] = q
+                            out_crd[w + n] = d // (-step)
+                        n += 1
+        else:
+            for q in range(a, b):
+                c = idx[q]
+                if wlo <= c < whi:
+                    d = (c - start) if step > 0 else (start - c)
+                    s = step if step > 0 else -step
+                    if d % s == 0:
+                        if fill:
+                            out_pos[w + n] = q
+                            out_crd[w + n] = d // s
+                        n += 1
+        counts[j] = n
+        w += n
+    return w
+
+
+@numba.njit(cache=True, nogil=True)
+def _mapped(lo, hi, idx, tab_ptr, targets, counts, out_pos, out_crd, fill):
+    # pragma: no cover - compiled
+    """Children whose coordinate ``c`` the table maps: one child per new coordinate
+    ``targets[tab_ptr[c]:tab_ptr[c + 1]]`` (a repeated index repeats the entry)."""
+    w = 0
+    for j in range(lo.size):
+        n = 0
+        for q in range(lo[j], hi[j]):
+            c = idx[q]
+            for t in range(tab_ptr[c], tab_ptr[c + 1]):
+                if fill:
+                    out_pos[w + n] = q
+                    out_crd[w + n] = targets[t]
+                n += 1
+        counts[j] = n
+        w += n
+    return w
+
+
+@numba.njit(cache=True, nogil=True)
+def _searched(lo, hi, idx, keys, targets, counts, out_pos, out_crd, fill):
+    # pragma: no cover - compiled
+    """:func:`_mapped` with the table replaced by a binary search of the sorted ``keys``
+    (an axis too long for a table: hypersparse)."""
+    w = 0
+    for j in range(lo.size):
+        n = 0
+        for q in range(lo[j], hi[j]):
+            c = idx[q]
+            t = _lower_bound(keys, 0, keys.size, c)
+            while t < keys.size and keys[t] == c:
+                if fill:
+                    out_pos[w + n] = q
+                    out_crd[w + n] = targets[t]
+                n += 1
+                t += 1
+        counts[j] = n
+        w += n
+    return w
+
+
+# ----------------------------------------------------------------------------- picks
+
+
+def _coords(pick: Pick, n: int) -> np.ndarray:
+    """The coordinates ``pick`` selects along an axis of length ``n``, in output order."""
+    if pick is None:
+        return np.arange(n, dtype=np.int64)
+    if isinstance(pick, int):
+        return np.array([pick], dtype=np.int64)
+    if isinstance(pick, range):
+        return np.arange(pick.start, pick.stop, pick.step, dtype=np.int64)
+    return pick
+
+
+def _as_range(pick: Pick, n: int) -> range | None:
+    """``pick`` as a range when it is one (all, an integer, a range), else None."""
+    if pick is None:
+        return range(n)
+    if isinstance(pick, int):
+        return range(pick, pick + 1)
+    return pick if isinstance(pick, range) else None
+
+
+def _run_pass(kernel, lo, hi, idx, args, dtype) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Count, allocate, fill: ``(pos, crd, counts)`` of a selection kernel."""
+    counts = np.empty(lo.size, dtype=np.int64)
+    none = np.empty(0, dtype=np.int64)
+    total = kernel(lo, hi, idx, *args, counts, none, none.astype(dtype), False)
+    pos = np.empty(total, dtype=np.int64)
+    crd = np.empty(total, dtype=dtype)
+    if total:
+        kernel(lo, hi, idx, *args, counts, pos, crd, True)
+    return pos, crd, counts
+
+
+def _segments(level: Level, src: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Position ranges ``[lo, hi)`` of the children of parent positions ``src``."""
+    if isinstance(level, Singleton):
+        return src, src + 1
+    ptr = level.ptr  # type: ignore[attr-defined]
+    return ptr[src].astype(np.int64), ptr[src + 1].astype(np.int64)
+
+
+def _sparse_children(level: Compressed | Singleton, src: np.ndarray, pick: Pick) -> Children:
+    """Selected children of a compressed or singleton level under parents ``src``."""
+    lo, hi = _segments(level, src)
+    ordered = level.properties.ordered
+    idx = level.idx
+    dtype = idx.dtype
+    r = _as_range(pick, level.size)
+    if r is not None:
+        stop = r.stop if r.stop >= 0 or r.step > 0 else -1
+        pos, crd, counts = _run_pass(_window, lo, hi, idx,
+                                     (r.start, stop, r.step, ordered), dtype)
+        # a unique compressed segment is walked backwards for a negative step
+        backwards_sorted = isinstance(level, Compressed) and level.unique
+        return Children(pos, crd, counts, ordered and (r.step > 0 or backwards_sorted))
+    arr = np.asarray(pick, dtype=np.int64)
+    order = np.argsort(arr, kind="stable")
+    targets = order.astype(dtype)
+    steps = np.diff(arr)
+    unique = not isinstance(level, Compressed) or level.unique
+    # sorted output: increasing coordinates map to increasing ones (repeats too, unless the
+    # level itself repeats coordinates: coo's rows)
+    monotone = bool(ordered and (steps >= (0 if unique else 1)).all())
+    entries = int(hi.sum() - lo.sum())
+    if level.size <= _TABLE_PER_ENTRY * (entries + arr.size) + _TABLE_SLACK:
+        tab_ptr = np.zeros(level.size + 1, dtype=np.int64)
+        np.cumsum(np.bincount(arr, minlength=level.size), out=tab_ptr[1:])
+        args: tuple = (tab_ptr, targets)
+        kernel = _mapped
+    else:
+        args = (arr[order].astype(dtype), targets)
+        kernel = _searched
+    pos, crd, counts = _run_pass(kernel, lo, hi, idx, args, dtype)
+    return Children(pos, crd, counts, monotone)
+
+
+def _dense_children(level: Dense, src: np.ndarray, pick: Pick) -> Children:
+    """Selected children of a dense level under parents ``src`` (computed, not searched)."""
+    c = _coords(pick, level.size)
+    check_allocation(src.size * c.size, np.int64, "the positions a selection reads",
+                     within=0)
+    pos = (src[:, None] * level.size + c[None, :]).reshape(-1)
+    crd = np.tile(np.arange(c.size, dtype=np.int64), src.size)
+    return Children(pos, crd, np.full(src.size, c.size, dtype=np.int64), True)
+
+
+def _children(level: Level, src: np.ndarray, pick: Pick) -> Children | None:
+    if isinstance(level, Dense):
+        return _dense_children(level, src, pick)
+    if isinstance(level, Compressed | Singleton):
+        return _sparse_children(level, src, pick)
+    return None
+
+
+def _new_size(pick: Pick, n: int) -> int:
+    return n if pick is None else len(pick)
+
+
+# ----------------------------------------------------------------------------- the walk
+
+
+def select(t: Tensor, picks: Sequence[Pick]) -> Tensor | None:
+    """``t`` indexed by one pick per axis (axis order; see :data:`Pick`), orthogonally:
+    integer-picked axes dropped, the others renumbered ``0..len(pick)-1`` in pick order;
+    same fill, and the same level kinds where the structure allows (the result stays
+    sparse). Reads only the selected parents' pointers and entries. None when ``t``'s
+    layout has levels this walk does not handle (hashed, bytemap, structured) or when
+    dropping an axis would need restructuring beyond the last kept level: the caller then
+    selects from the stored coordinates."""
+    if len(picks) != t.ndim or not t.ndim:
+        return None
+    out: list[Level] = []
+    walk = _Walk(np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64), 1)
+    for k, (level, axis) in enumerate(zip(t.levels, t.mode_order, strict=True)):
+        pick = picks[axis]
+        ch = _children(level, walk.src, pick)
+        if ch is None:
+            return None
+        if isinstance(pick, int):
+            walk = _Walk(ch.pos, np.repeat(walk.owner, ch.counts), walk.n_owner)
+            continue
+        if not _emit(out, level, walk, ch, _new_size(pick, level.size), k == t.ndim - 1):
+            return None
+        walk = _Walk(ch.pos, np.arange(ch.pos.size, dtype=np.int64), int(ch.pos.size))
+    if not out:
+        return None  # every axis an integer: one element (the caller locates it)
+    if not _one_each(walk.owner, walk.n_owner) and not _prune(out, walk.owner):
+        return None
+    tail = out[-1]
+    if isinstance(tail, Compressed) and not tail.unique:  # coo's rows, its columns dropped
+        out[-1] = Compressed(tail.size, tail.ptr, tail.idx)
+    kept = [a for a in range(t.ndim) if not isinstance(picks[a], int)]
+    rank = {a: k for k, a in enumerate(kept)}
+    order = tuple(rank[a] for a in t.mode_order if a in rank)
+    shape = tuple(_new_size(picks[a], t.shape[a]) for a in kept)
+    return Tensor(shape, out, order, t.values[walk.src], t.fill_value, check=False)
+
+
+def _emit(out: list[Level], level: Level, walk: _Walk, ch: Children, size: int,
+          last: bool) -> bool:
+    """Append the output level of a kept axis over the current output positions; False
+    when the structure cannot hold it (a dense level under positions that lost or merged
+    parents through a dropped axis)."""
+    one_each = _one_each(walk.owner, walk.n_owner)
+    if isinstance(level, Dense):
+        out.append(Dense(size))
+        return one_each
+    if isinstance(level, Singleton) and out and out[-1].kind in ("compressed-nonunique",
+                                                                   "singleton"):
+        # coo below its first level: stays coo while each kept parent has one child
+        if not ch.monotone or bool((ch.counts > 1).any()):
+            return False  # a repeated or unsorted index array on coo's columns
+        owner = walk.owner[ch.counts > 0]
+        if not _one_each(owner, walk.n_owner) and not _prune(out, owner):
+            return False
+        out.append(Singleton(size, ch.crd))
+        return True
+    # a singleton under parents a dropped axis merged (coo's x[i]) becomes compressed
+    unique = last if isinstance(level, Singleton) else level.unique  # type: ignore[union-attr]
+    ordered = level.properties.ordered
+    if not unique and not ch.monotone:
+        return False  # coo's rows reversed or repeated: its runs of equal rows would break
+    ptr = _owner_ptr(walk, ch.counts, ch.crd.dtype)
+    if not ch.monotone and ordered:
+        sort_segments(ptr, ch.crd, ch.pos)  # in place, stable: positions follow
+    out.append(Compressed(size, ptr, ch.crd, unique=unique, ordered=ordered))
+    return True
+
+
+def _one_each(owner: np.ndarray, n: int) -> bool:
+    """Whether ``owner`` (non-decreasing, in ``[0, n)``) is ``arange(n)``."""
+    return owner.size == n and (n < 2 or bool((owner[1:] != owner[:-1]).all()))
+
+
+def _owner_ptr(walk: _Walk, counts: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Pointers of the output positions over the children counted per source parent (each
+    parent belongs to the output position ``walk.owner``, non-decreasing)."""
+    cum = np.zeros(counts.size + 1, dtype=np.int64)
+    np.cumsum(counts, out=cum[1:])
+    if _one_each(walk.owner, walk.n_owner):
+        return cum.astype(dtype, copy=False)
+    bounds = np.searchsorted(walk.owner, np.arange(walk.n_owner + 1), "left")
+    return cum[bounds].astype(dtype, copy=False)
+
+
+def _prune(out: list[Level], keep: np.ndarray, depth: int | None = None) -> bool:
+    """Keep only positions ``keep`` (increasing) of output level ``depth`` (the last one by
+    default), the ones that found something below (an axis dropped or filtered under it):
+    a compressed level drops the others, a singleton level too and so does its parent
+    (same positions), a dense root becomes compressed. False for other structures."""
+    if keep.size > 1 and not bool((keep[1:] > keep[:-1]).all()):
+        return False  # two values under one position: not an orthogonal selection
+    depth = len(out) - 1 if depth is None else depth
+    level = out[depth]
+    if isinstance(level, Singleton):
+        out[depth] = Singleton(level.size, level.idx[keep])
+        return depth > 0 and _prune(out, keep, depth - 1)
+    if isinstance(level, Compressed):
+        ptr = np.searchsorted(keep, level.ptr, "left").astype(level.ptr.dtype)
+        out[depth] = level.with_arrays(ptr=ptr, idx=level.idx[keep])
+        return True
+    if isinstance(level, Dense) and depth == 0:
+        out[depth] = Compressed(level.size, np.array([0, keep.size], dtype=np.int64), keep)
+        return True
+    return False
