@@ -21,6 +21,7 @@ import numpy as np
 from lazysparse import formats
 from lazysparse.formats.config import check_allocation
 from lazysparse.formats.search import segment_search
+from lazysparse.formats.select import Pick, select
 from lazysparse.formats.sortkernels import find_in_segments
 from lazysparse.formats.specs import STRUCTURED_KINDS
 
@@ -186,3 +187,15 @@ def locate(t: formats.Tensor, coords: np.ndarray) -> np.ndarray:
         lo = segment_search(level.idx, seg_lo, seg_hi, c, "left")
         hi = segment_search(level.idx, lo, seg_hi, c, "right")
     return np.where(hi > lo, lo, -1)
+
+
+def take_leading(t: formats.Tensor, rows: np.ndarray) -> formats.Tensor:
+    """Sparse ``t`` at coordinates ``rows`` (in bounds, any order, repeats allowed) of the
+    axis its first level stores, that axis renumbered ``0..len(rows)-1`` (``A[rows]`` of
+    CSR, ``A[:, cols]`` of CSC): a gather of the selected subtrees (``formats.select``)."""
+    picks: list[Pick] = [None] * t.ndim
+    picks[t.mode_order[0]] = np.asarray(rows, dtype=np.int64)
+    out = select(t, picks)
+    if out is None:
+        raise ValueError(f"take_leading: layout {t.spec} has levels a gather does not walk")
+    return out

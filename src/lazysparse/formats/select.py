@@ -171,6 +171,29 @@ def _searched(lo, hi, idx, keys, targets, counts, out_pos, out_crd, fill):
     return w
 
 
+@numba.njit(cache=True, nogil=True)
+def _by_index(lo, hi, idx, keys, counts, out_pos, out_crd, fill):
+    # pragma: no cover - compiled
+    """Children found by binary search of each index ``keys[t]`` in each sorted segment, in
+    index order (new coordinate ``t``; a run of equal coordinates, as coo's rows, moves
+    whole): few indices into long segments (a hypersparse matrix's stored rows)."""
+    w = 0
+    for j in range(lo.size):
+        n = 0
+        a, b = lo[j], hi[j]
+        for t in range(keys.size):
+            q = _lower_bound(idx, a, b, keys[t])
+            while q < b and idx[q] == keys[t]:
+                if fill:
+                    out_pos[w + n] = q
+                    out_crd[w + n] = t
+                n += 1
+                q += 1
+        counts[j] = n
+        w += n
+    return w
+
+
 # ----------------------------------------------------------------------------- picks
 
 
@@ -229,6 +252,11 @@ def _sparse_children(level: Compressed | Singleton, src: np.ndarray, pick: Pick)
         backwards_sorted = isinstance(level, Compressed) and level.unique
         return Children(pos, crd, counts, ordered and (r.step > 0 or backwards_sorted))
     arr = np.asarray(pick, dtype=np.int64)
+    entries = int(hi.sum() - lo.sum())
+    if ordered and lo.size * arr.size * (1 + (entries // max(lo.size, 1)).bit_length()) \
+            <= entries:  # few indices, long segments: search each (output in index order)
+        pos, crd, counts = _run_pass(_by_index, lo, hi, idx, (arr.astype(dtype),), dtype)
+        return Children(pos, crd, counts, True)
     order = np.argsort(arr, kind="stable")
     targets = order.astype(dtype)
     steps = np.diff(arr)
@@ -236,7 +264,6 @@ def _sparse_children(level: Compressed | Singleton, src: np.ndarray, pick: Pick)
     # sorted output: increasing coordinates map to increasing ones (repeats too, unless the
     # level itself repeats coordinates: coo's rows)
     monotone = bool(ordered and (steps >= (0 if unique else 1)).all())
-    entries = int(hi.sum() - lo.sum())
     if level.size <= _TABLE_PER_ENTRY * (entries + arr.size) + _TABLE_SLACK:
         tab_ptr = np.zeros(level.size + 1, dtype=np.int64)
         np.cumsum(np.bincount(arr, minlength=level.size), out=tab_ptr[1:])
