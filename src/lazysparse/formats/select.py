@@ -20,6 +20,7 @@ level (a dense root becomes compressed: the result stays sparse).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -29,6 +30,7 @@ import numpy as np
 from .config import check_allocation
 from .levels import Compressed, Dense, Level, Singleton
 from .sortkernels import sort_segments
+from .specs import FormatSpec, infer_spec
 from .tensor import Tensor
 
 # an axis's pick: None (all of it), an int (one coordinate, axis dropped), a normalized
@@ -57,11 +59,25 @@ class Children:
 class _Walk:
     """Where a level walk stands: ``src`` the source positions of the last level walked (one
     per surviving node, in output order), ``owner`` the output position of the last emitted
-    level each belongs to, ``n_owner`` how many output positions that level has."""
+    level each belongs to, ``n_owner`` how many output positions that level has, and
+    ``one_each`` whether ``owner`` is ``arange(n_owner)`` (no position lost or merged)."""
 
     src: np.ndarray
     owner: np.ndarray
     n_owner: int
+    one_each: bool
+
+    @staticmethod
+    def emitted(src: np.ndarray) -> _Walk:
+        """The walk right after a level was emitted: one output position per source one."""
+        return _Walk(src, np.arange(src.size, dtype=np.int64), int(src.size), True)
+
+    def dropped(self, ch: Children) -> _Walk:
+        """The walk after an integer-picked (dropped) level's children ``ch``."""
+        same = self.one_each and ch.pos.size == self.src.size and \
+            (ch.counts.size == 0 or int(ch.counts.min()) == 1)
+        return _Walk(ch.pos, self.owner if same else np.repeat(self.owner, ch.counts),
+                     self.n_owner, same)
 
 
 # ----------------------------------------------------------------------------- kernels
@@ -217,11 +233,16 @@ def _as_range(pick: Pick, n: int) -> range | None:
     return pick if isinstance(pick, range) else None
 
 
-def _run_pass(kernel, lo, hi, idx, args, dtype) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Count, allocate, fill: ``(pos, crd, counts)`` of a selection kernel."""
-    counts = np.empty(lo.size, dtype=np.int64)
-    none = np.empty(0, dtype=np.int64)
-    total = kernel(lo, hi, idx, *args, counts, none, none.astype(dtype), False)
+def _run_pass(kernel, lo, hi, idx, args, dtype, counts: np.ndarray | None = None
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Count (unless ``counts`` are known), allocate, fill: ``(pos, crd, counts)`` of a
+    selection kernel."""
+    if counts is None:
+        counts = np.empty(lo.size, dtype=np.int64)
+        none = np.empty(0, dtype=np.int64)
+        total = kernel(lo, hi, idx, *args, counts, none, none.astype(dtype), False)
+    else:
+        total = int(counts.sum())
     pos = np.empty(total, dtype=np.int64)
     crd = np.empty(total, dtype=dtype)
     if total:
@@ -246,8 +267,9 @@ def _sparse_children(level: Compressed | Singleton, src: np.ndarray, pick: Pick)
     r = _as_range(pick, level.size)
     if r is not None:
         stop = r.stop if r.stop >= 0 or r.step > 0 else -1
-        pos, crd, counts = _run_pass(_window, lo, hi, idx,
-                                     (r.start, stop, r.step, ordered), dtype)
+        full = r.step == 1 and r.start == 0 and r.stop == level.size
+        pos, crd, counts = _run_pass(_window, lo, hi, idx, (r.start, stop, r.step, ordered),
+                                     dtype, hi - lo if full else None)
         # a unique compressed segment is walked backwards for a negative step
         backwards_sorted = isinstance(level, Compressed) and level.unique
         return Children(pos, crd, counts, ordered and (r.step > 0 or backwards_sorted))
@@ -279,8 +301,9 @@ def _sparse_children(level: Compressed | Singleton, src: np.ndarray, pick: Pick)
 def _dense_children(level: Dense, src: np.ndarray, pick: Pick) -> Children:
     """Selected children of a dense level under parents ``src`` (computed, not searched)."""
     c = _coords(pick, level.size)
-    check_allocation(src.size * c.size, np.int64, "the positions a selection reads",
-                     within=0)
+    if src.size == 1 and src[0] == 0:  # the root: positions are the coordinates
+        return Children(c, np.arange(c.size, dtype=np.int64), np.array([c.size]), True)
+    check_allocation(src.size * c.size, np.int64, "the positions a selection reads")
     pos = (src[:, None] * level.size + c[None, :]).reshape(-1)
     crd = np.tile(np.arange(c.size, dtype=np.int64), src.size)
     return Children(pos, crd, np.full(src.size, c.size, dtype=np.int64), True)
@@ -312,21 +335,21 @@ def select(t: Tensor, picks: Sequence[Pick]) -> Tensor | None:
     if len(picks) != t.ndim or not t.ndim:
         return None
     out: list[Level] = []
-    walk = _Walk(np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64), 1)
+    walk = _Walk.emitted(np.zeros(1, dtype=np.int64))
     for k, (level, axis) in enumerate(zip(t.levels, t.mode_order, strict=True)):
         pick = picks[axis]
         ch = _children(level, walk.src, pick)
         if ch is None:
             return None
         if isinstance(pick, int):
-            walk = _Walk(ch.pos, np.repeat(walk.owner, ch.counts), walk.n_owner)
+            walk = walk.dropped(ch)
             continue
         if not _emit(out, level, walk, ch, _new_size(pick, level.size), k == t.ndim - 1):
             return None
-        walk = _Walk(ch.pos, np.arange(ch.pos.size, dtype=np.int64), int(ch.pos.size))
+        walk = _Walk.emitted(ch.pos)
     if not out:
         return None  # every axis an integer: one element (the caller locates it)
-    if not _one_each(walk.owner, walk.n_owner) and not _prune(out, walk.owner):
+    if not walk.one_each and not _prune(out, walk.owner):
         return None
     tail = out[-1]
     if isinstance(tail, Compressed) and not tail.unique:  # coo's rows, its columns dropped
@@ -335,7 +358,16 @@ def select(t: Tensor, picks: Sequence[Pick]) -> Tensor | None:
     rank = {a: k for k, a in enumerate(kept)}
     order = tuple(rank[a] for a in t.mode_order if a in rank)
     shape = tuple(_new_size(picks[a], t.shape[a]) for a in kept)
-    return Tensor(shape, out, order, t.values[walk.src], t.fill_value, check=False)
+    spec = _spec_of(tuple(lv.kind for lv in out), order)
+    return Tensor(shape, out, order, t.values[walk.src], t.fill_value, format=spec,
+                  check=False)
+
+
+@functools.lru_cache(maxsize=256)
+def _spec_of(kinds: tuple[str, ...], order: tuple[int, ...]) -> FormatSpec:
+    """The named layout of these level kinds (``infer_spec``, remembered: a selection in a
+    loop should not pay for it each time)."""
+    return infer_spec(kinds, order)
 
 
 def _emit(out: list[Level], level: Level, walk: _Walk, ch: Children, size: int,
@@ -343,7 +375,7 @@ def _emit(out: list[Level], level: Level, walk: _Walk, ch: Children, size: int,
     """Append the output level of a kept axis over the current output positions; False
     when the structure cannot hold it (a dense level under positions that lost or merged
     parents through a dropped axis)."""
-    one_each = _one_each(walk.owner, walk.n_owner)
+    one_each = walk.one_each
     if isinstance(level, Dense):
         out.append(Dense(size))
         return one_each
@@ -352,8 +384,8 @@ def _emit(out: list[Level], level: Level, walk: _Walk, ch: Children, size: int,
         # coo below its first level: stays coo while each kept parent has one child
         if not ch.monotone or bool((ch.counts > 1).any()):
             return False  # a repeated or unsorted index array on coo's columns
-        owner = walk.owner[ch.counts > 0]
-        if not _one_each(owner, walk.n_owner) and not _prune(out, owner):
+        if not (one_each and bool((ch.counts == 1).all())) and \
+                not _prune(out, walk.owner[ch.counts > 0]):
             return False
         out.append(Singleton(size, ch.crd))
         return True
@@ -369,17 +401,12 @@ def _emit(out: list[Level], level: Level, walk: _Walk, ch: Children, size: int,
     return True
 
 
-def _one_each(owner: np.ndarray, n: int) -> bool:
-    """Whether ``owner`` (non-decreasing, in ``[0, n)``) is ``arange(n)``."""
-    return owner.size == n and (n < 2 or bool((owner[1:] != owner[:-1]).all()))
-
-
 def _owner_ptr(walk: _Walk, counts: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """Pointers of the output positions over the children counted per source parent (each
     parent belongs to the output position ``walk.owner``, non-decreasing)."""
     cum = np.zeros(counts.size + 1, dtype=np.int64)
     np.cumsum(counts, out=cum[1:])
-    if _one_each(walk.owner, walk.n_owner):
+    if walk.one_each:
         return cum.astype(dtype, copy=False)
     bounds = np.searchsorted(walk.owner, np.arange(walk.n_owner + 1), "left")
     return cum[bounds].astype(dtype, copy=False)
