@@ -166,6 +166,26 @@ def _mapped(lo, hi, idx, tab_ptr, targets, counts, out_pos, out_crd, fill):
 
 
 @numba.njit(cache=True, nogil=True)
+def _mapped_once(lo, hi, idx, target, counts, out_pos, out_crd, fill):
+    # pragma: no cover - compiled
+    """:func:`_mapped` for an index array without repeats: ``target[c]`` is the new
+    coordinate of ``c``, -1 when not selected (one load per entry)."""
+    w = 0
+    for j in range(lo.size):
+        n = 0
+        for q in range(lo[j], hi[j]):
+            t = target[idx[q]]
+            if t >= 0:
+                if fill:
+                    out_pos[w + n] = q
+                    out_crd[w + n] = t
+                n += 1
+        counts[j] = n
+        w += n
+    return w
+
+
+@numba.njit(cache=True, nogil=True)
 def _searched(lo, hi, idx, keys, targets, counts, out_pos, out_crd, fill):
     # pragma: no cover - compiled
     """:func:`_mapped` with the table replaced by a binary search of the sorted ``keys``
@@ -279,21 +299,24 @@ def _sparse_children(level: Compressed | Singleton, src: np.ndarray, pick: Pick)
             <= entries:  # few indices, long segments: search each (output in index order)
         pos, crd, counts = _run_pass(_by_index, lo, hi, idx, (arr.astype(dtype),), dtype)
         return Children(pos, crd, counts, True)
-    order = np.argsort(arr, kind="stable")
-    targets = order.astype(dtype)
     steps = np.diff(arr)
     unique = not isinstance(level, Compressed) or level.unique
     # sorted output: increasing coordinates map to increasing ones (repeats too, unless the
     # level itself repeats coordinates: coo's rows)
     monotone = bool(ordered and (steps >= (0 if unique else 1)).all())
+    args: tuple
     if level.size <= _TABLE_PER_ENTRY * (entries + arr.size) + _TABLE_SLACK:
-        tab_ptr = np.zeros(level.size + 1, dtype=np.int64)
-        np.cumsum(np.bincount(arr, minlength=level.size), out=tab_ptr[1:])
-        args: tuple = (tab_ptr, targets)
-        kernel = _mapped
+        target = np.full(level.size, -1, dtype=dtype)
+        target[arr] = np.arange(arr.size, dtype=dtype)
+        if int(np.count_nonzero(target >= 0)) == arr.size:  # no repeats: one target each
+            args, kernel = (target,), _mapped_once
+        else:
+            tab_ptr = np.zeros(level.size + 1, dtype=np.int64)
+            np.cumsum(np.bincount(arr, minlength=level.size), out=tab_ptr[1:])
+            args, kernel = (tab_ptr, np.argsort(arr, kind="stable").astype(dtype)), _mapped
     else:
-        args = (arr[order].astype(dtype), targets)
-        kernel = _searched
+        order = np.argsort(arr, kind="stable")
+        args, kernel = (arr[order].astype(dtype), order.astype(dtype)), _searched
     pos, crd, counts = _run_pass(kernel, lo, hi, idx, args, dtype)
     return Children(pos, crd, counts, monotone)
 
