@@ -5,12 +5,14 @@ axes) is a ``Reorder`` over the array's expression that lists a field no access 
 copy, no new table, and no loop in any kernel (the field has extent 1). Computing such a
 view of stored data is a view of that data (:func:`stored_view`).
 
-Basic indexing (integers and slices) of an array that is not computed yet is pushed down to
-the stored tensors its expression reads (:func:`index_lazy`): ``(A + B)[2:5]`` reads rows
-2..4 of ``A`` and ``B`` and stays one lazy, fusable expression. Selection commutes with every
-Finch-Logic node but one: a ``Field`` used as a value (the loop index, as in ``tril``), whose
-meaning a new origin would change; such expressions are computed first, as is data on a
-GPU.
+Indexing by integers, slices and one 1-D index array (applied axis by axis) of an array that
+is not computed yet is pushed down to the stored tensors its expression reads
+(:func:`index_lazy`): ``(A + B)[2:5]`` reads rows 2..4 of ``A`` and ``B``, ``(A + B)[idx]``
+their rows ``idx``, and the result stays one lazy, fusable expression. Stored tensors are
+indexed by walking their levels (:func:`index_tensor`, ``formats.select``). Selection
+commutes with every Finch-Logic node but one: a ``Field`` used as a value (the loop index,
+as in ``tril``), whose meaning a new origin would change; such expressions are computed
+first, as is data on a GPU.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ import numpy as np
 
 from .config import check_allocation
 from .levels import Compressed, Dense, Level, Singleton
-from .sortkernels import sort_segments
+from .sortkernels import gather_pair, sort_segments
 from .specs import FormatSpec, infer_spec
 from .tensor import Tensor
 
@@ -359,8 +359,13 @@ def select(t: Tensor, picks: Sequence[Pick]) -> Tensor | None:
         return None
     out: list[Level] = []
     walk = _Walk.emitted(np.zeros(1, dtype=np.int64))
+    values = None
     for k, (level, axis) in enumerate(zip(t.levels, t.mode_order, strict=True)):
         pick = picks[axis]
+        if k == t.ndim - 1 and walk.one_each and isinstance(level, Compressed) and \
+                _as_range(pick, level.size) == range(level.size):
+            values = _whole_segments(out, level, walk.src, t.values)
+            break
         ch = _children(level, walk.src, pick)
         if ch is None:
             return None
@@ -372,7 +377,7 @@ def select(t: Tensor, picks: Sequence[Pick]) -> Tensor | None:
         walk = _Walk.emitted(ch.pos)
     if not out:
         return None  # every axis an integer: one element (the caller locates it)
-    if not walk.one_each and not _prune(out, walk.owner):
+    if values is None and not walk.one_each and not _prune(out, walk.owner):
         return None
     tail = out[-1]
     if isinstance(tail, Compressed) and not tail.unique:  # coo's rows, its columns dropped
@@ -382,8 +387,22 @@ def select(t: Tensor, picks: Sequence[Pick]) -> Tensor | None:
     order = tuple(rank[a] for a in t.mode_order if a in rank)
     shape = tuple(_new_size(picks[a], t.shape[a]) for a in kept)
     spec = _spec_of(tuple(lv.kind for lv in out), order)
-    return Tensor(shape, out, order, t.values[walk.src], t.fill_value, format=spec,
-                  check=False)
+    if values is None:
+        values = t.values[walk.src]
+    return Tensor(shape, out, order, values, t.fill_value, format=spec, check=False)
+
+
+def _whole_segments(out: list[Level], level: Compressed, src: np.ndarray,
+                    values: np.ndarray) -> np.ndarray:
+    """The last level kept whole under parents ``src`` (one output position each): its
+    ``idx`` and the values copied range by range in one compiled pass, no position array
+    (``A[rows]`` of CSR, ``x[i]``). Appends the level, returns the values."""
+    lo, hi = _segments(level, src)
+    ptr = np.zeros(lo.size + 1, dtype=level.ptr.dtype)
+    np.cumsum(hi - lo, out=ptr[1:])
+    crd, vals = gather_pair(level.idx, values, lo, hi, int(ptr[-1]))
+    out.append(level.with_arrays(ptr=ptr, idx=crd))
+    return vals
 
 
 @functools.lru_cache(maxsize=256)
