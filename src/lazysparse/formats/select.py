@@ -26,10 +26,12 @@ from dataclasses import dataclass
 
 import numba
 import numpy as np
+from numba import types
+from numba.extending import overload
 
 from .config import check_allocation
 from .levels import Compressed, Dense, Level, Singleton
-from .sortkernels import gather_pair, sort_segments
+from .sortkernels import as_words, gather_pair, sort_segments
 from .specs import FormatSpec, infer_spec
 from .tensor import Tensor
 
@@ -94,8 +96,23 @@ def _lower_bound(idx, a, b, c):  # pragma: no cover - compiled
     return a
 
 
+def _source(vals, q):  # pragma: no cover - replaced in compiled code by the overload below
+    """What a selection kernel writes for source position ``q``: the position itself, or
+    with ``vals`` (the last level's values as words) the value there (no position array)."""
+    return q if vals is None else vals[q]
+
+
+@overload(_source)
+def _source_typed(vals, q):  # pragma: no cover - typing
+    """One implementation per type of ``vals`` (None: the position), so the written type
+    is the output array's own (a shared one would unify integers and words as floats)."""
+    if isinstance(vals, types.NoneType):
+        return lambda vals, q: q
+    return lambda vals, q: vals[q]
+
+
 @numba.njit(cache=True, nogil=True)
-def _window(lo, hi, idx, start, stop, step, ordered, counts, out_pos, out_crd, fill):
+def _window(lo, hi, idx, start, stop, step, ordered, counts, out_pos, out_crd, fill, vals):
     # pragma: no cover - compiled
     """Children with coordinate in ``range(start, stop, step)``, new coordinate
     ``(c - start) // step``; a sorted segment is binary-searched for the window and walked
@@ -118,7 +135,7 @@ def _window(lo, hi, idx, start, stop, step, ordered, counts, out_pos, out_crd, f
                     d = idx[q] - start
                     if d % step == 0:
                         if fill:
-                            out_pos[w + n] = q
+                            out_pos[w + n] = _source(vals, q)
                             out_crd[w + n] = d // step
                         n += 1
             else:
@@ -126,7 +143,7 @@ def _window(lo, hi, idx, start, stop, step, ordered, counts, out_pos, out_crd, f
                     d = start - idx[q]
                     if d % (-step) == 0:
                         if fill:
-                            out_pos[w + n] = q
+                            out_pos[w + n] = _source(vals, q)
                             out_crd[w + n] = d // (-step)
                         n += 1
         else:
@@ -137,7 +154,7 @@ def _window(lo, hi, idx, start, stop, step, ordered, counts, out_pos, out_crd, f
                     s = step if step > 0 else -step
                     if d % s == 0:
                         if fill:
-                            out_pos[w + n] = q
+                            out_pos[w + n] = _source(vals, q)
                             out_crd[w + n] = d // s
                         n += 1
         counts[j] = n
@@ -146,7 +163,7 @@ def _window(lo, hi, idx, start, stop, step, ordered, counts, out_pos, out_crd, f
 
 
 @numba.njit(cache=True, nogil=True)
-def _mapped(lo, hi, idx, tab_ptr, targets, counts, out_pos, out_crd, fill):
+def _mapped(lo, hi, idx, tab_ptr, targets, counts, out_pos, out_crd, fill, vals):
     # pragma: no cover - compiled
     """Children whose coordinate ``c`` the table maps: one child per new coordinate
     ``targets[tab_ptr[c]:tab_ptr[c + 1]]`` (a repeated index repeats the entry)."""
@@ -157,7 +174,7 @@ def _mapped(lo, hi, idx, tab_ptr, targets, counts, out_pos, out_crd, fill):
             c = idx[q]
             for t in range(tab_ptr[c], tab_ptr[c + 1]):
                 if fill:
-                    out_pos[w + n] = q
+                    out_pos[w + n] = _source(vals, q)
                     out_crd[w + n] = targets[t]
                 n += 1
         counts[j] = n
@@ -166,7 +183,7 @@ def _mapped(lo, hi, idx, tab_ptr, targets, counts, out_pos, out_crd, fill):
 
 
 @numba.njit(cache=True, nogil=True)
-def _mapped_once(lo, hi, idx, target, counts, out_pos, out_crd, fill):
+def _mapped_once(lo, hi, idx, target, counts, out_pos, out_crd, fill, vals):
     # pragma: no cover - compiled
     """:func:`_mapped` for an index array without repeats: ``target[c]`` is the new
     coordinate of ``c``, -1 when not selected (one load per entry)."""
@@ -177,7 +194,7 @@ def _mapped_once(lo, hi, idx, target, counts, out_pos, out_crd, fill):
             t = target[idx[q]]
             if t >= 0:
                 if fill:
-                    out_pos[w + n] = q
+                    out_pos[w + n] = _source(vals, q)
                     out_crd[w + n] = t
                 n += 1
         counts[j] = n
@@ -186,7 +203,7 @@ def _mapped_once(lo, hi, idx, target, counts, out_pos, out_crd, fill):
 
 
 @numba.njit(cache=True, nogil=True)
-def _searched(lo, hi, idx, keys, targets, counts, out_pos, out_crd, fill):
+def _searched(lo, hi, idx, keys, targets, counts, out_pos, out_crd, fill, vals):
     # pragma: no cover - compiled
     """:func:`_mapped` with the table replaced by a binary search of the sorted ``keys``
     (an axis too long for a table: hypersparse)."""
@@ -198,7 +215,7 @@ def _searched(lo, hi, idx, keys, targets, counts, out_pos, out_crd, fill):
             t = _lower_bound(keys, 0, keys.size, c)
             while t < keys.size and keys[t] == c:
                 if fill:
-                    out_pos[w + n] = q
+                    out_pos[w + n] = _source(vals, q)
                     out_crd[w + n] = targets[t]
                 n += 1
                 t += 1
@@ -208,7 +225,7 @@ def _searched(lo, hi, idx, keys, targets, counts, out_pos, out_crd, fill):
 
 
 @numba.njit(cache=True, nogil=True)
-def _by_index(lo, hi, idx, keys, counts, out_pos, out_crd, fill):
+def _by_index(lo, hi, idx, keys, counts, out_pos, out_crd, fill, vals):
     # pragma: no cover - compiled
     """Children found by binary search of each index ``keys[t]`` in each sorted segment, in
     index order (new coordinate ``t``; a run of equal coordinates, as coo's rows, moves
@@ -221,7 +238,7 @@ def _by_index(lo, hi, idx, keys, counts, out_pos, out_crd, fill):
             q = _lower_bound(idx, a, b, keys[t])
             while q < b and idx[q] == keys[t]:
                 if fill:
-                    out_pos[w + n] = q
+                    out_pos[w + n] = _source(vals, q)
                     out_crd[w + n] = t
                 n += 1
                 q += 1
@@ -253,20 +270,22 @@ def _as_range(pick: Pick, n: int) -> range | None:
     return pick if isinstance(pick, range) else None
 
 
-def _run_pass(kernel, lo, hi, idx, args, dtype, counts: np.ndarray | None = None
-              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _run_pass(kernel, lo, hi, idx, args, dtype, counts: np.ndarray | None = None,
+              vals: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Count (unless ``counts`` are known), allocate, fill: ``(pos, crd, counts)`` of a
-    selection kernel."""
+    selection kernel; ``pos`` holds the values instead when ``vals`` are given."""
+    words = None if vals is None else as_words(vals)
     if counts is None:
         counts = np.empty(lo.size, dtype=np.int64)
-        none = np.empty(0, dtype=np.int64)
-        total = kernel(lo, hi, idx, *args, counts, none, none.astype(dtype), False)
+        none = np.empty(0, dtype=np.int64 if words is None else words.dtype)
+        total = kernel(lo, hi, idx, *args, counts, none, np.empty(0, dtype), False, words)
     else:
         total = int(counts.sum())
-    pos = np.empty(total, dtype=np.int64)
+    pos = np.empty(total, dtype=np.int64 if vals is None else vals.dtype)
     crd = np.empty(total, dtype=dtype)
     if total:
-        kernel(lo, hi, idx, *args, counts, pos, crd, True)
+        kernel(lo, hi, idx, *args, counts, pos if words is None else as_words(pos), crd, True,
+               words)
     return pos, crd, counts
 
 
@@ -278,8 +297,10 @@ def _segments(level: Level, src: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return ptr[src].astype(np.int64), ptr[src + 1].astype(np.int64)
 
 
-def _sparse_children(level: Compressed | Singleton, src: np.ndarray, pick: Pick) -> Children:
-    """Selected children of a compressed or singleton level under parents ``src``."""
+def _sparse_children(level: Compressed | Singleton, src: np.ndarray, pick: Pick,
+                     vals: np.ndarray | None = None) -> Children:
+    """Selected children of a compressed or singleton level under parents ``src`` (with
+    ``vals``, the last level's values: ``pos`` holds the selected values instead)."""
     lo, hi = _segments(level, src)
     ordered = level.properties.ordered
     idx = level.idx
@@ -289,7 +310,7 @@ def _sparse_children(level: Compressed | Singleton, src: np.ndarray, pick: Pick)
         stop = r.stop if r.stop >= 0 or r.step > 0 else -1
         full = r.step == 1 and r.start == 0 and r.stop == level.size
         pos, crd, counts = _run_pass(_window, lo, hi, idx, (r.start, stop, r.step, ordered),
-                                     dtype, hi - lo if full else None)
+                                     dtype, hi - lo if full else None, vals)
         # a unique compressed segment is walked backwards for a negative step
         backwards_sorted = isinstance(level, Compressed) and level.unique
         return Children(pos, crd, counts, ordered and (r.step > 0 or backwards_sorted))
@@ -297,7 +318,8 @@ def _sparse_children(level: Compressed | Singleton, src: np.ndarray, pick: Pick)
     entries = int(hi.sum() - lo.sum())
     if ordered and lo.size * arr.size * (1 + (entries // max(lo.size, 1)).bit_length()) \
             <= entries:  # few indices, long segments: search each (output in index order)
-        pos, crd, counts = _run_pass(_by_index, lo, hi, idx, (arr.astype(dtype),), dtype)
+        pos, crd, counts = _run_pass(_by_index, lo, hi, idx, (arr.astype(dtype),), dtype,
+                                     vals=vals)
         return Children(pos, crd, counts, True)
     steps = np.diff(arr)
     unique = not isinstance(level, Compressed) or level.unique
@@ -317,7 +339,7 @@ def _sparse_children(level: Compressed | Singleton, src: np.ndarray, pick: Pick)
     else:
         order = np.argsort(arr, kind="stable")
         args, kernel = (arr[order].astype(dtype), order.astype(dtype)), _searched
-    pos, crd, counts = _run_pass(kernel, lo, hi, idx, args, dtype)
+    pos, crd, counts = _run_pass(kernel, lo, hi, idx, args, dtype, vals=vals)
     return Children(pos, crd, counts, monotone)
 
 
@@ -332,11 +354,12 @@ def _dense_children(level: Dense, src: np.ndarray, pick: Pick) -> Children:
     return Children(pos, crd, np.full(src.size, c.size, dtype=np.int64), True)
 
 
-def _children(level: Level, src: np.ndarray, pick: Pick) -> Children | None:
+def _children(level: Level, src: np.ndarray, pick: Pick, vals: np.ndarray | None = None
+              ) -> Children | None:
     if isinstance(level, Dense):
         return _dense_children(level, src, pick)
     if isinstance(level, Compressed | Singleton):
-        return _sparse_children(level, src, pick)
+        return _sparse_children(level, src, pick, vals)
     return None
 
 
@@ -366,9 +389,13 @@ def select(t: Tensor, picks: Sequence[Pick]) -> Tensor | None:
                 _as_range(pick, level.size) == range(level.size):
             values = _whole_segments(out, level, walk.src, t.values)
             break
-        ch = _children(level, walk.src, pick)
+        # the last kept compressed level copies values, not positions
+        leaf = k == t.ndim - 1 and not isinstance(pick, int) and isinstance(level, Compressed)
+        ch = _children(level, walk.src, pick, t.values if leaf else None)
         if ch is None:
             return None
+        if leaf:
+            values = ch.pos
         if isinstance(pick, int):
             walk = walk.dropped(ch)
             continue
@@ -377,7 +404,7 @@ def select(t: Tensor, picks: Sequence[Pick]) -> Tensor | None:
         walk = _Walk.emitted(ch.pos)
     if not out:
         return None  # every axis an integer: one element (the caller locates it)
-    if values is None and not walk.one_each and not _prune(out, walk.owner):
+    if not walk.one_each and not _prune(out, walk.owner):
         return None
     tail = out[-1]
     if isinstance(tail, Compressed) and not tail.unique:  # coo's rows, its columns dropped
