@@ -111,6 +111,13 @@ def _source_typed(vals, q):  # pragma: no cover - typing
     return lambda vals, q: vals[q]
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _put(out_pos, out_crd, k, vals, q, c):  # pragma: no cover - compiled
+    """Write child ``k``: its source position ``q`` (or value there) and new coordinate."""
+    out_pos[k] = _source(vals, q)
+    out_crd[k] = c
+
+
 @numba.njit(cache=True, nogil=True)
 def _window(lo, hi, idx, start, stop, step, ordered, counts, out_pos, out_crd, fill, vals):
     # pragma: no cover - compiled
@@ -135,16 +142,14 @@ def _window(lo, hi, idx, start, stop, step, ordered, counts, out_pos, out_crd, f
                     d = idx[q] - start
                     if d % step == 0:
                         if fill:
-                            out_pos[w + n] = _source(vals, q)
-                            out_crd[w + n] = d // step
+                            _put(out_pos, out_crd, w + n, vals, q, d // step)
                         n += 1
             else:
                 for q in range(qb - 1, qa - 1, -1):
                     d = start - idx[q]
                     if d % (-step) == 0:
                         if fill:
-                            out_pos[w + n] = _source(vals, q)
-                            out_crd[w + n] = d // (-step)
+                            _put(out_pos, out_crd, w + n, vals, q, d // (-step))
                         n += 1
         else:
             for q in range(a, b):
@@ -154,8 +159,7 @@ def _window(lo, hi, idx, start, stop, step, ordered, counts, out_pos, out_crd, f
                     s = step if step > 0 else -step
                     if d % s == 0:
                         if fill:
-                            out_pos[w + n] = _source(vals, q)
-                            out_crd[w + n] = d // s
+                            _put(out_pos, out_crd, w + n, vals, q, d // s)
                         n += 1
         counts[j] = n
         w += n
@@ -174,8 +178,7 @@ def _mapped(lo, hi, idx, tab_ptr, targets, counts, out_pos, out_crd, fill, vals)
             c = idx[q]
             for t in range(tab_ptr[c], tab_ptr[c + 1]):
                 if fill:
-                    out_pos[w + n] = _source(vals, q)
-                    out_crd[w + n] = targets[t]
+                    _put(out_pos, out_crd, w + n, vals, q, targets[t])
                 n += 1
         counts[j] = n
         w += n
@@ -194,8 +197,7 @@ def _mapped_once(lo, hi, idx, target, counts, out_pos, out_crd, fill, vals):
             t = target[idx[q]]
             if t >= 0:
                 if fill:
-                    out_pos[w + n] = _source(vals, q)
-                    out_crd[w + n] = t
+                    _put(out_pos, out_crd, w + n, vals, q, t)
                 n += 1
         counts[j] = n
         w += n
@@ -215,8 +217,7 @@ def _searched(lo, hi, idx, keys, targets, counts, out_pos, out_crd, fill, vals):
             t = _lower_bound(keys, 0, keys.size, c)
             while t < keys.size and keys[t] == c:
                 if fill:
-                    out_pos[w + n] = _source(vals, q)
-                    out_crd[w + n] = targets[t]
+                    _put(out_pos, out_crd, w + n, vals, q, targets[t])
                 n += 1
                 t += 1
         counts[j] = n
@@ -238,8 +239,7 @@ def _by_index(lo, hi, idx, keys, counts, out_pos, out_crd, fill, vals):
             q = _lower_bound(idx, a, b, keys[t])
             while q < b and idx[q] == keys[t]:
                 if fill:
-                    out_pos[w + n] = _source(vals, q)
-                    out_crd[w + n] = t
+                    _put(out_pos, out_crd, w + n, vals, q, t)
                 n += 1
                 q += 1
         counts[j] = n
