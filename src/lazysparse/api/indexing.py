@@ -19,7 +19,7 @@ from lazysparse.api import tensors as T
 from lazysparse.api.lazy_array import LazyArray
 from lazysparse.api.manipulation import expand_dims, normalize_axis
 from lazysparse.api.operands import as_array
-from lazysparse.api.selection import locate, selection, take_leading
+from lazysparse.api.selection import locate, selection
 from lazysparse.api.views import index_lazy, index_tensor, unit_view
 from lazysparse.logic import dtypes as _dt
 
@@ -124,15 +124,50 @@ def getitem(x: LazyArray, key: Any) -> LazyArray:
     out = _zero_d_mask(x, items)
     if out is not None:
         return out
-    if any(isinstance(k, np.ndarray) for k in items):
+    orth = _orthogonal(items, x.shape)
+    if orth is None:
         return _advanced(x, items)
     if x._result is None:  # noqa: SLF001 - not ``result``: that would merge pending inserts
-        out = index_lazy(x, items)
+        out = index_lazy(x, orth)
         if out is not None:
             return out
-    if len(items) == x.ndim and all(type(k) is int for k in items):
-        return _element(x, items)
-    return _basic_eager(x, items)
+    if len(orth) == x.ndim and all(type(k) is int for k in orth):
+        return _element(x, orth)
+    return _select_stored(x, orth)
+
+
+def _orthogonal(items: list[Any], shape: tuple[int, ...]) -> list[Any] | None:
+    """``items`` with its index array (at most one, 1-D: a 1-D boolean mask is its
+    ``nonzero()``) wrapped and bounds-checked, when NumPy's result equals selecting each
+    axis on its own (orthogonally): the array's axis stays where it is unless integers
+    around it are not adjacent to it and a slice or ``None`` precedes it (NumPy then moves
+    it to the front). None for other keys (several or n-d arrays, 0-d masks)."""
+    arrays = [j for j, k in enumerate(items) if isinstance(k, np.ndarray)]
+    if not arrays:
+        return items
+    if len(arrays) > 1:
+        return None
+    j = arrays[0]
+    k = items[j]
+    if k.ndim != 1:
+        return None
+    advanced = [i for i, c in enumerate(items) if i == j or _is_int(c)]
+    adjacent = advanced == list(range(advanced[0], advanced[-1] + 1))
+    if not adjacent and any(c is None or isinstance(c, slice) for c in items[:j]):
+        return None
+    axis = sum(1 for c in items[:j] if c is not None)
+    k = np.flatnonzero(k) if k.dtype == np.bool_ else _wrapped(k, shape[axis], axis)
+    return [*items[:j], k, *items[j + 1:]]
+
+
+def _wrapped(k: np.ndarray, n: int, axis: int) -> np.ndarray:
+    """Integer index array ``k`` as int64 with negative entries wrapped (NumPy's
+    IndexError past ``n``)."""
+    k = k.astype(np.int64, copy=False)
+    if k.size and (int(k.min()) < -n or int(k.max()) >= n):
+        bad = int(k[(k < -n) | (k >= n)][0])
+        raise IndexError(f"index {bad} is out of bounds for axis {axis} with size {n}")
+    return np.where(k < 0, k + n, k) if k.size and int(k.min()) < 0 else k
 
 
 def _element(x: LazyArray, items: list[int]) -> LazyArray:
@@ -208,12 +243,13 @@ def _lazy_view(x: LazyArray, items: list[Any]) -> LazyArray:
     return unit_view(x, tuple(1 if k is None else next(it) for k in items))
 
 
-def _basic_eager(x: LazyArray, items: list[Any]) -> LazyArray:
-    """``x[items]`` of computed data: integers and slices select stored entries, new
-    axes are then inserted (a copy, not a view: the result owns its data, so assigning
-    into x later needs no copy-on-write of x, api/setitem.py)."""
+def _select_stored(x: LazyArray, items: list[Any]) -> LazyArray:
+    """``x[items]`` of computed data (integers, slices, one index array, new axes; an
+    orthogonal key): the selected parts of its storage (``views.index_tensor``), new axes
+    then inserted. A copy, not a view: the result owns its data, so assigning into x later
+    needs no copy-on-write of x (api/setitem.py)."""
     it = iter(x.shape)
-    sel = [None if k is None else (k, next(it))[0] if isinstance(k, int)
+    sel = [None if k is None else (k, next(it))[0] if isinstance(k, int | np.ndarray)
            else range(*k.indices(next(it))) for k in items]
     kept = [k for k in sel if k is not None]
     t = index_tensor(x.tensor(), kept)
@@ -226,13 +262,6 @@ def _advanced(x: LazyArray, items: list[Any]) -> LazyArray:
     np_key = tuple(items)
     arrays = [k for k in items if isinstance(k, np.ndarray)]
     t = x.tensor()
-    if len(arrays) == 1 and arrays[0].dtype != np.bool_ and not T.is_dense(t):
-        idx = arrays[0]
-        ax = next(j for j, k in enumerate(items) if k is idx)
-        others = [k for k in items if k is not idx]
-        if all(_is_full(k, x.shape[j if j < ax else j + 1]) for j, k in enumerate(others)
-               if k is not None) and all(k is not None for k in items) and idx.ndim == 1:
-            return take(x, idx, axis=ax)
     if len(arrays) == 1 and arrays[0].dtype == np.bool_ and arrays[0].ndim == x.ndim and \
             not T.is_dense(t) and len(items) == 1:
         mask = arrays[0]
@@ -267,18 +296,11 @@ def _check_int_bounds(k: np.ndarray, items: list[Any], shape: tuple[int, ...]) -
         axis += it.ndim if isinstance(it, np.ndarray) and it.dtype == np.bool_ else 1
 
 
-def _ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Concatenation of ``range(s, s + c)`` for each start/count."""
-    total = int(counts.sum())
-    offs = np.repeat(starts - np.cumsum(counts) + counts, counts)
-    return np.arange(total, dtype=np.int64) + offs
-
-
 def take(x: LazyArray, indices: Any, /, *, axis: int | None = None) -> LazyArray:
-    """Elements of ``x`` at integer ``indices`` along ``axis`` (computes ``x``; sparse
-    input stays sparse). Along the axis of the first stored level (rows of CSR, columns of
-    CSC) only the selected entries are copied; along another axis the stored entries are
-    filtered by coordinate."""
+    """Elements of ``x`` at integer ``indices`` along ``axis``: ``x[..., indices, ...]``
+    (NumPy's ``take``). A computed sparse ``x`` reads only what it selects and stays
+    sparse (rows of CSR by pointer ranges, columns by one pass over the stored entries,
+    ``formats.select``); an uncomputed ``x`` takes the selection into its expression."""
     x = as_array(x, "take")
     if axis is None:
         if x.ndim != 1:
@@ -291,28 +313,15 @@ def take(x: LazyArray, indices: Any, /, *, axis: int | None = None) -> LazyArray
     if idx.ndim != 1:
         raise ValueError(f"take: indices must be 1-D, got shape {idx.shape}")
     n = x.shape[ax]
-    if idx.size and (idx.min() < -n or idx.max() >= n):
+    if idx.size and (int(idx.min()) < -n or int(idx.max()) >= n):
         raise IndexError(f"take: index out of bounds for axis {ax} with size {n}")
-    idx = np.where(idx < 0, idx + n, idx).astype(np.int64)
-    t = x.tensor()
-    if not T.is_dense(t) and t.mode_order[0] == ax:
-        return T.leaf(take_leading(t, idx), x)  # rows of CSR, columns of CSC: a gather
-
-    def sparse_fn(c: np.ndarray, v: np.ndarray, shape: tuple[int, ...]) -> Any:
-        order = np.argsort(idx, kind="stable")
-        sidx = idx[order]
-        lo = np.searchsorted(sidx, c[ax], "left")
-        hi = np.searchsorted(sidx, c[ax], "right")
-        counts = hi - lo
-        ent = np.repeat(np.arange(c.shape[1]), counts)
-        pos = order[_ranges(lo, counts)]
-        nc = c[:, ent]
-        nc[ax] = pos
-        new_shape = list(shape)
-        new_shape[ax] = idx.size
-        return tuple(new_shape), nc, v[ent]
-
-    return T.eager(x, lambda a: np.take(a, idx, axis=ax), sparse_fn)
+    key = [slice(None)] * x.ndim
+    key[ax] = _wrapped(idx, n, ax)
+    if x._result is None:  # noqa: SLF001 - not ``result``: that would merge pending inserts
+        out = index_lazy(x, key)
+        if out is not None:
+            return out
+    return _select_stored(x, key)
 
 
 def take_along_axis(x: LazyArray, indices: Any, /, *, axis: int = -1) -> LazyArray:

@@ -7,8 +7,8 @@ zero-stride NumPy view (``broadcast_to``) of that proxy indexed by the rewritten
 NumPy's own rules (advanced-index placement, 0-d boolean masks, ``None``) decide the order
 and shape, and only the selection is materialized. ``locate`` finds the stored positions
 of coordinates by walking a tensor's levels (binary search in compressed segments),
-O(log nnz) per coordinate. ``take_leading`` gathers whole subtrees of the first stored level
-(``A[rows]`` of CSR, ``A[:, cols]`` of CSC), copying only what it selects.
+O(log nnz) per coordinate. Reading a selection (``x[rows]``, ``x[:, cols]``) walks the levels
+in ``formats.select``.
 """
 
 from __future__ import annotations
@@ -20,14 +20,9 @@ import numpy as np
 
 from lazysparse import formats
 from lazysparse.formats.config import check_allocation
-from lazysparse.formats.ordering import canonical
 from lazysparse.formats.search import segment_search
-from lazysparse.formats.sortkernels import (
-    find_in_segments,
-    gather_pair,
-    gather_ptr,
-    gather_ranges,
-)
+from lazysparse.formats.select import Pick, select
+from lazysparse.formats.sortkernels import find_in_segments
 from lazysparse.formats.specs import STRUCTURED_KINDS
 
 
@@ -196,65 +191,11 @@ def locate(t: formats.Tensor, coords: np.ndarray) -> np.ndarray:
 
 def take_leading(t: formats.Tensor, rows: np.ndarray) -> formats.Tensor:
     """Sparse ``t`` at coordinates ``rows`` (in bounds, any order, repeats allowed) of the
-    axis its first level stores, that axis renumbered ``0..len(rows)-1``; same format and
-    fill. The entries under one first-level coordinate are one contiguous range of positions
-    at every level, so each level is a gather of ``len(rows)`` ranges: O(len(rows) +
-    selected entries) time and memory, nothing proportional to ``t``'s size."""
-    t = canonical(t)  # hashed and bytemap levels gather as compressed ones
-    lo, hi, first = _leading_ranges(t.levels[0], rows, t.index_dtype)
-    levels: list[formats.Level] = [first]
-    values = None
-    last = len(t.levels) - 1
-    for k, level in enumerate(t.levels[1:], 1):
-        ptr, lo, hi = _descend(level, lo, hi)
-        if level.kind == "dense":
-            levels.append(formats.Dense(level.size))
-            continue
-        idx_of = level.idx  # type: ignore[attr-defined]
-        if k == last:  # the leaf level and the values share positions: one pass for both
-            idx, values = gather_pair(idx_of, t.values, lo, hi, _total(lo, hi))
-        else:
-            idx = gather_ranges(idx_of, lo, hi, _total(lo, hi))
-        levels.append(level.with_arrays(idx=idx, **({} if ptr is None else {"ptr": ptr})))
-    if values is None:
-        values = gather_ranges(t.values, lo, hi, _total(lo, hi))
-    shape = list(t.shape)
-    shape[t.mode_order[0]] = int(rows.size)
-    return formats.Tensor(tuple(shape), levels, t.mode_order, values, t.fill_value,
-                          format=t.spec, check=False)
-
-
-def _total(lo: np.ndarray, hi: np.ndarray) -> int:
-    """Number of positions in the ranges ``[lo[j], hi[j])``."""
-    return int(hi.sum()) - int(lo.sum())
-
-
-def _leading_ranges(top: formats.Level, rows: np.ndarray, idt: np.dtype
-                    ) -> tuple[np.ndarray, np.ndarray, formats.Level]:
-    """Positions ``[lo[j], hi[j])`` of the first level holding coordinate ``rows[j]``, and
-    that level over the selection (a coordinate a compressed level lacks selects nothing)."""
-    k = int(rows.size)
-    if top.kind == "dense":
-        return rows, rows + 1, formats.Dense(k)
-    assert isinstance(top, formats.Compressed)
-    start, stop = int(top.ptr[0]), int(top.ptr[1])
-    coords = top.idx[start:stop]
-    lo = np.searchsorted(coords, rows, "left") + start
-    hi = np.searchsorted(coords, rows, "right") + start
-    idx = np.repeat(np.arange(k, dtype=idt), hi - lo)
-    ptr = np.array([0, idx.size], dtype=top.ptr.dtype)
-    return lo, hi, formats.Compressed(k, ptr, idx, unique=top.unique)
-
-
-def _descend(level: formats.Level, lo: np.ndarray, hi: np.ndarray
-             ) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
-    """The ranges of ``level``'s positions under the parent position ranges ``[lo[j],
-    hi[j])``, and for a compressed level its ``ptr`` over those parents, rebased."""
-    if level.kind == "dense":
-        n = level.size
-        return None, lo.astype(np.int64) * n, hi.astype(np.int64) * n
-    if level.kind == "singleton":
-        return None, lo, hi
-    assert isinstance(level, formats.Compressed)
-    ptr = gather_ptr(level.ptr, lo, hi, _total(lo, hi))
-    return ptr, level.ptr[lo], level.ptr[hi]
+    axis its first level stores, that axis renumbered ``0..len(rows)-1`` (``A[rows]`` of
+    CSR, ``A[:, cols]`` of CSC): a gather of the selected subtrees (``formats.select``)."""
+    picks: list[Pick] = [None] * t.ndim
+    picks[t.mode_order[0]] = np.asarray(rows, dtype=np.int64)
+    out = select(t, picks)
+    if out is None:
+        raise ValueError(f"take_leading: layout {t.spec} has levels a gather does not walk")
+    return out

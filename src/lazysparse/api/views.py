@@ -5,12 +5,14 @@ axes) is a ``Reorder`` over the array's expression that lists a field no access 
 copy, no new table, and no loop in any kernel (the field has extent 1). Computing such a
 view of stored data is a view of that data (:func:`stored_view`).
 
-Basic indexing (integers and slices) of an array that is not computed yet is pushed down to
-the stored tensors its expression reads (:func:`index_lazy`): ``(A + B)[2:5]`` reads rows
-2..4 of ``A`` and ``B`` and stays one lazy, fusable expression. Selection commutes with every
-Finch-Logic node but one: a ``Field`` used as a value (the loop index, as in ``tril``), whose
-meaning a new origin would change; such expressions are computed first, as is data on a
-GPU.
+Indexing by integers, slices and one 1-D index array (applied axis by axis) of an array that
+is not computed yet is pushed down to the stored tensors its expression reads
+(:func:`index_lazy`): ``(A + B)[2:5]`` reads rows 2..4 of ``A`` and ``B``, ``(A + B)[idx]``
+their rows ``idx``, and the result stays one lazy, fusable expression. Stored tensors are
+indexed by walking their levels (:func:`index_tensor`, ``formats.select``). Selection
+commutes with every Finch-Logic node but one: a ``Field`` used as a value (the loop index,
+as in ``tril``), whose meaning a new origin would change; such expressions are computed
+first, as is data on a GPU.
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ import numpy as np
 from lazysparse.api import tensors as T
 from lazysparse.api.building import fresh_alias, fresh_field, fresh_fields, identify
 from lazysparse.api.lazy_array import LazyArray, is_device_tensor
+from lazysparse.api.selection import locate
 from lazysparse.formats import Tensor
+from lazysparse.formats.select import select
 from lazysparse.logic.fields import getfields
 from lazysparse.logic.nodes import (
     Aggregate,
@@ -37,8 +41,9 @@ from lazysparse.logic.nodes import (
     Table,
 )
 
-# one axis's selection: an integer (the axis goes away) or a normalized range
-Selection = int | range
+# one axis's selection: an integer (the axis goes away), a normalized range, or a 1-D int64
+# array of in-bounds coordinates (any order, repeats allowed; orthogonal to other axes)
+Selection = int | range | np.ndarray
 
 
 def unit_view(x: LazyArray, shape: tuple[int, ...]) -> LazyArray:
@@ -106,28 +111,68 @@ def _slice_of(r: range) -> slice:
 
 
 def index_tensor(t: Tensor, items: list[Selection]) -> Tensor:
-    """Stored ``t`` indexed by one integer or range per axis (NumPy basic indexing): a
-    copy for dense data (the result owns it), the selected stored entries renumbered for
-    sparse data (it stays sparse)."""
-    key = tuple(k if isinstance(k, int) else _slice_of(k) for k in items)
+    """Stored ``t`` indexed by one selection per axis, orthogonally (integers drop their
+    axis; ranges and integer arrays renumber it in their order): a copy for dense data (the
+    result owns it); for sparse data the selected parts only, found by walking its levels
+    (``formats.select``: time and memory proportional to the selected rows' pointers and
+    entries), or one element located by binary search. Layouts the walk does not handle
+    (hashed, structured, coo's reversed columns) filter their stored coordinates."""
+    if T.is_dense(t):
+        return T.dense(_dense_select(t.to_numpy(), items), None)
+    if all(isinstance(k, int) for k in items):
+        pos = int(locate(t, np.array(items, dtype=np.int64).reshape(-1, 1))[0])
+        value = t.values[pos] if pos >= 0 else t.fill_value
+        return T.dense(np.array(value, dtype=t.dtype), t.fill_value)
+    out = select(t, list(items))
+    if out is not None:
+        return out
+    return T.apply_eager(t, np.asarray, lambda c, v, shape: _coords_select(c, v, shape, items))
 
-    def sparse_fn(c: np.ndarray, v: np.ndarray, shape: tuple[int, ...]) -> Any:
-        keep = np.ones(c.shape[1], dtype=bool)
-        new_c: list[np.ndarray] = []
-        for ci, k in zip(c, items, strict=True):
-            if isinstance(k, int):
-                keep &= ci == k
-                continue
+
+def _dense_select(a: np.ndarray, items: list[Selection]) -> np.ndarray:
+    """``a`` indexed orthogonally by ``items``: integers and ranges as one basic index (a
+    view), then each integer array along its axis (a copy; always one at the end)."""
+    basic = tuple(k if isinstance(k, int) else _slice_of(k) if isinstance(k, range)
+                  else slice(None) for k in items)
+    out = a[basic]
+    axis = 0
+    for k in items:
+        if isinstance(k, int):
+            continue
+        if isinstance(k, np.ndarray):
+            out = np.take(out, k, axis=axis)
+        axis += 1
+    return np.array(out)
+
+
+def _coords_select(c: np.ndarray, v: np.ndarray, shape: tuple[int, ...],
+                   items: list[Selection]) -> tuple[tuple[int, ...], np.ndarray, np.ndarray]:
+    """Stored coordinates ``c`` / values ``v`` selected orthogonally by ``items``: integers
+    and ranges filter and renumber; an integer array repeats each entry once per index
+    naming its coordinate (sorted index, ``searchsorted``)."""
+    keep = np.ones(c.shape[1], dtype=bool)
+    for ci, k in zip(c, items, strict=True):
+        if isinstance(k, int):
+            keep &= ci == k
+        elif isinstance(k, range):
             q, r = np.divmod(ci - k.start, k.step)
             keep &= (r == 0) & (q >= 0) & (q < len(k))
-            new_c.append(q)
-        new_shape = tuple(len(k) for k in items if isinstance(k, range))
-        out = np.zeros((len(new_shape), int(keep.sum())), dtype=np.int64)
-        for j, q in enumerate(new_c):
-            out[j] = q[keep]
-        return new_shape, out, v[keep]
-
-    return T.apply_eager(t, lambda a: np.array(a[key]), sparse_fn)
+    c, v = c[:, keep], v[keep]
+    for axis, k in enumerate(items):
+        if isinstance(k, range):
+            c[axis] = (c[axis] - k.start) // k.step
+        elif isinstance(k, np.ndarray):
+            order = np.argsort(k, kind="stable")
+            lo = np.searchsorted(k[order], c[axis], "left")
+            counts = np.searchsorted(k[order], c[axis], "right") - lo
+            starts = np.repeat(lo - np.cumsum(counts) + counts, counts)
+            ent = np.repeat(np.arange(c.shape[1]), counts)
+            c, v = c[:, ent], v[ent]
+            c[axis] = order[np.arange(ent.size) + starts]
+    rows = [c[axis] for axis, k in enumerate(items) if not isinstance(k, int)]
+    new_shape = tuple(len(k) for k in items if not isinstance(k, int))
+    coords = np.array(rows, dtype=np.int64).reshape(len(new_shape), -1)
+    return new_shape, coords, v
 
 
 class _NotPushable(Exception):
@@ -139,7 +184,7 @@ class _Pusher:
     per shared subquery so a DAG stays a DAG)."""
 
     def __init__(self) -> None:
-        self.memo: dict[tuple[int, tuple[Selection | None, ...]], LogicNode] = {}
+        self.memo: dict[tuple[int, tuple[Any, ...]], LogicNode] = {}
         self.fields: dict[int, tuple[Field, ...]] = {}
 
     def fields_of(self, node: LogicNode) -> tuple[Field, ...]:
@@ -167,8 +212,9 @@ class _Pusher:
             case Reorder(arg=arg, idxs=idxs):
                 inner = set(self.fields_of(arg))
                 for f in idxs:
-                    if f not in inner and isinstance(sel.get(f), range) and len(sel[f]) != 1:
-                        raise _NotPushable  # an empty selection of a size-1 axis
+                    s = sel.get(f)
+                    if f not in inner and not isinstance(s, int | None) and len(s) != 1:
+                        raise _NotPushable  # a size-1 axis selected empty or repeated
                 sub = {f: s for f, s in sel.items() if f in inner}
                 return Reorder(self.push(arg, sub), _kept(idxs, sel))
             case MapJoin(op=op, args=args):
@@ -199,7 +245,7 @@ class _Pusher:
         own = self.fields_of(node.arg)
         if not sel:
             return node
-        key = (id(node), tuple(sel.get(f) for f in own))
+        key = (id(node), tuple(_hashable(sel.get(f)) for f in own))
         if key not in self.memo:
             t = _stored(node)
             if t is not None:
@@ -210,12 +256,19 @@ class _Pusher:
         return self.memo[key]
 
 
+def _hashable(s: Selection | None) -> Any:
+    """A memo key for one field's selection (an index array by identity: one push holds
+    each array it moves)."""
+    return ("array", id(s)) if isinstance(s, np.ndarray) else s
+
+
 def _kept(idxs: tuple[Field, ...], sel: dict[Field, Selection]) -> tuple[Field, ...]:
     return tuple(f for f in idxs if not isinstance(sel.get(f), int))
 
 
 def index_lazy(x: LazyArray, items: list[Any]) -> LazyArray | None:
-    """``x[items]`` (integers, slices, ``None``; normalized, one per axis plus the new
+    """``x[items]`` (integers, slices, ``None`` and at most one 1-D integer array of
+    in-bounds coordinates, selecting orthogonally; normalized, one per axis plus the new
     ones) for an uncomputed ``x``, as a lazy expression whose tables are the selected parts
     of the stored inputs. None when the selection cannot be pushed down (see module doc)."""
     f = fresh_fields(x.ndim)
@@ -235,6 +288,10 @@ def index_lazy(x: LazyArray, items: list[Any]) -> LazyArray | None:
                 sel[fi] = r
             out.append(fi)
             shape.append(len(r))
+        elif isinstance(k, np.ndarray):
+            sel[fi] = k
+            out.append(fi)
+            shape.append(int(k.size))
         else:
             sel[fi] = int(k)
     try:
