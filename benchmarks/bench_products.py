@@ -32,8 +32,9 @@ import numpy as np  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import lazysparse as xp  # noqa: E402
 from tests.workflows.corpus import TEXT, Size, term_counts  # noqa: E402
+
+import lazysparse as xp  # noqa: E402
 
 Case = tuple[str, Callable[[], Any], Callable[[], Any]]
 
