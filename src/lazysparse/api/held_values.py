@@ -44,11 +44,11 @@ if TYPE_CHECKING:
 # compute: beyond it the rest stay lazy (still correct), and a program holding thousands
 # of lazy arrays pays a bounded cost per compute.
 SHARED_SCAN_ARRAYS = 64
+SHARED_WALK_BUDGET = 4096
 # A sparse held value stores at most its size; it is kept up to this many times the
 # largest stored input (the rows of a cosine similarity ``X[:k] @ X.T``), a dense one
 # only up to the largest stored input (never a dense ``U @ V.T`` a sparse mask samples).
 SPARSE_KEEP_RATIO = 16
-SHARED_WALK_BUDGET = 4096
 
 
 class KeepReason(Enum):
@@ -56,7 +56,7 @@ class KeepReason(Enum):
 
     REDUCTION = "a reduction the user holds"
     READ_TWICE = "read more than once by the plan"
-    DEEP = "built on another uncomputed array"
+    DEEP = "more than one array level of uncomputed history"
     SHARED = "held, and its history reads a value this plan computes"
 
 
