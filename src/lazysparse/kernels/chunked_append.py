@@ -37,7 +37,8 @@ def chunk_bounds_ok(k: Any) -> bool:
     if out.mode in (OutputMode.ROWWS, OutputMode.HASHWS):
         atoms = ((lw.ws_bound[0], lw.ws_bound[1]),) if lw.ws_bound is not None else None
     else:
-        atoms = lw.bounds[0] if lw.bounds is not None else None
+        atoms = (lw.bounds[0].levels if lw.bounds is not None and lw.bounds[0].extent is None
+                 else None)
     if atoms is None:
         return False
     for s, lv in atoms:
@@ -57,10 +58,11 @@ def row_bounds(k: Any, data: QueryData, rows: Any) -> Any:
         flops = np.zeros(data.tensors[a].levels[la].idx.shape[0] + 1, np.int64)
         np.cumsum(blen[data.tensors[a].levels[la].idx], out=flops[1:])
         return np.diff(flops[aptr[rows].astype(np.int64)])
-    bound = np.zeros(len(rows) - 1, np.int64)
-    for s, lv in lw.bounds[0]:
-        bound += np.diff(data.tensors[s].levels[lv].ptr[rows].astype(np.int64))
-    return bound
+    per = [np.diff(data.tensors[s].levels[lv].ptr[rows].astype(np.int64))
+           for s, lv in lw.bounds[0].levels]
+    if lw.bounds[0].least:  # an intersection: the least of the drivers' row lengths
+        return np.minimum.reduce(per)
+    return np.sum(per, axis=0, dtype=np.int64)
 
 
 def chunked_single_pass(k: Any, data: QueryData, args: list[Any], dsize: int, nch: int,

@@ -394,8 +394,11 @@ def _entry_bounds(k: Kernel, data: QueryData) -> list[int] | None:
     number of multiplications, ``sum(len(B row j) for each stored A[i, j])``."""
     lw = k.lowered
     if lw.bounds is not None:
-        return [sum(int(data.tensors[s].levels[lv].idx.shape[0]) for s, lv in atoms)
-                for atoms in lw.bounds]
+        ub = [b.count(data.tensors, data.extents) for b in lw.bounds]
+        if any(b.extent is not None for b in lw.bounds) and \
+                max(ub) > max(SINGLE_PASS_SLACK * stored_positions(data), SINGLE_PASS_MIN):
+            return None  # a loop's extent far past the data: count first
+        return ub
     if lw.ws_bound is None:
         return None
     a, la, b = lw.ws_bound
