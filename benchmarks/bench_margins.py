@@ -112,14 +112,14 @@ def nb_add_rows(ap: Any, ai: Any, av: Any, bp: Any, bi: Any, bv: Any, n: int,
             oi[k] = cj
             ov[k] = v
             k += np.int64(v != 0)
-        for p in range(p, pe):
-            oi[k] = ai[p]
-            ov[k] = av[p]
-            k += np.int64(av[p] != 0)
-        for q in range(q, qe):
-            oi[k] = bi[q]
-            ov[k] = bv[q]
-            k += np.int64(bv[q] != 0)
+        for u in range(p, pe):
+            oi[k] = ai[u]
+            ov[k] = av[u]
+            k += np.int64(av[u] != 0)
+        for u in range(q, qe):
+            oi[k] = bi[u]
+            ov[k] = bv[u]
+            k += np.int64(bv[u] != 0)
         op[r + 1] = k
     return op, oi[:k], ov[:k]
 

@@ -220,5 +220,5 @@ def workspace_bound(plan: KernelPlan) -> tuple[int, int, int] | None:
     return a, la, b
 
 
-__all__ = ["EntryBound", "EpiloguePlace", "KernelPlan", "append_bounds", "epilogue_place", "plan_kernel",
-           "workspace_bound"]
+__all__ = ["EntryBound", "EpiloguePlace", "KernelPlan", "append_bounds", "epilogue_place",
+           "plan_kernel", "workspace_bound"]
