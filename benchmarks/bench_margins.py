@@ -56,14 +56,19 @@ import lazysparse as xp  # noqa: E402
 
 
 @njit(cache=True, nogil=True)
+def nb_buffers(n: int, cap: int, dtype: Any) -> tuple[Any, Any, Any]:
+    """A CSR result's row pointers (``n + 1``, first 0) and ``cap`` index/value slots."""
+    op = np.empty(n + 1, np.int64)
+    op[0] = 0
+    return op, np.empty(cap, np.int32), np.empty(cap, dtype)
+
+
+@njit(cache=True, nogil=True)
 def nb_mul_rows(ap: Any, ai: Any, av: Any, bp: Any, bi: Any, bv: Any, n: int,
                 cap: int) -> tuple[Any, Any, Any]:
     """CSR ``A * B``: per row a two-pointer intersection into buffers of ``cap`` entries."""
-    op = np.empty(n + 1, np.int64)
-    oi = np.empty(cap, np.int32)
-    ov = np.empty(cap, av.dtype)
+    op, oi, ov = nb_buffers(n, cap, av.dtype)
     k = 0
-    op[0] = 0
     for r in range(n):
         p, pe = np.int64(ap[r]), np.int64(ap[r + 1])
         q, qe = np.int64(bp[r]), np.int64(bp[r + 1])
@@ -88,11 +93,8 @@ def nb_mul_rows(ap: Any, ai: Any, av: Any, bp: Any, bi: Any, bv: Any, n: int,
 def nb_add_rows(ap: Any, ai: Any, av: Any, bp: Any, bi: Any, bv: Any, n: int,
                 cap: int) -> tuple[Any, Any, Any]:
     """CSR ``A + B``: per row a two-pointer union into buffers of ``cap`` entries."""
-    op = np.empty(n + 1, np.int64)
-    oi = np.empty(cap, np.int32)
-    ov = np.empty(cap, av.dtype)
+    op, oi, ov = nb_buffers(n, cap, av.dtype)
     k = 0
-    op[0] = 0
     for r in range(n):
         p, pe = np.int64(ap[r]), np.int64(ap[r + 1])
         q, qe = np.int64(bp[r]), np.int64(bp[r + 1])
