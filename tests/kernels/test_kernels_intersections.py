@@ -186,24 +186,37 @@ def test_intersection_reductions(dtype, one_thread):
 
 
 def test_chunked_intersection_regions(monkeypatch):
-    """Two threads, CSR result: each chunk fills a region bounded by the shorter of its
-    rows' operands, then the regions are moved together."""
+    """Two threads: each chunk fills a region bounded by the shorter of its rows'
+    operands (and, for DCSR, by its rows), then the regions are moved together; no
+    count pass for either layout."""
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip("needs two Numba threads")
     monkeypatch.setattr(host, "PARALLEL_MIN_ITERATIONS", 1)
     before = numba.get_num_threads()
     numba.set_num_threads(2)
-    seen = []
-    orig = host.chunked_single_pass
+    seen, bounded = [], []
+    orig, orig_b = host.chunked_single_pass, host.chunk_group_bounds
     monkeypatch.setattr(host, "chunked_single_pass",
                         lambda *a, **kw: seen.append(1) or orig(*a, **kw))
+    monkeypatch.setattr(host, "chunk_group_bounds",
+                        lambda *a: bounded.append(orig_b(*a)) or bounded[-1])
     try:
-        A, B = sprand((57, 31), 0.4, np.float64), sprand((57, 31), 0.15, np.float64)
-        A[:12] = 0  # the first chunk's rows match nothing
-        B[40:] = 0
-        for ofmt in ("csr", "dcsr"):
-            check(run_mul(A, B, ofmt=ofmt), A * B, 0.0)
-        assert seen == [1]  # the CSR result; the DCSR one counts, then fills
+        for op, ref in (("multiply", np.multiply), ("add", np.add)):
+            A, B = sprand((57, 31), 0.4, np.float64), sprand((57, 31), 0.15, np.float64)
+            A[:12] = 0  # the first chunk's rows match nothing
+            B[40:] = 0
+            A[30, :5], B[30, :5] = 2.0, -2.0  # sums equal to the fill: dropped
+            seen.clear()
+            bounded.clear()
+            for ofmt in ("csr", "dcsr"):
+                body = Reorder(mj(op, acc("A", "i", "j"), acc("B", "i", "j")), F("i", "j"))
+                out = execute_plan(plan({"A": tensor(A, "csr"), "B": tensor(B, "csr")},
+                                        compute("out", ofmt, 2, body)))[0]
+                check(out, ref(A, B), 0.0)
+            assert seen == [1]  # the CSR result
+            assert len(bounded) == 1 and bounded[0] is not None  # the DCSR one
+            ptr = np.asarray(out.levels[1].ptr)
+            assert ptr[0] == 0 and ptr[-1] == out.values.size and np.all(np.diff(ptr) > 0)
     finally:
         numba.set_num_threads(before)
 
