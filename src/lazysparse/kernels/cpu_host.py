@@ -306,8 +306,9 @@ def _count_then_fill(k: Kernel, data: QueryData, args: list[Any], nch: int,
     out_plan, mod = k.lowered.output, k.module
     ng = len(out_plan.groups)
     cntpd = np.zeros(max(dsize, 1) if out_plan.dense_prefix else 1, np.int64)
-    cc = (chunk_group_bounds(k, data, nch) if _entry_bounds(k, data) is not None
-          else None)
+    cc = chunk_group_bounds(k, data, nch)
+    if cc is not None and _entry_bounds(k, data) is None:
+        cc = None  # a loop's extent far past the data: count first
     bounded = cc is not None
     if cc is None:
         cc = [np.zeros(nch, np.int64) for _ in range(ng)]
