@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 
 from lazysparse.kernels.analysis import QueryData
+from lazysparse.kernels.coiterate import LoopKind
+from lazysparse.kernels.plan import EntryBound
 from lazysparse.kernels.workspace import OutputMode
 
 
@@ -37,7 +39,8 @@ def chunk_bounds_ok(k: Any) -> bool:
     if out.mode in (OutputMode.ROWWS, OutputMode.HASHWS):
         atoms = ((lw.ws_bound[0], lw.ws_bound[1]),) if lw.ws_bound is not None else None
     else:
-        atoms = lw.bounds[0] if lw.bounds is not None else None
+        atoms = (lw.bounds[0].levels if lw.bounds is not None and lw.bounds[0].extent is None
+                 else None)
     if atoms is None:
         return False
     for s, lv in atoms:
@@ -57,10 +60,46 @@ def row_bounds(k: Any, data: QueryData, rows: Any) -> Any:
         flops = np.zeros(data.tensors[a].levels[la].idx.shape[0] + 1, np.int64)
         np.cumsum(blen[data.tensors[a].levels[la].idx], out=flops[1:])
         return np.diff(flops[aptr[rows].astype(np.int64)])
-    bound = np.zeros(len(rows) - 1, np.int64)
-    for s, lv in lw.bounds[0]:
-        bound += np.diff(data.tensors[s].levels[lv].ptr[rows].astype(np.int64))
-    return bound
+    return _rows_bound(data, lw.bounds[0], rows)
+
+
+def _rows_bound(data: QueryData, bound: EntryBound, rows: Any) -> Any:
+    """Per chunk of rows, ``bound``'s operands' positions in those rows (level 1 under a
+    located row level): summed, or their least for an intersection."""
+    per = [np.diff(data.tensors[s].levels[lv].ptr[rows].astype(np.int64))
+           for s, lv in bound.levels]
+    if bound.least:  # an intersection: the least of the drivers' row lengths
+        return np.minimum.reduce(per)
+    return np.sum(per, axis=0, dtype=np.int64)
+
+
+def chunk_group_bounds(k: Any, data: QueryData, nch: int) -> list[Any] | None:
+    """Per output group, each chunk's bound on its entries, for an append with no dense
+    level (a DCSR result) whose outermost loop ranges over the rows (chunk ``t`` holds
+    rows ``t*n//nch ..``): a group on that loop is bounded by the chunk's rows, one
+    below by its driving operands' positions in those rows (stored row-major under a
+    located row level). The host then fills at these offsets without counting and moves
+    the chunks' entries together (``stored_fill.compact_chunks``). None otherwise."""
+    lw, info = k.lowered, k.info
+    if (lw.bounds is None or lw.output.mode is not OutputMode.APPEND
+            or lw.output.dense_prefix or lw.plans[0].kind is not LoopKind.RANGE):
+        return None
+    f0 = info.loop_order[0]
+    n = int(data.extents[f0])
+    rows = np.array([t * n // nch for t in range(nch + 1)], np.int64)
+    out = []
+    for b in lw.bounds:
+        if b.extent is not None:
+            if b.extent != f0:
+                return None
+            out.append(np.diff(rows))
+            continue
+        for s, lv in b.levels:
+            op = info.operands[s]
+            if lv != 1 or not op.levels[0].located or op.levels[0].field != f0:
+                return None
+        out.append(_rows_bound(data, b, rows))
+    return out
 
 
 def chunked_single_pass(k: Any, data: QueryData, args: list[Any], dsize: int, nch: int,

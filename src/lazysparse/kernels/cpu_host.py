@@ -24,7 +24,11 @@ from lazysparse.formats.config import (
 )
 from lazysparse.formats.specs import is_structured
 from lazysparse.kernels.analysis import QueryData
-from lazysparse.kernels.chunked_append import chunk_bounds_ok, chunked_single_pass
+from lazysparse.kernels.chunked_append import (
+    chunk_bounds_ok,
+    chunk_group_bounds,
+    chunked_single_pass,
+)
 from lazysparse.kernels.coiterate import fold_value
 from lazysparse.kernels.hash_workspace import selected_row_entries
 from lazysparse.kernels.lower import Lowered
@@ -296,12 +300,19 @@ def _count_then_fill(k: Kernel, data: QueryData, args: list[Any], nch: int,
                      dsize: int) -> tuple[Any, ...]:
     """A sparse output: ``count`` per chunk, offsets by prefix sums, ``fill``; when the fill
     dropped entries equal to the result fill, the chunks' entries are moved together and
-    the pointers recomputed from what the fill wrote (``stored_fill.compact_chunks``)."""
+    the pointers recomputed from what the fill wrote (``stored_fill.compact_chunks``).
+    Where each chunk's entries are bounded before the run (``chunk_group_bounds``: a DCSR
+    intersection or union), the bounds replace the count and the fill is compacted."""
     out_plan, mod = k.lowered.output, k.module
     ng = len(out_plan.groups)
-    cc = [np.zeros(nch, np.int64) for _ in range(ng)]
     cntpd = np.zeros(max(dsize, 1) if out_plan.dense_prefix else 1, np.int64)
-    _parallel_map(mod.count, nch, (args, (*cc, cntpd)), k.workspaces("count", args))
+    cc = chunk_group_bounds(k, data, nch)
+    if cc is not None and _entry_bounds(k, data) is None:
+        cc = None  # a loop's extent far past the data: count first
+    bounded = cc is not None
+    if cc is None:
+        cc = [np.zeros(nch, np.int64) for _ in range(ng)]
+        _parallel_map(mod.count, nch, (args, (*cc, cntpd)), k.workspaces("count", args))
     offs = [np.concatenate(([0], np.cumsum(c))).astype(np.int64) for c in cc]
     tots = [int(o[-1]) for o in offs]
     idt = _index_dtype(data)
@@ -323,7 +334,7 @@ def _count_then_fill(k: Kernel, data: QueryData, args: list[Any], nch: int,
     ends = np.zeros_like(cntpd)
     _parallel_map(mod.fill, nch, (args, (*offs, *fin, ends, *arrays, vals)),
                   k.workspaces("fill", args))
-    if k.lowered.drop_fill is None:
+    if k.lowered.drop_fill is None and not bounded:
         return (*arrays, vals)
     packed = compact_chunks(out_plan.groups, offs, fin, arrays, vals)
     if packed is None:  # no entry equal to the fill was dropped: the counts were exact
@@ -394,8 +405,11 @@ def _entry_bounds(k: Kernel, data: QueryData) -> list[int] | None:
     number of multiplications, ``sum(len(B row j) for each stored A[i, j])``."""
     lw = k.lowered
     if lw.bounds is not None:
-        return [sum(int(data.tensors[s].levels[lv].idx.shape[0]) for s, lv in atoms)
-                for atoms in lw.bounds]
+        ub = [b.count(data.tensors, data.extents) for b in lw.bounds]
+        if any(b.extent is not None for b in lw.bounds) and \
+                max(ub) > max(SINGLE_PASS_SLACK * stored_positions(data), SINGLE_PASS_MIN):
+            return None  # a loop's extent far past the data: count first
+        return ub
     if lw.ws_bound is None:
         return None
     a, la, b = lw.ws_bound

@@ -42,6 +42,7 @@ from lazysparse.kernels.parallel import (
 )
 from lazysparse.kernels.params import KernelParams, kernel_params
 from lazysparse.kernels.plan import (
+    EntryBound,
     EpiloguePlace,
     KernelPlan,
     append_bounds,
@@ -72,7 +73,7 @@ class Lowered:
     choice: ParallelChoice  # which loop runs in parallel, and how (kernels.parallel)
     signature: KernelParams  # the leading parameters of every chunk function, with roles
     extent0: OuterExtent  # how the host computes the outermost loop's iterations
-    bounds: tuple[tuple[tuple[int, int], ...], ...] | None  # see plan.append_bounds
+    bounds: tuple[EntryBound, ...] | None  # see plan.append_bounds
     # loops that skip entries whose value the host folds in afterwards (from per-output
     # visit counts, ``ocnt``); None when the kernel visits everything it must
     fold: tuple[int, ...] | None = None

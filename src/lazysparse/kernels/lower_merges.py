@@ -16,7 +16,7 @@ from itertools import combinations
 from lazysparse.kernels.coiterate import LevelPlan
 from lazysparse.kernels.coiterate import is_conjunction as is_conj
 from lazysparse.kernels.ir_build import C, OpState, State, V, add, fold, land
-from lazysparse.kernels.loop_ir import Assign, Bin, Const, Expr, For, If, Stmt, Var, While
+from lazysparse.kernels.loop_ir import Assign, Bin, Cast, Const, Expr, For, If, Stmt, Var, While
 from lazysparse.kernels.lower_context import LowerContext
 
 # the loop body at one coordinate, given the states of the operands the loop moved
@@ -134,18 +134,31 @@ class Merge:
         st = self.st
         ja, jb = V(f"j{a}_{st.ops[a].level}"), V(f"j{b}_{st.ops[b].level}")
         inner: list[Stmt] = [Assign(ja.name, self.crd(a)), Assign(jb.name, self.crd(b))]
-        only_a, only_b = self._case(sub, {a}, ja), self._case(sub, {b}, jb)
-        if is_conj(self.lp.region):  # an intersection: unmatched coordinates only advance
-            only_a = (Assign(self.q(a).name, add(self.q(a), C(1))),)
-            only_b = (Assign(self.q(b).name, add(self.q(b), C(1))),)
-        inner.append(If(Bin("==", ja, jb), self._case(sub, {a, b}, ja),
-                        (If(Bin("<", ja, jb), only_a, only_b),)))
+        if is_conj(self.lp.region):
+            inner += self._intersect_step(sub, ja, jb)
+        else:
+            only_a, only_b = self._case(sub, {a}, ja), self._case(sub, {b}, jb)
+            inner.append(If(Bin("==", ja, jb), self._case(sub, {a, b}, ja),
+                            (If(Bin("<", ja, jb), only_a, only_b),)))
         alive = Bin("and", Bin("<", self.q(a), self.ranges[a][1]),
                     Bin("<", self.q(b), self.ranges[b][1]))
         return While(alive, tuple(inner))
 
-    def _case(self, sub: tuple[int, ...], live: set[int], crd: Var) -> tuple[Stmt, ...]:
-        """One branch of the two-way merge: drivers ``live`` hold coordinate ``crd``."""
+    def _intersect_step(self, sub: tuple[int, ...], ja: Var, jb: Var) -> list[Stmt]:
+        """An intersection's step: the body where the coordinates match, then each cursor
+        advances past the lesser coordinate (both when equal) by a comparison, not a
+        branch: which of two unmatched coordinates is less is a coin flip the branch
+        predictor loses (a sparse ``A * B`` with few matches: 26 -> 17 ms)."""
+        a, b = sub
+        body = self._case(sub, {a, b}, ja, advance=False)
+        return [If(Bin("==", ja, jb), body),
+                Assign(self.q(a).name, add(self.q(a), Cast("int64", Bin("<=", ja, jb)))),
+                Assign(self.q(b).name, add(self.q(b), Cast("int64", Bin("<=", jb, ja))))]
+
+    def _case(self, sub: tuple[int, ...], live: set[int], crd: Var,
+              advance: bool = True) -> tuple[Stmt, ...]:
+        """One branch of the two-way merge: drivers ``live`` hold coordinate ``crd``
+        (``advance``: their cursors move past it at the end)."""
         stmts: list[Stmt] = [Assign(self.c.name, crd)]
         cond = fold(self.lp.region, lambda x: C(x in live))
         if not (isinstance(cond, Const) and cond.value is False):
@@ -153,7 +166,8 @@ class Merge:
                       if s in live else self.absent(s) for s in sub}
             body = self.body_for(cstate)
             stmts += body if isinstance(cond, Const) else [If(cond, tuple(body))]
-        stmts += [Assign(self.q(s).name, add(self.q(s), C(1))) for s in live]
+        if advance:
+            stmts += [Assign(self.q(s).name, add(self.q(s), C(1))) for s in live]
         return tuple(stmts)
 
     def generic(self) -> Stmt:

@@ -143,10 +143,29 @@ def epilogue_place(info: KernelInfo, levels: tuple[LevelPlan, ...], out: OutputP
     return EpiloguePlace.ENTRY if once else EpiloguePlace.FINALIZE
 
 
-def append_bounds(plan: KernelPlan) -> tuple[tuple[tuple[int, int], ...], ...] | None:
-    """Per output group, the (operand, level) whose position counts sum to a bound on
-    its entries; None unless every group's loop is driven by operands that carry all
-    enclosing output fields (then one fill pass can run without counting first)."""
+@dataclass(frozen=True)
+class EntryBound:
+    """A bound on one output group's entries, known before the kernel runs: the position
+    counts of the operands driving the group's loop (``levels``: (operand, level) pairs),
+    summed, or for an intersection (every driver required) their least; or, for a
+    ``range`` outermost loop, its extent (``extent``: the field; a DCSR result's rows)."""
+
+    levels: tuple[tuple[int, int], ...] = ()
+    least: bool = False
+    extent: str | None = None
+
+    def count(self, tensors: tuple[Any, ...], extents: dict[str, int]) -> int:
+        """The bound for one call's operands and loop extents."""
+        if self.extent is not None:
+            return int(extents[self.extent])
+        sizes = [int(tensors[s].levels[lv].idx.shape[0]) for s, lv in self.levels]
+        return min(sizes) if self.least else sum(sizes)
+
+
+def append_bounds(plan: KernelPlan) -> tuple[EntryBound, ...] | None:
+    """Per output group, a bound on its entries (:class:`EntryBound`); None unless every
+    group's loop is driven by operands that carry all enclosing output fields, or is the
+    outermost ``range`` loop (then one fill pass can run without counting first)."""
     info, out = plan.info, plan.output
     if out.mode is not OutputMode.APPEND:
         return None
@@ -155,6 +174,9 @@ def append_bounds(plan: KernelPlan) -> tuple[tuple[tuple[int, int], ...], ...] |
         fld = info.out_storage_fields[grp[-1]]
         d = info.loop_order.index(fld)
         lp = plan.levels[d]
+        if d == 0 and lp.kind is LoopKind.RANGE:
+            bounds.append(EntryBound(extent=fld))
+            continue
         if not lp.kind.skips:
             return None
         outer = [f for f in info.loop_order[:d] if f in info.out_fields]
@@ -164,8 +186,8 @@ def append_bounds(plan: KernelPlan) -> tuple[tuple[tuple[int, int], ...], ...] |
             if any(op.level_of(f) is None for f in outer):
                 return None
             atoms.append((s, op.level_of(fld)))
-        bounds.append(tuple(atoms))
-    return tuple(bounds)  # type: ignore[arg-type]
+        bounds.append(EntryBound(tuple(atoms), least=bool(lp.required)))  # type: ignore[arg-type]
+    return tuple(bounds)
 
 
 def workspace_bound(plan: KernelPlan) -> tuple[int, int, int] | None:
@@ -212,5 +234,5 @@ def _product_drivers(plan: KernelPlan) -> tuple[int, int, int] | None:
     return a, la, b
 
 
-__all__ = ["EpiloguePlace", "KernelPlan", "append_bounds", "epilogue_place", "plan_kernel",
-           "workspace_bound"]
+__all__ = ["EntryBound", "EpiloguePlace", "KernelPlan", "append_bounds", "epilogue_place",
+           "plan_kernel", "workspace_bound"]
