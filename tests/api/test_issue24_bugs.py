@@ -53,3 +53,34 @@ def test_setitem_index_array_with_ellipsis(key: tuple[Any, ...]) -> None:
 def test_two_ellipses_still_an_index_error() -> None:
     with pytest.raises(IndexError):
         xp.asarray(np.ones((2, 2)))[..., xp.asarray([0]), ...]
+
+
+def _concat_cases(p: Any) -> list[tuple[Any, ...]]:
+    return [(p, p + 1.0), (p + 1.0, p), (p * 2.0, p - 1.0), (p, p), (p[:, :1] + 1.0, p)]
+
+
+@pytest.mark.parametrize("axis", [1, -1, 0])
+@pytest.mark.parametrize("case", range(5))
+def test_concat_of_transposed_dense_operands(axis: int, case: int) -> None:
+    """`xp.concat((p, p + 1.0), axis=1)` with `p` a transposed dense array raised
+    NormalFormError (ACCESS concordance); scipy's cumulative_simpson and savgol_filter."""
+    a = np.arange(6.0).reshape(2, 3)
+    ops, want_ops = _concat_cases(xp.asarray(a).T)[case], _concat_cases(a.T)[case]
+    if axis == 0 and case == 4:
+        with pytest.raises(ValueError):
+            xp.concat(ops, axis=axis)
+        return
+    np.testing.assert_array_equal(np.asarray(xp.concat(ops, axis=axis)),
+                                  np.concatenate(want_ops, axis=axis))
+
+
+def test_concat_of_transposed_3d_and_ones() -> None:
+    p = xp.asarray(np.ones((2, 3)))
+    np.testing.assert_array_equal(np.asarray(xp.concat((p.T, p.T + 1.0), axis=1)),
+                                  np.concatenate((np.ones((3, 2)), np.full((3, 2), 2.0)), 1))
+    b = np.arange(24.0).reshape(2, 3, 4)
+    q = xp.permute_dims(xp.asarray(b), (2, 0, 1))
+    bt = b.transpose(2, 0, 1)
+    for axis in (0, 1, 2):
+        np.testing.assert_array_equal(np.asarray(xp.concat((q, q * 2.0 + 1.0), axis=axis)),
+                                      np.concatenate((bt, bt * 2.0 + 1.0), axis=axis))
