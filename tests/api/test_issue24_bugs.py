@@ -84,3 +84,31 @@ def test_concat_of_transposed_3d_and_ones() -> None:
     for axis in (0, 1, 2):
         np.testing.assert_array_equal(np.asarray(xp.concat((q, q * 2.0 + 1.0), axis=axis)),
                                       np.concatenate((bt, bt * 2.0 + 1.0), axis=axis))
+
+
+_POW_CASES = [([1, 2], [2, 3]), ([1, 2], [1, 2]), ([0, 3, 5], [1, 2, 1]), ([], [])]
+
+
+@pytest.mark.parametrize(("base", "exp"), _POW_CASES)
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.uint8])
+def test_integer_power_of_shifted_dense_exponent(base: list[int], exp: list[int],
+                                                 dtype: Any) -> None:
+    """`xp.asarray([1, 2]) ** (xp.asarray([2, 3]) - 1)` raised at build time: the nominal
+    fill `0 ** -1` of dense operands was computed in integers."""
+    b, e = np.asarray(base, dtype), np.asarray(exp, dtype)
+    got = xp.asarray(b) ** (xp.asarray(e) - 1)
+    want = b ** (e - dtype(1))
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(np.asarray(got), want)
+
+
+def test_integer_power_negative_stored_exponent_raises_as_numpy() -> None:
+    with pytest.raises(ValueError, match="negative integer powers"):
+        np.asarray([1, 2]) ** np.asarray([-1, 2])
+    with pytest.raises(ValueError, match="negative integer powers"):
+        np.asarray(xp.asarray([1, 2]) ** xp.asarray([-1, 2]))
+    # sparse operands whose implicit regions meet where the exponent's fill is -1
+    x = xp.asarray(np.array([[1, 0], [2, 0]]), format="csr")
+    y = xp.asarray(np.array([[2, 0], [3, 1]]), format="csr") - 1
+    with pytest.raises(ValueError, match="negative integer powers"):
+        np.asarray(x ** y)
