@@ -112,3 +112,26 @@ def test_integer_power_negative_stored_exponent_raises_as_numpy() -> None:
     y = xp.asarray(np.array([[2, 0], [3, 1]]), format="csr") - 1
     with pytest.raises(ValueError, match="negative integer powers"):
         np.asarray(x ** y)
+
+
+_FORMATS = [(1.5, "g"), (1.5, ""), (1.5, ".3f"), (3, "x"), (3, "05d"), (True, ""),
+            (1 + 2j, ".2f"), (np.float32(0.1), ".10f"), (np.nan, "g"), (-0.0, "+.1e")]
+
+
+@pytest.mark.parametrize(("value", "spec"), _FORMATS)
+def test_format_of_0d_arrays_matches_numpy(value: Any, spec: str) -> None:
+    """`format(xp.asarray(1.5), "g")` raised TypeError: a 0-d array formats its scalar."""
+    a = np.asarray(value)
+    assert format(xp.asarray(a), spec) == format(a, spec)
+    assert f"{xp.asarray(a) * 1:{spec}}" == f"{a * 1:{spec}}"
+
+
+@pytest.mark.parametrize("shape", [(2,), (0,), (2, 3)])
+def test_format_of_nd_arrays_matches_numpy(shape: tuple[int, ...]) -> None:
+    a = np.arange(float(np.prod(shape))).reshape(shape)
+    assert format(xp.asarray(a)) == format(a)
+    assert format(xp.asarray(a), "") == str(a)
+    with pytest.raises(TypeError):
+        format(xp.asarray(a), "g")
+    with pytest.raises(TypeError):
+        format(a, "g")
