@@ -135,3 +135,28 @@ def test_format_of_nd_arrays_matches_numpy(shape: tuple[int, ...]) -> None:
         format(xp.asarray(a), "g")
     with pytest.raises(TypeError):
         format(a, "g")
+
+
+_DEEP = (2,) + (1,) * 19 + (2,)  # 21 axes: one loop each, plus the broadcast's
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int32, np.bool_, np.complex128])
+def test_kernel_of_21_nested_loops_runs(dtype: Any) -> None:
+    """A fused kernel of a loop per axis of a 21-d array is more than Python compiles
+    ("too many statically nested blocks"): all-dense ones run on NumPy at any size."""
+    a = (np.arange(4).reshape(_DEEP) % 3).astype(dtype)
+    b = (np.arange(2**21).reshape((2,) * 21) % 5).astype(dtype)
+    x, y = xp.asarray(a), xp.asarray(b)
+    np.testing.assert_array_equal(np.asarray(x + y), a + b)
+    np.testing.assert_array_equal(np.asarray(xp.sum(x * y, axis=(0, 20))),
+                                  np.sum(a * b, axis=(0, 20)))
+    np.testing.assert_array_equal(np.asarray(xp.sum(x + y)), np.sum(a + b))
+
+
+def test_sparse_kernel_too_deep_is_a_clear_error() -> None:
+    n = 12  # a sparse 12-d operand times a broadcast one: 22 nested loops
+    s = xp.asarray(np.ones((2,) * n), format="coo")
+    d = xp.asarray(np.ones((2,) + (1,) * (n - 2) + (2,)))
+    with pytest.raises(NotImplementedError, match="nested"):
+        np.asarray(s * d)
+    np.testing.assert_array_equal(np.asarray(s * 2.0), np.full((2,) * n, 2.0))
