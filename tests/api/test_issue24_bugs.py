@@ -160,3 +160,46 @@ def test_sparse_kernel_too_deep_is_a_clear_error() -> None:
     with pytest.raises(NotImplementedError, match="nested"):
         np.asarray(s * d)
     np.testing.assert_array_equal(np.asarray(s * 2.0), np.full((2,) * n, 2.0))
+
+
+_SIX = (10, 10, 10, 10, 10, 10)
+
+
+@pytest.mark.parametrize("kind", ["numpy", "lazy", "compare", "values", "empty"])
+def test_boolean_mask_setitem_on_6d_zeros(kind: str) -> None:
+    """`x[mask] = v` on a 6-d `xp.zeros` array raised "iterator is too large": the
+    coordinate proxy had the product of the mask's nonzero() sizes as its shape."""
+    a = np.zeros(_SIX)
+    m = np.arange(a.size).reshape(_SIX) % 3 == 0
+    if kind == "empty":
+        m[...] = False
+    x = xp.zeros(_SIX)
+    if kind == "compare":
+        x[x == 0] = 3.0
+        a[a == 0] = 3.0
+    elif kind == "values":
+        x[xp.asarray(m)] = xp.arange(int(m.sum()), dtype=xp.float64)
+        a[m] = np.arange(m.sum())
+    else:
+        x[xp.asarray(m) if kind == "lazy" else m] = 2.0
+        a[m] = 2.0
+    np.testing.assert_array_equal(np.asarray(x), a)
+    np.testing.assert_array_equal(np.asarray(x[m]), a[m])
+
+
+@pytest.mark.parametrize("fmt", ["dense", "coo"])
+def test_partial_masks_and_index_arrays_on_6d(fmt: str) -> None:
+    shape = (4, 3, 5, 2, 3, 4)
+    rng = np.random.default_rng(7)
+    a = np.where(rng.random(shape) < 0.3, rng.integers(1, 9, shape), 0).astype(float)
+    m3 = rng.random(shape[:3]) < 0.5
+    keys = [(m3, ...), (slice(None), m3[0]), (..., np.array([0, 2, 2]), slice(1, 3)),
+            (np.array([1, 0]), slice(None), np.array([[4], [2]]), 0),
+            (0, slice(None), m3[0, 0], None, np.array([1, 1]))]
+    for key in keys:
+        b = a.copy()
+        x = xp.asarray(a) if fmt == "dense" else xp.asarray(a, format=fmt)
+        np.testing.assert_array_equal(np.asarray(x[key]), a[key])
+        x[key] = -1.0
+        b[key] = -1.0
+        np.testing.assert_array_equal(np.asarray(x), b)
