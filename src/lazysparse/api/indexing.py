@@ -73,7 +73,7 @@ def normalize_key(key: Any, shape: tuple[int, ...]) -> list[Any]:
         raise IndexError(f"too many indices for array: array is {len(shape)}-dimensional, "
                          f"but {used} were indexed")
     if n_ell:
-        i = items.index(Ellipsis)
+        i = next(j for j, k in enumerate(items) if k is Ellipsis)
         items[i:i + 1] = [slice(None)] * (len(shape) - used)
     else:
         items += [slice(None)] * (len(shape) - used)

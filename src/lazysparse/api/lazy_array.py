@@ -496,6 +496,15 @@ class LazyArray(NumpyMethods):
             return repr(self)
         return str(t.to_numpy())
 
+    def __format__(self, spec: str) -> str:
+        """NumPy's ``format``: a 0-d array formats its scalar (``f"{x:.3g}"``); an empty
+        spec is ``str``; any other spec on an n-d array is a TypeError."""
+        if self.ndim == 0:
+            return format(self._scalar("format")[()], spec)
+        if spec:
+            raise TypeError("unsupported format string passed to LazyArray.__format__")
+        return str(self)
+
     def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
                    copy: bool | None = None) -> Any:
         kwargs: dict[str, Any] = {}

@@ -43,13 +43,35 @@ def selection(items: list[Any], shape: tuple[int, ...]) -> tuple[np.ndarray, tup
     coords = np.empty((len(shape), 0), np.int64)
     sel_shape: tuple[int, ...] = ()
     for axis, table in enumerate(lookups):
+        proxy, axis_key = _key_for_axis(axis, reduced, key)
         along = table.reshape([-1 if j == axis else 1 for j in range(len(shape))])
-        picked = np.broadcast_to(along, reduced)[key]
+        picked = np.broadcast_to(along, proxy)[axis_key]
         if axis == 0:
             sel_shape = picked.shape
             coords = np.empty((len(shape), picked.size), np.int64)
         coords[axis] = picked.reshape(-1)
     return coords, sel_shape
+
+
+def _key_for_axis(axis: int, reduced: tuple[int, ...], key: tuple[Any, ...]
+                  ) -> tuple[tuple[int, ...], tuple[Any, ...]]:
+    """The proxy shape and key that give ``axis``'s coordinates: every other axis indexed
+    by an array is a size-1 proxy read at 0 (the array's shape kept, so NumPy places the
+    result the same way), so the proxy's extent stays near the selection's size (the
+    product of all index arrays' sizes overflows NumPy's iterator: a 6-d mask)."""
+    proxy = list(reduced)
+    out: list[Any] = []
+    j = 0
+    for k in key:
+        if k is None or (isinstance(k, np.ndarray) and k.dtype == np.bool_):
+            out.append(k)
+            continue
+        if j != axis and isinstance(k, np.ndarray):
+            proxy[j] = 1
+            k = np.broadcast_to(np.intp(0), k.shape)
+        out.append(k)
+        j += 1
+    return tuple(proxy), tuple(out)
 
 
 def _selection_size(items: list[Any], shape: tuple[int, ...]) -> int:

@@ -7,6 +7,7 @@ constants, which are passed as arguments. Small all-dense kernels run on NumPy i
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -212,7 +213,38 @@ def choose_runner(info: KernelInfo, data: QueryData, *, allow_numpy: bool = True
         return None, run_run_length
     if is_relayout(info):
         return None, run_relayout
-    return cached_kernel(info, data), None
+    k = cached_kernel(info, data)
+    if compiles(k.source):
+        return k, None
+    # Python refuses more than 20 nested blocks in a function (a loop per axis of a ~20-d
+    # array): NumPy runs an all-dense kernel at any size; nothing runs a sparse one
+    if numpy_eligible(info, data, any_size=True):
+        return None, _numpy
+    raise NotImplementedError(
+        f"a kernel of {len(info.loop_order)} nested loops is more than Python compiles "
+        f"(too many statically nested blocks); compute the sparse operands with fewer "
+        f"dimensions (reshape) or as dense arrays")
+
+
+# Python's limit on statically nested blocks in one function (CPython's CO_MAXBLOCKS)
+MAX_NESTED_BLOCKS = 20
+
+
+@functools.lru_cache(maxsize=1024)
+def compiles(source: str) -> bool:
+    """Whether Python compiles a generated module: False only for ``too many statically
+    nested blocks`` (an indentation deeper than the limit is compiled to find out)."""
+    depth = max(((len(ln) - len(ln.lstrip(" "))) // 4 for ln in source.splitlines()
+                 if ln.strip()), default=0)
+    if depth - 1 <= MAX_NESTED_BLOCKS:  # the ``def`` body's level is not a block
+        return True
+    try:
+        compile(source, "<lazysparse kernel>", "exec")
+    except SyntaxError as exc:
+        if "too many statically nested blocks" in str(exc):
+            return False
+        raise
+    return True
 
 
 def compile_query(query: Query, env: dict[Alias, Any]) -> Kernel:

@@ -86,14 +86,16 @@ def reducer_for(op: Operator, acc_dtype: np.dtype, arg_dtype: np.dtype) -> Reduc
     return UfuncReducer(fn)
 
 
-def numpy_eligible(info: KernelInfo, data: QueryData) -> bool:
+def numpy_eligible(info: KernelInfo, data: QueryData, *, any_size: bool = False) -> bool:
     """Whether a kernel is small and all-dense enough to run on NumPy, with a reduction
-    (if any) NumPy folds in one call."""
+    (if any) NumPy folds in one call (``any_size``: whatever its iteration count, for a
+    kernel the compiled backend cannot build)."""
     if not all(lv.located for op in info.operands for lv in op.levels):
         return False
     if not all(p.full for p in info.out_spec.level_properties()):
         return False
-    if math.prod(data.extents[f] for f in info.loop_order) > NUMPY_MAX_ITERATIONS:
+    if not any_size and math.prod(data.extents[f] for f in info.loop_order) > \
+            NUMPY_MAX_ITERATIONS:
         return False
     return info.reduce_op is None or reducer_for(
         info.reduce_op, info.acc_dtype, info.expr.dtype) is not None  # type: ignore[attr-defined]
