@@ -77,3 +77,15 @@ def test_densify_error_names_to_scipy(pair) -> None:
         assert "x.tocsr()" in str(info.value.__cause__)
         out = x.tocsr()  # no densify limit: shares the stored arrays
     assert out.nnz == a.nnz
+
+
+def test_to_pydata_keeps_fill_value() -> None:
+    sparse = pytest.importorskip("sparse")
+    x = xp.asarray(sp.csr_array(np.array([[0.0, 2.0], [0.0, 0.0]]))) + 1.0  # fill value 1
+    out = x.to_pydata()
+    assert isinstance(out, sparse.COO) and out.fill_value == 1.0
+    np.testing.assert_array_equal(out.todense(), [[1.0, 3.0], [1.0, 1.0]])
+    g = xp.asarray(np.zeros((2, 3, 2))).to_pydata("gcxs")
+    assert isinstance(g, sparse.GCXS) and g.shape == (2, 3, 2)
+    with pytest.raises(ValueError, match="'coo' or 'gcxs'"):
+        x.to_pydata("csr")

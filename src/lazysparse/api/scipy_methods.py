@@ -6,7 +6,8 @@
 ``.trace()`` and ``.dot``. Each product here is one lazy matmul computed into NumPy, so
 repeated calls reuse one cached compiled kernel. The conversions are the names pydata/sparse
 and scipy users reach for (``todense``, ``toarray``, ``tocsr``, ``tocsc``, ``tocoo``,
-``to_scipy``): scipy results share the stored arrays, NumPy results obey the densify limit.
+``to_scipy``, ``to_pydata``): scipy results share the stored arrays, NumPy results obey
+the densify limit.
 """
 
 from __future__ import annotations
@@ -86,6 +87,11 @@ class ScipyMethods:
             raise ValueError(f"to_scipy: a 1-D array converts to format 'coo' only, got "
                              f"{format!r}")
         return self.tensor().to_scipy("coo" if self.ndim == 1 else format)  # type: ignore[attr-defined]
+
+    def to_pydata(self, format: str = "coo") -> Any:  # noqa: A002
+        """A pydata ``sparse`` array (``"coo"`` or ``"gcxs"``, any ndim) keeping the fill
+        value (needs the optional ``sparse`` package)."""
+        return self.tensor().to_pydata(format)  # type: ignore[attr-defined]
 
     def tocsr(self) -> sp.csr_array:
         """A ``scipy.sparse.csr_array`` (2-D, fill value 0)."""
