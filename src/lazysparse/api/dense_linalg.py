@@ -78,10 +78,10 @@ def solve(x1: Any, x2: Any, /) -> LazyArray:
     A sparse 2-D ``x1`` (fill value 0) with ``x2`` of shape ``(n,)`` or ``(n, k)`` is
     factorized sparsely (``api/sparse_solve.py``, SuperLU cached per computed matrix); other
     inputs (dense, batched, broadcast) densify and call ``numpy.linalg.solve``."""
-    x2 = check_array(x2, "solve", "x2")
-    check_kind(x2, "numeric", "solve", "x2")
     x1c = check_array(x1, "solve")
     check_kind(x1c, "numeric", "solve")
+    x2 = check_array(x2, "solve", "x2")
+    check_kind(x2, "numeric", "solve", "x2")
     if sparse_solve.applies(x1c, x2):
         return sparse_solve.solve(x1c, x2)
     x1, a = _matrix(x1c, "solve", square=True)
