@@ -96,3 +96,15 @@ def test_protocol_rejects_non_matrices() -> None:
     m = xp.asarray(np.eye(3))
     with pytest.raises(ValueError, match="2-D operand"):
         m.matmat(np.ones(3))
+
+
+def test_eigs_and_lobpcg(mats) -> None:
+    a, la, _ = mats
+    w = spla.eigs(la, k=3, which="LM", return_eigenvectors=False)
+    ref = spla.eigs(a, k=3, which="LM", return_eigenvectors=False)
+    np.testing.assert_allclose(np.sort(w.real), np.sort(ref.real), rtol=1e-10)
+    x0 = np.random.default_rng(0).standard_normal((N, 2))
+    # lobpcg multiplies with ``A @ X`` (a lazy array): hand it the LinearOperator
+    lam, _ = spla.lobpcg(spla.aslinearoperator(la), x0, tol=1e-10, maxiter=500, largest=True)
+    np.testing.assert_allclose(np.sort(lam), np.sort(np.linalg.eigvalsh(a.toarray()))[-2:],
+                               rtol=1e-7)
