@@ -89,3 +89,10 @@ def test_to_pydata_keeps_fill_value() -> None:
     assert isinstance(g, sparse.GCXS) and g.shape == (2, 3, 2)
     with pytest.raises(ValueError, match="'coo' or 'gcxs'"):
         x.to_pydata("csr")
+
+
+def test_dense_densify_error_has_no_scipy_hint() -> None:
+    x = xp.asarray(np.ones((20, 20)))
+    with set_densify_limit(64), pytest.raises(DensifyError) as info:
+        np.asarray(x)
+    assert "tocsr" not in str(info.value)

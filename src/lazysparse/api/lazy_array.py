@@ -395,9 +395,12 @@ class LazyArray(NumpyMethods, ScipyMethods):
         return self.stored().nnz
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        t = self.tensor()
         try:
-            out = self.tensor().to_numpy()
+            out = t.to_numpy()
         except DensifyError as e:
+            if all(lv.kind == "dense" for lv in t.levels):
+                raise
             raise DensifyError(f"{e} For a sparse scipy copy without densifying (not "
                                f"scipy.sparse.csr_array(x)), use xp.to_scipy(x) or x.tocsr()."
                                ) from None
