@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from lazysparse.api import eager
+from lazysparse.api import eager, sparse_solve
 from lazysparse.api.lazy_array import LazyArray
 from lazysparse.api.plans import check_array, check_kind, reduction_is_dense
 from lazysparse.logic import dtypes as _dt
@@ -73,10 +73,18 @@ def inv(x: Any, /) -> LazyArray:
 
 
 def solve(x1: Any, x2: Any, /) -> LazyArray:
-    """Solution of ``x1 @ out = x2`` (a 1-D ``x2`` is a vector, as the standard says)."""
-    x1, a = _matrix(x1, "solve", square=True)
+    """Solution of ``x1 @ out = x2`` (a 1-D ``x2`` is a vector, as the standard says).
+
+    A sparse 2-D ``x1`` (fill value 0) with ``x2`` of shape ``(n,)`` or ``(n, k)`` is
+    factorized sparsely (``api/sparse_solve.py``, SuperLU cached per computed matrix); other
+    inputs (dense, batched, broadcast) densify and call ``numpy.linalg.solve``."""
+    x1c = check_array(x1, "solve")
+    check_kind(x1c, "numeric", "solve")
     x2 = check_array(x2, "solve", "x2")
     check_kind(x2, "numeric", "solve", "x2")
+    if sparse_solve.applies(x1c, x2):
+        return sparse_solve.solve(x1c, x2)
+    x1, a = _matrix(x1c, "solve", square=True)
     b = eager.to_numpy(x2, "solve")
     dt = np.result_type(a.dtype, b.dtype if b.dtype.kind not in "iub" else a.dtype)
     a, b = a.astype(dt), b.astype(dt)

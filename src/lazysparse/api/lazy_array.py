@@ -18,6 +18,8 @@ import numpy as np
 from lazysparse.api import execution, held_values, memo, numpy_dispatch, numpy_functions
 from lazysparse.api.building import fresh_fields
 from lazysparse.api.numpy_methods import NumpyMethods
+from lazysparse.api.scipy_methods import ScipyMethods
+from lazysparse.formats.config import DensifyError
 from lazysparse.logic.inference import infer_region
 from lazysparse.logic.nodes import Aggregate, Alias, Immediate, Subquery, Table
 
@@ -181,9 +183,10 @@ def _known_region(node: Any) -> tuple[Any, bool] | None:
     return None
 
 
-class LazyArray(NumpyMethods):
+class LazyArray(NumpyMethods, ScipyMethods):
     """A lazily evaluated (possibly sparse) array of the lazysparse namespace (plus the
-    ndarray methods of ``api/numpy_methods.py`` that NumPy-based libraries such as Dask call)."""
+    ndarray methods of ``api/numpy_methods.py`` that NumPy-based libraries such as Dask call,
+    and scipy's linear-operator protocol and conversions of ``api/scipy_methods.py``)."""
 
     __slots__ = ("_expr", "_shape", "_dtype", "_fill_value", "_device", "_format",
                  "_requested_format", "_result", "_update", "_depth", "_size", "_epoch",
@@ -392,7 +395,15 @@ class LazyArray(NumpyMethods):
         return self.stored().nnz
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
-        out = self.tensor().to_numpy()
+        t = self.tensor()
+        try:
+            out = t.to_numpy()
+        except DensifyError as e:
+            if all(lv.kind == "dense" for lv in t.levels):
+                raise
+            raise DensifyError(f"{e} For a sparse scipy copy without densifying (not "
+                               f"scipy.sparse.csr_array(x)), use xp.to_scipy(x) or x.tocsr()."
+                               ) from None
         if dtype is not None:
             out = out.astype(dtype, copy=False)
         return out
