@@ -233,3 +233,16 @@ def test_hypersparse_rows_in_a_capped_process() -> None:
                          timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.strip().endswith("ok")
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc", "coo"])
+@pytest.mark.parametrize("shape", [(40, 1), (1, 40), (1, 1)])
+def test_integer_on_a_length_one_axis_drops_it(fmt: str, shape: tuple[int, int]) -> None:
+    """``a[:, 0]`` of a column vector: the integer drops the axis even where it spans the
+    whole (length-1) axis."""
+    m = sp.random_array(shape, density=0.5, format=fmt, random_state=3)
+    a, dense = xp.asarray(m), m.toarray()
+    for key in ((slice(None), 0), (0, slice(None)), (-1, slice(None)), (slice(None), -1)):
+        got = a[key]
+        assert got.shape == dense[key].shape
+        np.testing.assert_array_equal(np.asarray(got), dense[key])

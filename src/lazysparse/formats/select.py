@@ -386,7 +386,7 @@ def select(t: Tensor, picks: Sequence[Pick]) -> Tensor | None:
     for k, (level, axis) in enumerate(zip(t.levels, t.mode_order, strict=True)):
         pick = picks[axis]
         if k == t.ndim - 1 and walk.one_each and isinstance(level, Compressed) and \
-                _as_range(pick, level.size) == range(level.size):
+                not isinstance(pick, int) and _as_range(pick, level.size) == range(level.size):
             values = _whole_segments(out, level, walk.src, t.values)
             break
         # the last kept compressed level copies values, not positions
