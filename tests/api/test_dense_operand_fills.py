@@ -256,3 +256,24 @@ def test_zero_d_thresholds_keep_the_pattern(spell: str) -> None:
     assert scaled.dtype == want and scaled.format != "dense"
     np.testing.assert_allclose(np.asarray(scaled), xs.toarray().astype(want) * t_np,
                                rtol=1e-6)
+
+
+def test_fused_product_keeps_its_pattern_inside_a_division(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hypothesis's example: ``D1 < (C1 * C2) / D0`` fused in one kernel. Where ``C2``
+    stores and ``C1`` does not, the product is implicit (its pattern is the intersection),
+    so the division's implicit numerator annihilates ``0 / 0`` to 0, as the reference
+    interpreter says, not NaN."""
+    D1 = xp.asarray(np.array([[0.0, -2.0, 0.0]]))
+    C1 = xp.asarray(sp.coo_array(np.zeros((3, 3))))
+    C2 = xp.asarray(sp.coo_array(np.array([[0, 0, 0], [0, 0, 0], [0, 0.5, 0]])))
+    D0 = xp.asarray(np.zeros((3, 3)))
+
+    def run() -> np.ndarray:
+        with np.errstate(all="ignore"):
+            return np.asarray(xp.compute(xp.less(D1, xp.divide(xp.multiply(C1, C2), D0))))
+
+    got = run()
+    np.testing.assert_array_equal(got, np.tile([[False, True, False]], (3, 1)))
+    monkeypatch.setenv("LAZYSPARSE_EXECUTOR", "reference")
+    np.testing.assert_array_equal(got, run())

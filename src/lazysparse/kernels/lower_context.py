@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from typing import Any
 
 import numpy as np
 
@@ -145,8 +146,9 @@ class LowerContext:
 
     def holds_data(self, node: PNode, st: State) -> Expr | bool:
         """Whether ``node`` holds data here (True: always; False: never, a constant): a
-        dense operand always, a sparse one where it stores an entry, a map where any of
-        its arguments does."""
+        dense operand always, a sparse one where it stores an entry, a map where all its
+        annihilating arguments do (their patterns' intersection, the fill rule) or else
+        where any of its arguments does."""
         match node:
             case PAccess(slot=s):
                 o = st.ops[s]
@@ -159,6 +161,15 @@ class LowerContext:
             case PConst():
                 return False
             case PApply(args=args):
+                if self._annihilator(node) is not None:  # data where they all store
+                    both: Expr | bool = True
+                    for i in node.annihilates:
+                        h = self.holds_data(args[i], st)
+                        if h is False:
+                            return False
+                        if h is not True:
+                            both = h if both is True else Bin("and", both, h)  # type: ignore
+                    return both
                 out: Expr | bool = False
                 for a in args:
                     h = self.holds_data(a, st)
@@ -169,18 +180,29 @@ class LowerContext:
                 return out
         return True
 
+    @staticmethod
+    def _annihilator(node: PApply) -> Any:
+        """The value an implicit annihilating argument of ``node`` forces (the fill rule),
+        or None where the kernels do not apply it (no such argument, complex results,
+        non-finite annihilators)."""
+        if not node.annihilates:
+            return None
+        i = node.annihilates[0]
+        z = node.op.annihilator_at(i, node.operand_dtypes[i])
+        if z is None or np.dtype(node.dtype).kind == "c" or (
+                isinstance(z, float | np.floating) and not np.isfinite(z)):
+            return None
+        return z
+
     def _annihilated(self, node: PApply, st: State, value: Expr) -> Expr:
         """``value``, or the annihilator where an annihilating argument stores nothing and
         another argument holds data (the fill rule: ``0 * inf`` is 0 and ``0 * -2`` is +0
         where ``S`` stores nothing, as co-iteration computes where it skips the entry;
         where no argument holds data the value stays ``op(fills)``, IEEE)."""
-        if not node.annihilates:
+        z = self._annihilator(node)
+        if z is None:
             return value
         i = node.annihilates[0]
-        z = node.op.annihilator_at(i, node.operand_dtypes[i])
-        if z is None or np.dtype(node.dtype).kind == "c" or (
-                isinstance(z, float | np.floating) and not np.isfinite(z)):
-            return value
         mine = self.holds_data(node.args[i], st)
         if mine is True:
             return value
