@@ -13,15 +13,12 @@ Not a test: ``python benchmarks/bench_transpose.py [--n N --per-row K --repeat R
 from __future__ import annotations
 
 import argparse
-import gc
-import statistics
-import time
-import tracemalloc
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
+from bench_timing import extra_peak, paired_times
 
 import lazysparse as xp
 from lazysparse import formats
@@ -37,41 +34,6 @@ class Case:
     ours: Callable[[], object]
     theirs: Callable[[], object]
     check: Callable[[object, object], None]
-
-
-def _seconds(fn: Callable[[], object]) -> float:
-    """Wall time of one call; the result is dropped before returning (so a lazysparse
-    result is never memoized for the next call)."""
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
-
-
-def paired_times(ours: Callable[[], object], theirs: Callable[[], object], repeat: int
-                 ) -> tuple[float, float, float]:
-    """Median times of both, and the median per-pair ratio; runs alternate order."""
-    a, b = [], []
-    for i in range(repeat):
-        first, second = (ours, theirs) if i % 2 == 0 else (theirs, ours)
-        t1, t2 = _seconds(first), _seconds(second)
-        ta, tb = (t1, t2) if i % 2 == 0 else (t2, t1)
-        a.append(ta)
-        b.append(tb)
-    ratio = statistics.median(x / y for x, y in zip(a, b, strict=True))
-    return statistics.median(a), statistics.median(b), ratio
-
-
-def extra_peak(fn: Callable[[], object]) -> float:
-    """Peak bytes allocated above the starting point while ``fn`` runs, result included."""
-    gc.collect()
-    tracemalloc.start()
-    try:
-        out = fn()
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    del out
-    return float(peak)
 
 
 def random_csr(n: int, per_row: int, seed: int) -> sp.csr_matrix:
@@ -171,7 +133,7 @@ def main() -> None:
           f"{'ours MiB':>9s} {'base MiB':>9s} {'mem x':>6s}")
     for case in cases:
         case.check(case.ours(), case.theirs())  # also the warm-up (JIT, page faults)
-        t_ours, t_base, ratio = paired_times(case.ours, case.theirs, args.repeat)
+        t_ours, t_base, ratio, _ = paired_times(case.ours, case.theirs, args.repeat)
         m_ours, m_base = extra_peak(case.ours), extra_peak(case.theirs)
         # a view allocates (almost) nothing on either side: no memory ratio to speak of
         mem = f"{m_ours / m_base:6.2f}" if m_base >= 0.1 * MiB else f"{'n/a':>6s}"
