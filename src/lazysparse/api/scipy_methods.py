@@ -12,12 +12,14 @@ the densify limit.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from lazysparse.api.numpy_dispatch import _NS
+
+if TYPE_CHECKING:  # scipy loads with the first conversion, not with ``import lazysparse``
+    import scipy.sparse as sp
 
 
 def _matrix(x: Any, what: str) -> None:

@@ -14,7 +14,6 @@ import weakref
 from typing import Any
 
 import numpy as np
-import scipy.sparse.linalg as spla
 
 from lazysparse.api import eager
 from lazysparse.api.lazy_array import LazyArray
@@ -66,6 +65,9 @@ def factorization(x1: LazyArray, dtype: np.dtype) -> Any:
         _FACTORS[key] = entry
     lu = entry[2].get(dtype)
     if lu is None:
+        # scipy.sparse.linalg loads with the first sparse solve, not ``import lazysparse``
+        import scipy.sparse.linalg as spla
+
         a = t.to_scipy("csc").astype(dtype)
         try:
             lu = spla.splu(a)
