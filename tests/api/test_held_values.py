@@ -12,6 +12,7 @@ import scipy.sparse as sp
 
 import lazysparse as xp
 from lazysparse.api import memo
+from lazysparse.api.held_values import _uncomputed_history
 from lazysparse.logic.nodes import Aggregate, Plan
 from lazysparse.logic.traversal import walk
 
@@ -200,3 +201,19 @@ def test_sparse_held_product_read_row_by_row_is_kept(count_executions: list[obje
         assert S.result is not None
     products = [p for p in count_executions if _aggregates(p)]
     assert len(products) == 1
+
+
+def test_history_behind_a_kept_result_is_not_run() -> None:
+    """A plan reads a computed value, not the history behind it: the search for held
+    values stops at a kept result (its old expression's arrays are no candidates)."""
+    v = xp.asarray(np.arange(6.0))
+    t = v * 2.0  # held, read once: left fused when w is computed
+    w = xp.exp(t) + 0.0
+    s = w * 3.0  # built before w is computed: reads w's old expression
+    old_w = w._expr
+    xp.compute(w)
+    assert t.result is None
+    hist = _uncomputed_history([s._expr.arg])
+    assert id(old_w) not in hist.nodes and id(t._expr) not in hist.nodes
+    assert hist.largest == 6  # w's stored result, the input the plan reads
+    assert float(xp.sum(s)) == pytest.approx(3 * np.exp(np.arange(6.0) * 2).sum())

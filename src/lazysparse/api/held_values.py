@@ -124,18 +124,24 @@ def _uncomputed_history(roots: list[LogicNode]) -> _History:
             hist.reads[k] = hist.reads.get(k, 0) + 1
             if hist.reads[k] > 1:
                 continue
-            if isinstance(n.arg, Table) or memoized(n.lhs) is not None:
-                stack.append(n.arg)  # only to measure a stored leaf
+            stored = n.arg.tns.val if isinstance(n.arg, Table) else memoized(n.lhs)
+            if stored is not None:  # the plan reads this tensor, not its old history
+                hist.largest = max(hist.largest, _entries(stored))
                 continue
             hist.nodes[k] = n
             stack.append(n.arg)
         elif id(n) not in seen:
             seen.add(id(n))
             if isinstance(n, Table):
-                hist.largest = max(hist.largest, int(getattr(n.tns.val, "nnz", 0)))
+                hist.largest = max(hist.largest, _entries(n.tns.val))
             else:
                 stack.extend(n.children)
     return hist
+
+
+def _entries(tensor: object) -> int:
+    """The entries a stored input holds (its size when dense)."""
+    return int(getattr(tensor, "nnz", 0))
 
 
 def _is_reduction(node: LogicNode) -> bool:
