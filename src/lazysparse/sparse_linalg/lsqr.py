@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -25,9 +25,8 @@ from lazysparse.sparse_linalg.operators import (
 )
 
 
-@dataclass(frozen=True)
-class LsqrResult:
-    """scipy's ``lsqr`` result fields (unpacks as its 10-tuple)."""
+class LsqrResult(NamedTuple):
+    """scipy's ``lsqr`` result (a 10-tuple), with its fields named."""
 
     x: LazyArray
     istop: int
@@ -39,16 +38,6 @@ class LsqrResult:
     arnorm: float
     xnorm: float
     var: LazyArray
-
-    def __iter__(self) -> Any:
-        return iter((self.x, self.istop, self.itn, self.r1norm, self.r2norm, self.anorm,
-                     self.acond, self.arnorm, self.xnorm, self.var))
-
-    def __getitem__(self, i: Any) -> Any:
-        return tuple(self)[i]
-
-    def __len__(self) -> int:
-        return 10
 
 
 def _sym_ortho(a: float, b: float) -> tuple[float, float, float]:
