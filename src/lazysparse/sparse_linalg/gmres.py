@@ -7,8 +7,11 @@ shape for every step (the same compiled kernels at every step). Orthogonalizatio
 classical Gram–Schmidt run twice (CGS2: as stable as modified Gram–Schmidt, with two
 matrix–vector products per pass instead of ``j`` dot products; on the test problems the
 first pass cancels most of the vector at nearly every step, so a conditional second pass
-saves nothing); a step is three ``xp.compute`` calls and one row write. The small Hessenberg least-squares problem (Givens rotations,
-the triangular solve) runs on the host in NumPy, as scipy's does.
+saves nothing); a step is three ``xp.compute`` calls and one row write (which today
+copies the whole basis: the copy-on-write check of ``x[i] = v`` sees references that
+the kernel caches keep to an array a compute has read). The small Hessenberg
+least-squares problem (Givens rotations, the triangular solve) runs on the host in NumPy,
+as scipy's does.
 """
 
 from __future__ import annotations
