@@ -154,6 +154,7 @@ def test_zero_rhs(name: str) -> None:
     assert info == info_r == 0
     np.testing.assert_array_equal(x, xr)
     np.testing.assert_array_equal(x, np.zeros(a.shape[0]))
+    assert native(a, b)[0].format == "dense"  # a solution is stored dense
 
 
 @pytest.mark.parametrize("name", list(SOLVERS))

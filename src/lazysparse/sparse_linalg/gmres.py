@@ -35,6 +35,7 @@ from lazysparse.sparse_linalg.operators import (
     start,
     tolerance,
     xp,
+    zeros,
 )
 
 CALLBACK_TYPES = ("pr_norm", "x")
@@ -85,8 +86,7 @@ class _Hessenberg:
 
 def _basis(m: int, n: int, like: LazyArray) -> LazyArray:
     """A zero dense ``(m + 1) x n`` basis, computed (rows are written in place)."""
-    zeros = xp.zeros((m + 1, n), dtype=like.dtype, device=like.device)
-    return xp.compute(xp.asformat(zeros, "dense"))
+    return xp.compute(zeros((m + 1, n), like))
 
 
 def _arnoldi_step(op: Operator, psolve: Vector | None, basis: LazyArray, v: LazyArray
@@ -121,7 +121,7 @@ def gmres(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: float = 0
     x = start(op, b, x0, "gmres")
     bnorm = norm(b)
     if bnorm == 0.0:
-        return xp.zeros_like(b), 0
+        return zeros(b.shape, b), 0
     tol = tolerance(bnorm, rtol, atol, "gmres")
     maxiter = iterations(maxiter, 10 * n, "gmres")
     m = max(1, min(int(restart) if restart is not None else 20, n))

@@ -26,6 +26,7 @@ from lazysparse.sparse_linalg.operators import (
     start,
     tolerance,
     xp,
+    zeros,
 )
 
 Callback = Callable[[LazyArray], Any] | None
@@ -43,7 +44,7 @@ def cg(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: float = 0.0,
     x = start(op, b, x0, "cg")
     bnorm = norm(b)
     if bnorm == 0.0:
-        return xp.zeros_like(b), 0
+        return zeros(b.shape, b), 0
     tol = tolerance(bnorm, rtol, atol, "cg")
     maxiter = iterations(maxiter, 10 * op.shape[0], "cg")
     r = b if x0 is None else b - op.matvec(x)
@@ -85,7 +86,7 @@ def bicgstab(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: float 
     x = start(op, b, x0, "bicgstab")
     bnorm = norm(b)
     if bnorm == 0.0:
-        return xp.zeros_like(b), 0
+        return zeros(b.shape, b), 0
     tol = tolerance(bnorm, rtol, atol, "bicgstab")
     maxiter = iterations(maxiter, 10 * op.shape[0], "bicgstab")
     eps2 = float(xp.finfo(b.dtype).eps) ** 2

@@ -22,6 +22,7 @@ from lazysparse.sparse_linalg.operators import (
     iterations,
     result_dtype,
     xp,
+    zeros,
 )
 
 
@@ -138,7 +139,7 @@ def lsqr(A: Any, b: Any, damp: float = 0.0, atol: float = 1e-6, btol: float = 1e
     iter_lim = iterations(iter_lim, 2 * n, "lsqr")
     eps = float(np.finfo(dtype).eps)
     ctol = 1.0 / conlim if conlim > 0 else 0.0
-    zeros_n = xp.zeros(n, dtype=dtype, device=op.device)
+    zeros_n = zeros(n, b)
     x = zeros_n if x0 is None else as_vector(x0, n, dtype, op.device, "x0", "lsqr")
     u = b if x0 is None else b - op.matvec(x)
     u, uu, bb = xp.compute(u, xp.vecdot(u, u), xp.vecdot(b, b))

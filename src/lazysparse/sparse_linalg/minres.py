@@ -21,6 +21,7 @@ from lazysparse.sparse_linalg.operators import (
     square_operator,
     start,
     xp,
+    zeros,
 )
 
 
@@ -121,10 +122,10 @@ def minres(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5,
     if beta1 < 0:
         raise ValueError("minres: indefinite preconditioner")
     if beta1 == 0 or float(bb) == 0:
-        return (xp.zeros_like(b) if float(bb) == 0 else x), 0
+        return (zeros(b.shape, b) if float(bb) == 0 else x), 0
     beta1 = math.sqrt(beta1)
     s = _Scalars(beta1, beta=beta1, phibar=beta1, rhs1=beta1)
-    w = w2 = xp.zeros_like(b)
+    w = w2 = zeros(b.shape, b)
     r2 = r1
     step: _Step | None = None
     for itn in range(1, maxiter + 1):

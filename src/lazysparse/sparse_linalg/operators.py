@@ -201,11 +201,17 @@ def _length(b: Any) -> int | None:
     return int(shape[0]) if len(shape) >= 1 else None
 
 
+def zeros(shape: int | tuple[int, ...], like: LazyArray) -> LazyArray:
+    """Dense zeros of ``like``'s dtype and device (``xp.zeros`` is stored sparse: a
+    solution or basis is dense)."""
+    return xp.asformat(xp.zeros(shape, dtype=like.dtype, device=like.device), "dense")
+
+
 def start(op: Operator, b: LazyArray, x0: Any, solver: str) -> LazyArray:
     """The initial guess: ``x0`` (checked, cast to ``b``'s dtype) or zeros."""
     n = op.shape[1]
     if x0 is None:
-        return xp.zeros(n, dtype=b.dtype, device=op.device)
+        return zeros(n, b)
     return as_vector(x0, n, b.dtype, op.device, "x0", solver)
 
 
