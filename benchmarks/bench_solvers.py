@@ -165,6 +165,53 @@ def breakdown(side: int, repeat: int = 50) -> None:
         print(f"| {name} | {1e6 * to:.0f} | {1e6 * tt:.0f} | {to / tt:.1f} |", flush=True)
 
 
+class Parts:
+    """Accumulates wall time into named parts: ``lap(name)`` charges the time since the
+    previous lap."""
+
+    def __init__(self) -> None:
+        self.totals: dict[str, float] = {}
+        self.last = time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.totals[name] = self.totals.get(name, 0.0) + now - self.last
+        self.last = now
+
+
+def cg_split(side: int, iters: int = 40) -> None:
+    """One CG iteration as the native ``cg`` runs it, timed in parts (ms per iteration):
+    building the lazy expressions, the two computes, reading the scalars."""
+    lap = laplacian_2d(side)
+    A = xp.asarray(lap)
+    b = xp.asarray(np.random.default_rng(0).standard_normal(lap.shape[0]))
+    for _ in range(2):  # the first run warms up
+        x = xp.asformat(xp.zeros(lap.shape[0]), "dense")
+        r, rr = xp.compute(b, xp.vecdot(b, b))
+        rr, rho_old, p = float(rr), 1.0, r
+        parts = Parts()
+        for it in range(iters):
+            parts.lap("other")
+            p = r if it == 0 else r + (rr / rho_old) * p
+            q = A @ p
+            pq = xp.vecdot(p, q)
+            parts.lap("build")
+            p, q, pq = xp.compute(p, q, pq)
+            parts.lap("compute")
+            alpha = rr / float(pq)
+            parts.lap("float")
+            xn, rn = x + alpha * p, r - alpha * q
+            dn = xp.vecdot(rn, rn)
+            parts.lap("build")
+            x, r, rrn = xp.compute(xn, rn, dn)
+            parts.lap("compute")
+            rho_old, rr = rr, float(rrn)
+            parts.lap("float")
+    print("\n| CG iteration part | ms/it |\n|---|---|")
+    for name in ("build", "compute", "float"):
+        print(f"| {name} | {1e3 * parts.totals[name] / iters:.2f} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--side", type=int, default=320)
@@ -198,6 +245,7 @@ def main() -> None:
               f"{first:.1f} |", flush=True)
     if not args.no_breakdown:
         breakdown(args.side)
+        cg_split(args.side, args.iters)
 
 
 if __name__ == "__main__":
