@@ -68,6 +68,17 @@ def test_lobpcg_float32() -> None:
     assert err <= max(2 * err_ref, 2e-4 * want.max()), (err, err_ref)
 
 
+def test_eigsh_v0_and_seed() -> None:
+    """A start vector near the top eigenvector is taken as the first column; the result
+    does not depend on it or on the seed beyond the tolerance."""
+    top = np.linalg.eigh(SPD.toarray())[1][:, -1]
+    a = xp.asarray(SPD)
+    w1, _ = xp.sparse_linalg.eigsh(a, k=2, v0=top + 1e-3, tol=1e-7, maxiter=400)
+    w2, _ = xp.sparse_linalg.eigsh(a, k=2, seed=5, tol=1e-7, maxiter=400)
+    np.testing.assert_allclose(w1, w2, rtol=1e-8)
+    np.testing.assert_allclose(w1, spla.eigsh(SPD, k=2, which="LA")[0], rtol=1e-8)
+
+
 def test_bad_input() -> None:
     x0 = np.ones((SPD.shape[0], 2))
     with pytest.raises(ValueError, match="generalized"):

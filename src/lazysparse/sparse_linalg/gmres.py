@@ -109,7 +109,8 @@ def gmres(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: float = 0
           ) -> tuple[LazyArray, int]:
     """Restarted GMRES: ``(x, info)``, ``info`` 0 when ``||b - A x|| <= max(atol, rtol
     ||b||)``, else ``maxiter`` (the cap on restart cycles, default ``10 n``). ``restart``
-    is the basis size (default 20); ``callback_type`` "pr_norm" (default) calls
+    is the basis size (default 20); ``callback_type`` "pr_norm" (default; scipy's
+    "legacy" is taken as "pr_norm", ``maxiter`` still counting cycles) calls
     ``callback(residual / ||b||)`` every inner step, "x" calls ``callback(x)`` per cycle."""
     op, b = square_operator(A, b, "gmres")
     n = op.shape[0]
