@@ -31,6 +31,9 @@ class FakeModule:
         self.prog = prog
         self.emu = EmulatedModule([prog])
 
+    def compile(self) -> None:
+        """``cupy.RawModule.compile``: the emulated kernels were compiled on construction."""
+
     def get_function(self, name: str) -> Any:
         ln = next(s for s in self.prog.steps if isinstance(s, Launch) and s.name == name)
 
@@ -97,3 +100,26 @@ def test_host_fallback(fake_cuda: None) -> None:
     assert_same(dense_result(out), np.asarray(interpret(p)[0].to_numpy()))
     with pytest.raises(ValueError, match="cannot run on the CUDA backend"):
         rt.execute_plan_cuda(_device_plan(p), host_fallback=False)
+
+
+def test_recording_says_where_each_query_ran(fake_cuda: None) -> None:
+    """``recording`` lists every query with its placement: a device kernel (strategy,
+    compile time on the first run only) and a host fallback with its reason."""
+    spmv = next(c for c in CASES if c.name == "spmv_f64").build()
+    A = T(rand_sparse(30, 20, 0.2, 1), "csr")
+    transpose = plan({"A": A}, compute("out", "csc", 2, Reorder(acc("A", "i", "j"),
+                                                                F("i", "j"))))
+    with rt.recording() as log:
+        rt.execute_plan_cuda(_device_plan(spmv))
+        rt.execute_plan_cuda(_device_plan(spmv))
+        rt.execute_plan_cuda(_device_plan(transpose))
+    assert [p.device for p in log] == ["cuda", "cuda", "host"]
+    first, again, host = log
+    assert first.compile_s > 0 and again.compile_s == 0.0  # the second run hits the cache
+    assert first.describe().startswith("cuda: strategy thread")
+    assert "cannot run on the CUDA backend" in host.reason
+    assert host.describe().startswith("host: ")
+    with rt.recording() as log2:
+        out = rt.run_prepared(first)  # a prepared query runs again as is
+    assert log2 == [first]
+    assert_same(dense_result(out), np.asarray(interpret(spmv)[0].to_numpy()))
