@@ -17,7 +17,6 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -178,18 +177,12 @@ def test_same_device_builds() -> None:
 def _emulation(monkeypatch: pytest.MonkeyPatch) -> None:
     """EMULATION: CuPy replaced by NumPy, ``RawModule`` by the CPU emulator of the
     generated CUDA source; checks the api wiring, not a GPU."""
-    from tests.kernels.cuda.emulator import CXX
-    from tests.kernels.cuda.test_runtime_emulated import FakeModule
+    from tests.kernels.cuda.emulator import CXX, EMULATION
 
     if CXX is None:
         pytest.skip("no host C++ compiler for the kernel emulator")
-    fake_cupy = SimpleNamespace(asarray=np.asarray, asnumpy=np.asarray,
-                                ascontiguousarray=np.ascontiguousarray,
-                                transpose=np.transpose, int32=np.int32, int64=np.int64)
-    monkeypatch.setattr(dev, "cuda_available", lambda: True)
-    monkeypatch.setattr(dev, "_cupy", lambda: fake_cupy)
-    monkeypatch.setattr(rt, "_cupy", lambda: np)
-    monkeypatch.setattr(rt, "compile_program", FakeModule)
+    for mod, name, value in EMULATION:
+        monkeypatch.setattr(mod, name, value)
     rt.clear_cache()
 
 

@@ -4,52 +4,26 @@ strategy and workspace choice, the module cache, launches and the host fallback.
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import pytest
 
-import lazysparse.kernels.cuda.device as dev
 import lazysparse.kernels.cuda.runtime as rt
-from lazysparse.kernels.cuda.codegen_cuda import CudaProgram, Launch
 from lazysparse.kernels.cuda.device import DeviceTensor
-from lazysparse.kernels.cuda.host import Grid
 from lazysparse.logic import interpret
 from lazysparse.logic.nodes import Immediate, Plan, Query, Reorder, Table
 from tests.kernels.cuda.cases import CASES, T, assert_same, dense_result, rand_sparse
-from tests.kernels.cuda.emulator import CXX, EmulatedModule
+from tests.kernels.cuda.emulator import CXX, EMULATION
 from tests.kernels.helpers import F, acc, compute, plan
 
 pytestmark = pytest.mark.skipif(CXX is None, reason="no host C++ compiler")
 
 
-class FakeModule:
-    """Stands in for ``cupy.RawModule``: kernels run through the emulator."""
-
-    def __init__(self, prog: CudaProgram) -> None:
-        self.prog = prog
-        self.emu = EmulatedModule([prog])
-
-    def compile(self) -> None:
-        """``cupy.RawModule.compile``: the emulated kernels were compiled on construction."""
-
-    def get_function(self, name: str) -> Any:
-        ln = next(s for s in self.prog.steps if isinstance(s, Launch) and s.name == name)
-
-        def call(grid: tuple[int], block: tuple[int], args: tuple[Any, ...]) -> None:
-            workers = grid[0] * block[0] // ln.mode.lanes
-            self.emu.launcher(workers=3)(ln, Grid(grid[0], block[0], workers), list(args))
-
-        return call
-
-
 @pytest.fixture
 def fake_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(rt, "_cupy", lambda: np)
-    monkeypatch.setattr(dev, "_cupy", lambda: SimpleNamespace(asarray=np.asarray,
-                                                               asnumpy=np.asarray))
-    monkeypatch.setattr(rt, "compile_program", FakeModule)
+    for mod, name, value in EMULATION:
+        monkeypatch.setattr(mod, name, value)
     rt.clear_cache()
     yield
     rt.clear_cache()
