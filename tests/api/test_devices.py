@@ -13,6 +13,7 @@ Three kinds of tests:
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -21,6 +22,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
 
 import lazysparse as xp
 import lazysparse.kernels.cuda.device as dev
@@ -30,6 +32,8 @@ from lazysparse.api.building import fresh_alias, fresh_fields
 from lazysparse.api.lazy_array import CPU, Device, LazyArray
 from lazysparse.kernels.cuda.device import DeviceTensor
 from lazysparse.logic.nodes import Immediate, Subquery, Table
+from tests.api.test_random_expressions import PHASES as RANDOM_PHASES
+from tests.api.test_random_expressions import programs as random_programs
 
 ROOT = Path(__file__).resolve().parents[2]
 CUDA_ERROR = "CuPy with a CUDA device is required for device='cuda'"
@@ -381,3 +385,56 @@ def test_cupy_interop() -> None:
     dl = cupy.from_dlpack(d + 1)
     np.testing.assert_array_equal(cupy.asnumpy(dl), np.arange(12.0).reshape(3, 4) + 1)
     assert xp.from_dlpack(cupy.ones(3)).device == Device("cuda")
+
+
+# --- the random-expression generator of test_random_expressions.py, on device cuda ---
+
+GPU_RANDOM_EXAMPLES = int(os.environ.get("LAZYSPARSE_GPU_RANDOM_EXAMPLES", "30"))
+
+
+def _build_on_device(node: Any) -> Any:
+    """A recipe of ``test_random_expressions`` with every leaf moved to ``cuda``."""
+    from tests.api.test_random_expressions import Leaf
+
+    if isinstance(node, Leaf):
+        return node.build(xp).to_device("cuda")
+    return node.fn(xp, *(_build_on_device(a) for a in node.args))
+
+
+@pytest.mark.gpu
+@settings(max_examples=GPU_RANDOM_EXAMPLES, deadline=None, phases=RANDOM_PHASES,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                 HealthCheck.filter_too_much,
+                                 HealthCheck.function_scoped_fixture])
+@given(expr=random_programs())
+def test_random_expressions_on_device_match_cpu(gpu: str, expr: Any) -> None:
+    """Issue 25: the same random expressions (formats, fills, dtypes, depth <= 4) give the
+    CPU backend's answer on device ``cuda``; queries may run on the host only visibly (the
+    runtime's recording says where each ran)."""
+    from tests.api.test_random_expressions import _compare
+
+    with np.errstate(all="ignore"):
+        want = np.asarray(xp.compute(expr.node.build(xp)))
+        with rt.recording():
+            out = _build_on_device(expr.node)
+            xp.compute(out)
+    assert out.device == Device("cuda")
+    _compare(_host(out), want, f"cuda ({gpu}) vs cpu: {expr.node!r}")
+
+
+@pytest.mark.parametrize("fmt", ["coo", "csr", "csc", "dense"])
+@pytest.mark.parametrize("fill", [np.nan, 1.0, 0.0])
+def test_device_fill_values_decide_results_as_on_cpu(on_device: str, fmt: str,
+                                                      fill: float) -> None:
+    """A sparse device tensor's implicit region (``DeviceTensor.full`` False) decides the
+    result's fill as on the cpu: ``x + 0`` over fill NaN is NaN there (it was 0 when device
+    tensors counted as fully stored)."""
+    rng = np.random.default_rng(5)
+    vals = np.where(rng.random((5, 4)) < 0.4, rng.random((5, 4)), fill)
+    a = xp.asarray(vals, format=fmt, fill_value=fill) if fmt != "dense" else xp.asarray(vals)
+    g = a.to_device("cuda")
+    assert g.result.full == a.tensor().full == (fmt == "dense")
+    for fn in (lambda x: x + 0, lambda x: x * 2, lambda x: xp.sum(x, axis=1),
+               lambda x: xp.maximum(x, 0.5)):
+        want = np.asarray(fn(a))
+        np.testing.assert_array_equal(_host(fn(g)), want)
