@@ -438,3 +438,18 @@ def test_device_fill_values_decide_results_as_on_cpu(on_device: str, fmt: str,
                lambda x: xp.maximum(x, 0.5)):
         want = np.asarray(fn(a))
         np.testing.assert_array_equal(_host(fn(g)), want)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint16])
+def test_small_integer_arithmetic_wraps_as_numpy(on_device: str, dtype: Any) -> None:
+    """8/16-bit sums and products keep their dtype (C would promote them to int): the
+    generated helpers receive the narrow type and overflow wraps as in NumPy."""
+    info = np.iinfo(dtype)
+    a = np.array([[info.max, 0, 3], [0, info.max - 1, 0]], dtype=dtype)
+    b = np.array([[2, 1, 0], [0, 5, 7]], dtype=dtype)
+    ga = xp.asarray(a, format="csr", device="cuda")
+    gb = xp.asarray(b, format="csr", device="cuda")
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(_host(xp.min(ga + gb, axis=1)), (a + b).min(axis=1))
+        np.testing.assert_array_equal(_host(xp.max(ga * gb, axis=0)), (a * b).max(axis=0))
+        np.testing.assert_array_equal(_host(xp.minimum(ga + gb, ga)), np.minimum(a + b, a))
