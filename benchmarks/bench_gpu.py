@@ -426,7 +426,7 @@ def main(argv: list[str] | None = None) -> int:
               "Use --emulate for a rehearsal on the CPU.")
         return 2
     sz = SIZES[args.size or ("small" if args.emulate else "full")]
-    repeat = args.repeat or (3 if args.emulate else 20)
+    repeat = args.repeat or (3 if args.emulate else 10)
     only = set(args.only.split(",")) if args.only else None
     unknown = (only or set()) - set(TARGETS)
     if unknown:
@@ -435,6 +435,13 @@ def main(argv: list[str] | None = None) -> int:
     with backend(args.emulate) as bk:
         info = device_info(bk)
         copy_gbps = copy_bandwidth(bk, sz.copy_bytes, repeat)
+
+        def save() -> None:  # after every case: a timeout still leaves the cases done
+            if args.json:
+                result = {"info": info, "size": asdict(sz), "repeat": repeat,
+                          "copy_gbps": copy_gbps, "cases": [asdict(r) for r in rows]}
+                Path(args.json).write_text(json.dumps(result, indent=1, default=str))
+
         gen = cases(bk, sz, only)
         while True:
             try:
@@ -452,11 +459,9 @@ def main(argv: list[str] | None = None) -> int:
                                 error=traceback.format_exc()))
             print(f"[bench_gpu] {rows[-1].case}: {'ok' if rows[-1].ok else 'FAILED'}",
                   flush=True)
+            save()
+        save()
     print_table(rows, copy_gbps)
-    result = {"info": info, "size": asdict(sz), "repeat": repeat,
-              "copy_gbps": copy_gbps, "cases": [asdict(r) for r in rows]}
-    if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=1, default=str))
     return 0 if rows and all(r.ok for r in rows) else 1
 
 
