@@ -37,7 +37,7 @@ PARTIAL_BYTES = 256 * 2**20  # ...as long as their partial outputs fit in this
 MIN_DENSE_WORKERS = 4096  # fewer resident dense-row workspaces than this: use a hash table
 DENSE_WS_BYTES_PER_COL = 17  # mark + list + values (8-byte), fill phase
 STATS: dict[str, int] = {"compiled": 0, "memory_hits": 0, "launches": 0, "host_fallback": 0}
-_MODULES: dict[Any, tuple[CudaProgram, Any] | None] = {}  # None: runs on the host
+_MODULES: dict[Any, tuple[CudaProgram, dict[str, Any]] | None] = {}  # None: runs on host
 _HOST_REASONS: dict[Any, str] = {}  # why a cached host-run key cannot run on the GPU
 _MISSING = object()
 _LOCK = threading.Lock()
@@ -105,7 +105,7 @@ def run_on_host(query: Query, env: dict[Alias, Any], *, to_host: Any = None,
 @dataclass(frozen=True)
 class Prepared:
     """One query made ready to launch: its plan, arguments, the chosen strategy and
-    workspace, and the compiled module, or ``module is None`` with the ``reason`` when the
+    workspace, and the compiled kernels, or ``kernels is None`` with the ``reason`` when the
     query runs on the host (CPU backend). :func:`run_prepared` runs it; running it again
     reuses everything (what a benchmark times)."""
 
@@ -117,14 +117,14 @@ class Prepared:
     workspace: str
     capacity: int
     program: CudaProgram | None
-    module: Any
+    kernels: dict[str, Any] | None  # kernel name -> function of the compiled module
     compile_s: float  # compile time of a module built now (0.0 when cached or on the host)
     reason: str = ""
 
     @property
     def device(self) -> str:
         """Where the query runs: ``"cuda"`` or ``"host"`` (a CPU-backend fallback)."""
-        return "host" if self.module is None else "cuda"
+        return "host" if self.kernels is None else "cuda"
 
     def describe(self) -> str:
         """One line: where it runs, the applied strategy and workspace (or why on the host)."""
@@ -153,7 +153,7 @@ def recording() -> Iterator[list[Prepared]]:
 
 def _module_for(plan: GpuKernelPlan, args: list[Any], kind: str, ws: str,
                 host_fallback: bool) -> tuple[tuple[CudaProgram, Any] | None, float, str]:
-    """The cached or newly compiled ``(program, module)`` (None: runs on the host), the
+    """The cached or newly compiled ``(program, kernels)`` (None: runs on the host), the
     compile time spent now and, for the host, the reason."""
     key = cache_key(plan, args, kind, ws)
     with _LOCK:
@@ -169,7 +169,10 @@ def _module_for(plan: GpuKernelPlan, args: list[Any], kind: str, ws: str,
     reason = ""
     try:
         prog = program_for(plan, kind, workspace=ws, args=args)
-        built: tuple[CudaProgram, Any] | None = (prog, compile_program(prog))
+        module = compile_program(prog)
+        # the functions are looked up once (CuPy's get_function builds a RawKernel a call)
+        built: tuple[CudaProgram, Any] | None = (
+            prog, {n: module.get_function(n) for n in prog.kernel_names})
         STATS["compiled"] += 1
     except CudaUnsupported as e:
         if not host_fallback:
@@ -201,23 +204,23 @@ def prepare(query: Query, env: dict[Alias, Any], *, strategy: str | None = None,
     else:
         ws, cap = workspace, 0
     built, compile_s, reason = _module_for(plan, args, kind, ws, host_fallback)
-    prog, module = built if built is not None else (None, None)
-    return Prepared(query, env, plan, args, kind, ws, cap, prog, module, compile_s, reason)
+    prog, kernels = built if built is not None else (None, None)
+    return Prepared(query, env, plan, args, kind, ws, cap, prog, kernels, compile_s, reason)
 
 
 def run_prepared(p: Prepared) -> DeviceTensor:
-    """Run a prepared query (on the host, copies each way, when it has no module)."""
+    """Run a prepared query (on the host, copies each way, when it has no kernels)."""
     with _LOCK:
         for log in _RECORDERS:
             log.append(p)
-    if p.module is None:
+    if p.kernels is None:
         STATS["host_fallback"] += 1
         return run_on_host(p.query, p.env)
-    module = p.module
+    kernels = p.kernels
 
     def launch(ln: Launch, grid: Grid, kargs: list[Any]) -> None:
         STATS["launches"] += 1
-        module.get_function(ln.name)((grid.blocks,), (grid.threads,), tuple(kargs))
+        kernels[ln.name]((grid.blocks,), (grid.threads,), tuple(kargs))
 
     assert p.program is not None
     return run_program(p.plan, p.program, p.args, _cupy(), launch, hash_capacity=p.capacity)
