@@ -97,3 +97,28 @@ def test_recording_says_where_each_query_ran(fake_cuda: None) -> None:
         out = rt.run_prepared(first)  # a prepared query runs again as is
     assert log2 == [first]
     assert_same(dense_result(out), np.asarray(interpret(spmv)[0].to_numpy()))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64, np.int32])
+def test_wide_outer_reductions_run_atomically(fake_cuda: None, dtype: Any) -> None:
+    """``A.T @ x`` and column sums of a CSR matrix with >= ATOMIC_MIN_OUTPUTS columns reduce
+    over the outer loop: a thread per row updates one output atomically (not a few dozen
+    per-chunk partial outputs); a narrow one keeps the partials."""
+    import scipy.sparse as sp
+
+    import lazysparse as xp
+    from lazysparse.kernels.cuda.strategies import ATOMIC_MIN_OUTPUTS
+
+    for cols, atomic in ((ATOMIC_MIN_OUTPUTS + 5, True), (300, False)):
+        a = sp.random(7, cols, density=0.5, format="csr", random_state=3)  # dense result
+        a.data = (a.data * 10 + 1).astype(dtype)
+        x = (np.arange(7) + 1).astype(dtype)
+        g, gx = xp.asarray(a, device="cuda"), xp.asarray(x, device="cuda")
+        with rt.recording() as log:
+            got_t = np.asarray((g.T @ gx).to_device("cpu"))
+            got_s = np.asarray(xp.sum(g, axis=0).to_device("cpu"))
+        assert all(("atomic partials" in p.describe()) == atomic for p in log), \
+            [p.describe() for p in log]
+        tol = 1e-5 if dtype == np.float32 else 1e-12
+        np.testing.assert_allclose(got_t, a.T @ x, rtol=tol)
+        np.testing.assert_allclose(got_s, np.asarray(a.sum(axis=0)).ravel(), rtol=tol)

@@ -77,6 +77,20 @@ def max_chunks(plan: GpuKernelPlan, args: list[Any]) -> int:
     return max(1, min(PARTIAL_CHUNKS, PARTIAL_BYTES // max(per_chunk, 1)))
 
 
+def choose_atomic(plan: GpuKernelPlan, args: list[Any]) -> bool:
+    """Atomic updates of one output instead of per-chunk partials (a thread per row rather
+    than at most :data:`PARTIAL_CHUNKS` threads) for a reduction over the outer loop whose
+    output is large (``strategies.ATOMIC_MIN_OUTPUTS``; a small one, a full sum, would
+    serialize on a few addresses) and whose reduction a CAS loop applies. (A warp or
+    nonzero-split rewrite that applies takes precedence: ``strategies.rewrite``.)"""
+    if not plan.partials:
+        return False
+    if not strategies.atomic_capable(plan.base.reduce_op, plan.base.acc_dtype):
+        return False
+    osize = args[plan.kernel.lowered.signature.position(Role.OUT_SIZE)]
+    return int(osize) >= strategies.ATOMIC_MIN_OUTPUTS
+
+
 def choose_workspace(plan: GpuKernelPlan, args: list[Any], xp: Any) -> tuple[str, int]:
     """``("hash", capacity)`` for SpGEMM rows too wide for many dense-row workspaces (fewer
     than :data:`MIN_DENSE_WORKERS` would fit in the pool budget) when the table is smaller
@@ -130,8 +144,10 @@ class Prepared:
         """One line: where it runs, the applied strategy and workspace (or why on the host)."""
         if self.program is None:
             return f"host: {self.reason}"
+        atomic = ", atomic partials" if self.program.atomic_partials else ""
         return (f"cuda: strategy {self.program.strategy.value}, workspace "
-                f"{self.program.workspace.value}, kernels {', '.join(self.program.kernel_names)}")
+                f"{self.program.workspace.value}{atomic}, kernels "
+                f"{', '.join(self.program.kernel_names)}")
 
 
 _RECORDERS: list[list[Prepared]] = []
@@ -151,24 +167,24 @@ def recording() -> Iterator[list[Prepared]]:
             _RECORDERS.remove(log)
 
 
-def _module_for(plan: GpuKernelPlan, args: list[Any], kind: str, ws: str,
+def _module_for(plan: GpuKernelPlan, args: list[Any], kind: str, ws: str, atomic: bool,
                 host_fallback: bool) -> tuple[tuple[CudaProgram, Any] | None, float, str]:
     """The cached or newly compiled ``(program, kernels)`` (None: runs on the host), the
     compile time spent now and, for the host, the reason."""
-    key = cache_key(plan, args, kind, ws)
+    key = cache_key(plan, args, kind, ws, atomic)
     with _LOCK:
         hit = _MODULES.get(key, _MISSING)
     if hit is not _MISSING:
         STATS["memory_hits"] += 1
         if hit is None:
             if not host_fallback:
-                program_for(plan, kind, workspace=ws, args=args)  # raises with the reason
+                program_for(plan, kind, workspace=ws, args=args, atomic=atomic)  # raises
             return None, 0.0, _HOST_REASONS.get(key, "")
         return hit, 0.0, ""  # type: ignore[return-value]
     t0 = time.perf_counter()
     reason = ""
     try:
-        prog = program_for(plan, kind, workspace=ws, args=args)
+        prog = program_for(plan, kind, workspace=ws, args=args, atomic=atomic)
         module = compile_program(prog)
         # the functions are looked up once (CuPy's get_function builds a RawKernel a call)
         built: tuple[CudaProgram, Any] | None = (
@@ -186,9 +202,10 @@ def _module_for(plan: GpuKernelPlan, args: list[Any], kind: str, ws: str,
 
 
 def prepare(query: Query, env: dict[Alias, Any], *, strategy: str | None = None,
-            workspace: str | None = None, host_fallback: bool = True) -> Prepared:
-    """Plan, choose strategy and workspace, and compile (or find cached) one query; see
-    :func:`run_query_cuda`."""
+            workspace: str | None = None, atomic: bool | None = None,
+            host_fallback: bool = True) -> Prepared:
+    """Plan, choose strategy, workspace and atomic partials (:func:`choose_atomic`; forced
+    by ``atomic``), and compile (or find cached) one query; see :func:`run_query_cuda`."""
     for a, t in env.items():
         if device_of(t) != "cuda":
             raise ValueError(f"operand {a.name} is on the cpu; the CUDA backend needs every "
@@ -203,7 +220,9 @@ def prepare(query: Query, env: dict[Alias, Any], *, strategy: str | None = None,
         ws, cap = "hash", hash_capacity_for(plan, args, cp)[0]
     else:
         ws, cap = workspace, 0
-    built, compile_s, reason = _module_for(plan, args, kind, ws, host_fallback)
+    if atomic is None:
+        atomic = choose_atomic(plan, args)
+    built, compile_s, reason = _module_for(plan, args, kind, ws, atomic, host_fallback)
     prog, kernels = built if built is not None else (None, None)
     return Prepared(query, env, plan, args, kind, ws, cap, prog, kernels, compile_s, reason)
 
@@ -227,7 +246,8 @@ def run_prepared(p: Prepared) -> DeviceTensor:
 
 
 def run_query_cuda(query: Query, env: dict[Alias, Any], *, strategy: str | None = None,
-                   workspace: str | None = None, host_fallback: bool = True) -> DeviceTensor:
+                   workspace: str | None = None, atomic: bool | None = None,
+                   host_fallback: bool = True) -> DeviceTensor:
     """Evaluate one compute query on the GPU (operands are :class:`DeviceTensor`);
     ``strategy`` / ``workspace`` force a choice (default: from the data's statistics).
 
@@ -236,7 +256,7 @@ def run_query_cuda(query: Query, env: dict[Alias, Any], *, strategy: str | None 
     when ``host_fallback`` (counted in ``STATS["host_fallback"]`` and visible in
     :func:`recording`), else raise :class:`CudaUnsupported`."""
     return run_prepared(prepare(query, env, strategy=strategy, workspace=workspace,
-                                host_fallback=host_fallback))
+                                atomic=atomic, host_fallback=host_fallback))
 
 
 def run_program(plan: GpuKernelPlan, prog: CudaProgram, args: list[Any], xp: Any,
@@ -247,7 +267,10 @@ def run_program(plan: GpuKernelPlan, prog: CudaProgram, args: list[Any], xp: Any
     ``chunks`` caps the chunk count (default :func:`max_chunks`)."""
     params = plan.kernel.lowered.params
     env = dict(zip(params, args, strict=True))
-    env["ls_max_chunks"] = max_chunks(plan, args) if chunks is None else max(1, int(chunks))
+    if chunks is not None:
+        env["ls_max_chunks"] = max(1, int(chunks))
+    else:  # atomic partials: a chunk per row
+        env["ls_max_chunks"] = 1 << 62 if prog.atomic_partials else max_chunks(plan, args)
     if "ls_hcap" in prog.extra_args:
         if hash_capacity < 2 or hash_capacity & (hash_capacity - 1):
             raise ValueError(f"hash workspace capacity must be a power of two >= 2, got "
@@ -290,7 +313,7 @@ def clear_cache() -> None:
         _HOST_REASONS.clear()
 
 
-__all__ = ["STATS", "Prepared", "assemble_device", "choose_strategy", "choose_workspace",
-           "clear_cache", "compile_program", "execute_plan_cuda", "launch_args", "max_chunks",
-           "prepare", "recording", "run_on_host", "run_prepared", "run_program",
-           "run_query_cuda"]
+__all__ = ["STATS", "Prepared", "assemble_device", "choose_atomic", "choose_strategy",
+           "choose_workspace", "clear_cache", "compile_program", "execute_plan_cuda",
+           "launch_args", "max_chunks", "prepare", "recording", "run_on_host", "run_prepared",
+           "run_program", "run_query_cuda"]
