@@ -374,8 +374,9 @@ def _run_partials(k: Kernel, args: list[Any], nch: int, osize: int, od: np.dtype
 
 def _writes_every_output(lw: Lowered, spec: Any = None) -> bool:
     """Whether the chunk stores every output entry exactly once (a map's value, or a
-    scalar accumulator, under full-range loops over the output fields; a shared compressed pattern's value per
-    stored position, its operand driving every output loop), so the output needs no
+    scalar accumulator, under full-range loops over the output fields; a shared compressed
+    pattern's value per stored position, its operand driving every output loop), so the
+    output needs no
     initial fill. A structured layout's slots outside the matrix (DIA) or past a row's
     entries (ELL padding) are not visited: those keep the preset."""
     o = lw.output
