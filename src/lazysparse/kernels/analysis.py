@@ -16,6 +16,7 @@ import numpy as np
 from lazysparse.formats.config import get_densify_limit
 from lazysparse.formats.dtypes import fill_key, same_value
 from lazysparse.formats.levels.base import LevelCapabilities, LevelProperties
+from lazysparse.formats.levels.registry import writes_relabeled, written_kind
 from lazysparse.formats.specs import FormatSpec
 from lazysparse.formats.tensor import Tensor
 from lazysparse.logic.nodes import (
@@ -231,11 +232,10 @@ def written_spec(spec: FormatSpec) -> FormatSpec:
     unsorted), a bytemap as a compressed one; the host then builds the table or mask
     (``formats.ordering.relabel_layout``). Other specs are written as they are."""
     kinds = spec.level_kinds
-    if not any(k in ("hashed", "bytemap") for k in kinds):
+    if not writes_relabeled(kinds):
         return spec
     last = len(kinds) - 1
-    out = tuple(("compressed-unordered" if m == last else "compressed") if k == "hashed"
-                else "compressed" if k == "bytemap" else k for m, k in enumerate(kinds))
+    out = tuple(written_kind(k, m == last) for m, k in enumerate(kinds))
     return FormatSpec(spec.name, out, spec.mode_order)
 
 

@@ -39,6 +39,7 @@ from lazysparse.formats.config import check_allocation
 from lazysparse.formats.convert import convert
 from lazysparse.formats.dtypes import choose_index_dtype, equals_fill
 from lazysparse.formats.levels import Dense, Runs
+from lazysparse.formats.levels.registry import all_located, is_run_valued
 from lazysparse.formats.specs import FormatSpec
 from lazysparse.formats.tensor import Tensor
 from lazysparse.kernels.analysis import (
@@ -90,8 +91,8 @@ def _fields_as_values(node: PNode) -> set[str]:
 
 def _is_rle(t: Any) -> bool:
     lv = getattr(t, "levels", None)
-    return (bool(lv) and lv[-1].kind == "runs"
-            and all(x.kind == "dense" for x in lv[:-1]))
+    return (bool(lv) and lv[-1].run_valued
+            and all_located(tuple(x.kind for x in lv[:-1])))
 
 
 def _reduction_ok(info: KernelInfo) -> bool:
@@ -424,14 +425,14 @@ def _map_result(info: KernelInfo, data: QueryData, seg: _Segments,
     spec, order = _result_spec(info), info.loop_order
     direct = tuple(info.out_fields[m] for m in spec.mode_order) == order
     kinds = spec.level_kinds
-    if direct and all(k == "dense" for k in kinds):
+    if direct and all_located(kinds):
         check_allocation(math.prod(data.out_shape), od, "a run-length kernel's dense result",
                          within=stored_work(data), shape=data.out_shape)
         stored = np.repeat(vals, seg.length)
         levels = [Dense(data.extents[f]) for f in order]
         return Tensor(data.out_shape, levels, spec.mode_order, stored, fill, format=spec,
                       check=False)
-    if direct and kinds[-1] == "runs":
+    if direct and is_run_valued(kinds[-1]):
         shared = _shared_runs(data, seg, vals, fill, spec)
         if shared is not None:
             return shared

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .base import Level, LevelCapabilities, LevelProperties
+from .base import Level, LevelCapabilities, LevelProperties, Walk
 
 BYTEMAP_PROPERTIES = LevelProperties(
     full=False, ordered=True, unique=True, branchless=False, compact=False
@@ -44,6 +44,7 @@ class Bytemap(Level):
     list ``ptr``/``idx`` per parent."""
 
     kind = "bytemap"
+    walk = Walk.BYTEMAP
     __slots__ = ("size", "mask", "ptr", "idx")
 
     def __init__(self, size: int, mask: np.ndarray, ptr: np.ndarray, idx: np.ndarray) -> None:

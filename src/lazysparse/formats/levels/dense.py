@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Level, LevelCapabilities, LevelProperties
+from .base import Level, LevelCapabilities, LevelProperties, Walk
 
 DENSE_PROPERTIES = LevelProperties(
     full=True, ordered=True, unique=True, branchless=False, compact=True
@@ -16,6 +16,7 @@ class Dense(Level):
     """A level that stores only its size; positions are computed, never stored."""
 
     kind = "dense"
+    walk = Walk.LOCATED
     __slots__ = ("size",)
 
     def __init__(self, size: int) -> None:
