@@ -122,6 +122,20 @@ class Level(ABC):
     def with_arrays(self, **arrays: np.ndarray) -> Level:
         """The same kind of level with other index arrays (used to change index dtype)."""
 
+    def children(self, parents: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For parent positions ``parents`` (int64): the entry of ``parents`` each child
+        belongs to, the child's coordinate and its position, in parent then storage order
+        (Chou et al.'s ``pos_iter``/``pos_access``, vectorized). Levels that locate by a
+        table or mask walk their canonical (compressed) form instead."""
+        raise TypeError(f"{type(self).__name__} levels are walked in their canonical form "
+                        f"(formats.ordering.canonical)")
+
+    @classmethod
+    def empty(cls, kind: str, size: int, nparents: int) -> Level:
+        """A level of kind ``kind`` storing nothing under ``nparents`` parent positions
+        (what a placeholder result holds); levels without such a form raise ValueError."""
+        raise ValueError(f"{kind!r} levels have no empty placeholder form")
+
     def __repr__(self) -> str:
         parts = [f"size={self.size}"]
         parts += [f"{name}=<{a.dtype}[{a.size}]>" for name, a in self.arrays().items()]
