@@ -28,6 +28,10 @@ class Banded(Level):
     """Diagonals ``offsets`` of a matrix with ``size`` columns, ``length`` values each."""
 
     kind = "banded"
+    PROPERTIES = BANDED_PROPERTIES
+    CAPABILITIES = BANDED_CAPABILITIES
+    format_name = "dia"
+    attr_names = ("length",)
     walk = Walk.BAND
     kernel_params = (("off", LevelParam.OFFSETS), ("nd", LevelParam.NDIAG),
                      ("len", LevelParam.LENGTH), ("lim", LevelParam.LIMIT))

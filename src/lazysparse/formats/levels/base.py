@@ -78,6 +78,10 @@ class Level(ABC):
     asks of it (class attributes, so that a layout described by level kinds alone, without
     data, answers too; see ``formats.levels.registry``):
 
+    - ``PROPERTIES`` / ``CAPABILITIES`` (or ``properties_of(kind)``, ``capabilities_of(kind)``
+      for a class with several configurations): what a layout of this kind declares;
+    - ``format_name``: the named format of a layout whose last level this is under dense
+      levels (``"hash"``, ``"dia"``); ``attr_names``: its scalars besides ``size``;
     - ``walk``: how loops walk its positions (:class:`Walk`);
     - ``kernel_params``: its own kernel parameters (name suffix, :class:`LevelParam`), or
       ``()`` when they follow from its capabilities (size, table, mask, ptr, idx);
@@ -92,6 +96,10 @@ class Level(ABC):
     kind: str  # one of specs.LEVEL_KINDS
     size: int
 
+    PROPERTIES: ClassVar[LevelProperties]  # of every level of the class (unless configured)
+    CAPABILITIES: ClassVar[LevelCapabilities]
+    format_name: ClassVar[str | None] = None  # the named format of this last level under dense ones
+    attr_names: ClassVar[tuple[str, ...]] = ()  # its scalars besides size (``level_attrs``)
     walk: ClassVar[Walk] = Walk.SEGMENT
     kernel_params: ClassVar[tuple[tuple[str, LevelParam], ...]] = ()
     structured: ClassVar[bool] = False
@@ -99,6 +107,16 @@ class Level(ABC):
     run_valued: ClassVar[bool] = False
     storage_row_sums: ClassVar[bool] = False
     storage_column_scatter: ClassVar[bool] = False
+
+    @classmethod
+    def properties_of(cls, kind: str) -> LevelProperties:
+        """The properties of a level of kind ``kind`` of this class, without its data."""
+        return cls.PROPERTIES
+
+    @classmethod
+    def capabilities_of(cls, kind: str) -> LevelCapabilities:
+        """The capabilities of a level of kind ``kind`` of this class, without its data."""
+        return cls.CAPABILITIES
 
     @property
     @abstractmethod

@@ -28,6 +28,10 @@ class Blocked(Level):
     """Columns stored in ``block = (R, C)`` blocks: ``ptr`` per block row, ``idx`` per block."""
 
     kind = "blocked"
+    PROPERTIES = BLOCKED_PROPERTIES
+    CAPABILITIES = BLOCKED_CAPABILITIES
+    format_name = "bsr"
+    attr_names = ("block",)
     walk = Walk.BLOCKS
     kernel_params = (("ptr", LevelParam.PTR), ("idx", LevelParam.IDX),
                      ("br", LevelParam.BLOCK_ROWS), ("bc", LevelParam.BLOCK_COLS))

@@ -45,6 +45,9 @@ class Bytemap(Level):
 
     kind = "bytemap"
     walk = Walk.BYTEMAP
+    PROPERTIES = BYTEMAP_PROPERTIES
+    CAPABILITIES = BYTEMAP_CAPABILITIES
+    format_name = "bytemap"
     __slots__ = ("size", "mask", "ptr", "idx")
 
     def __init__(self, size: int, mask: np.ndarray, ptr: np.ndarray, idx: np.ndarray) -> None:

@@ -56,6 +56,16 @@ class Compressed(Level):
         pos = np.arange(int(counts.sum()), dtype=np.int64) + offsets
         return owner, np.asarray(self.idx, dtype=np.int64)[pos], pos
 
+    CAPABILITIES = COMPRESSED_CAPABILITIES
+
+    @classmethod
+    def properties_of(cls, kind: str) -> LevelProperties:
+        """Compact, not full; unique unless ``compressed-nonunique``, ordered unless
+        ``compressed-unordered``."""
+        return LevelProperties(full=False, ordered=kind != "compressed-unordered",
+                               unique=kind != "compressed-nonunique", branchless=False,
+                               compact=True)
+
     @property
     def kind(self) -> str:  # type: ignore[override]
         """``"compressed"``, ``"compressed-nonunique"`` or ``"compressed-unordered"``."""

@@ -17,6 +17,8 @@ class Dense(Level):
 
     kind = "dense"
     walk = Walk.LOCATED
+    PROPERTIES = DENSE_PROPERTIES
+    CAPABILITIES = DENSE_CAPABILITIES
     __slots__ = ("size",)
 
     def __init__(self, size: int) -> None:

@@ -25,6 +25,10 @@ class Ell(Level):
     """``width`` slots per parent with coordinates ``idx`` (``-1``: padding)."""
 
     kind = "ell"
+    PROPERTIES = ELL_PROPERTIES
+    CAPABILITIES = ELL_CAPABILITIES
+    format_name = "ell"
+    attr_names = ("width",)
     walk = Walk.SLOTS
     kernel_params = (("w", LevelParam.WIDTH), ("idx", LevelParam.IDX))
     structured = True

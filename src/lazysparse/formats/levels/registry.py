@@ -9,7 +9,7 @@ module plus one entry in :data:`LEVEL_CLASSES`.
 from __future__ import annotations
 
 from .banded import Banded
-from .base import Level, Walk
+from .base import Level, LevelCapabilities, LevelProperties, Walk
 from .blocked import Blocked
 from .bytemap import Bytemap
 from .compressed import Compressed
@@ -39,6 +39,21 @@ LEVEL_CLASSES: dict[str, type[Level]] = {
 PLAIN_KIND = "compressed"
 #: The kind of a compressed level whose siblings may come in any order.
 UNORDERED_KIND = "compressed-unordered"
+
+#: The properties and capabilities of every level kind (what a spec declares without data).
+LEVEL_PROPERTIES: dict[str, LevelProperties] = {
+    k: c.properties_of(k) for k, c in LEVEL_CLASSES.items()}
+LEVEL_CAPABILITIES: dict[str, LevelCapabilities] = {
+    k: c.capabilities_of(k) for k, c in LEVEL_CLASSES.items()}
+
+#: Kinds whose siblings may come in any order, and the ordered kind each sorts into.
+UNORDERED_KINDS: dict[str, str] = {
+    k: PLAIN_KIND for k, p in LEVEL_PROPERTIES.items() if not p.ordered}
+#: Unordered kinds whose layout has a name of its own (its ordered form is named afresh).
+RENAMED_KINDS = frozenset(k for k in UNORDERED_KINDS if LEVEL_CLASSES[k].format_name)
+#: Named formats of one level kind under dense levels (``Level.format_name``) and that kind.
+LAST_LEVEL_FORMATS: dict[str, str] = {
+    c.format_name: k for k, c in LEVEL_CLASSES.items() if c.format_name}
 
 #: Structured kinds: the last level of a layout under dense levels (``Level.structured``).
 STRUCTURED_KINDS = frozenset(k for k, c in LEVEL_CLASSES.items() if c.structured)
@@ -122,12 +137,17 @@ def is_coo_kind(kind: str) -> bool:
 
 __all__ = [
     "DENSE_KIND",
+    "LAST_LEVEL_FORMATS",
+    "LEVEL_CAPABILITIES",
     "LEVEL_CLASSES",
+    "LEVEL_PROPERTIES",
     "LOCATED_KINDS",
     "PLAIN_KIND",
+    "RENAMED_KINDS",
     "ROW_ROOTED_KINDS",
     "STRUCTURED_KINDS",
     "UNORDERED_KIND",
+    "UNORDERED_KINDS",
     "all_located",
     "copy_kind",
     "is_coo_kind",

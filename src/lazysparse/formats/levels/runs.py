@@ -24,6 +24,9 @@ class Runs(Level):
     """Runs ``[idx[q], end[q])`` of parent ``p`` at positions ``ptr[p] .. ptr[p+1]-1``."""
 
     kind = "runs"
+    PROPERTIES = RUNS_PROPERTIES
+    CAPABILITIES = RUNS_CAPABILITIES
+    format_name = "rle"
     walk = Walk.RUNS
     kernel_params = (("ptr", LevelParam.PTR), ("idx", LevelParam.IDX), ("end", LevelParam.END))
     structured = True

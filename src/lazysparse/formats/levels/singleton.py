@@ -18,6 +18,8 @@ class Singleton(Level):
     """``p_child = p_parent`` and the coordinate is ``idx[p]``."""
 
     kind = "singleton"
+    PROPERTIES = SINGLETON_PROPERTIES
+    CAPABILITIES = SINGLETON_CAPABILITIES
     __slots__ = ("size", "idx")
 
     def __init__(self, size: int, idx: np.ndarray) -> None:
