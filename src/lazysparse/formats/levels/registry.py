@@ -39,6 +39,15 @@ LEVEL_CLASSES: dict[str, type[Level]] = {
 PLAIN_KIND = "compressed"
 #: The kind of a compressed level whose siblings may come in any order.
 UNORDERED_KIND = "compressed-unordered"
+#: The kind of a compressed level that repeats coordinates (COO's root).
+NONUNIQUE_KIND = "compressed-nonunique"
+#: The kind of a level with one child per parent (COO's lower levels).
+SINGLETON_KIND = "singleton"
+#: The located kind (every layout's leading levels above a structured level).
+DENSE_KIND = "dense"
+#: CSR-like 2-D layout (rows dense, columns compressed) and 2-D COO's.
+ROW_LAYOUT = (DENSE_KIND, PLAIN_KIND)
+COO_LAYOUT = (NONUNIQUE_KIND, SINGLETON_KIND)
 
 #: The properties and capabilities of every level kind (what a spec declares without data).
 LEVEL_PROPERTIES: dict[str, LevelProperties] = {
@@ -61,8 +70,11 @@ STRUCTURED_KINDS = frozenset(k for k, c in LEVEL_CLASSES.items() if c.structured
 ROW_ROOTED_KINDS = frozenset(k for k, c in LEVEL_CLASSES.items() if c.row_rooted)
 #: Kinds addressed by coordinate, ``p * size + c`` (coordinate iteration: Dense).
 LOCATED_KINDS = frozenset(k for k, c in LEVEL_CLASSES.items() if c.walk is Walk.LOCATED)
-#: The located kind (every layout's leading levels above a structured level).
-DENSE_KIND = "dense"
+#: Kinds read by their ``ptr``/``idx`` arrays alone, siblings in any order (dense,
+#: compressed in every configuration, singleton); :data:`CLASSIC_KINDS` those ordered.
+ARRAY_KINDS = frozenset(k for k, c in LEVEL_CLASSES.items()
+                        if c in (Dense, Compressed, Singleton))
+CLASSIC_KINDS = frozenset(k for k in ARRAY_KINDS if LEVEL_PROPERTIES[k].ordered)
 
 
 def level_class(kind: str) -> type[Level]:
@@ -132,10 +144,16 @@ def copy_kind(kind: str) -> str:
 def is_coo_kind(kind: str) -> bool:
     """Whether level kind ``kind`` is part of a COO chain (a non-unique compressed level or
     a singleton below one)."""
-    return kind == "compressed-nonunique" or level_class(kind) is Singleton
+    return kind in COO_LAYOUT
 
 
 __all__ = [
+    "ARRAY_KINDS",
+    "CLASSIC_KINDS",
+    "COO_LAYOUT",
+    "NONUNIQUE_KIND",
+    "ROW_LAYOUT",
+    "SINGLETON_KIND",
     "DENSE_KIND",
     "LAST_LEVEL_FORMATS",
     "LEVEL_CAPABILITIES",
