@@ -16,7 +16,12 @@ import numpy as np
 from lazysparse.formats.config import get_densify_limit
 from lazysparse.formats.dtypes import fill_key, same_value
 from lazysparse.formats.levels.base import LevelCapabilities, LevelProperties
-from lazysparse.formats.levels.registry import writes_relabeled, written_kind
+from lazysparse.formats.levels.registry import (
+    DENSE_KIND,
+    PLAIN_KIND,
+    writes_relabeled,
+    written_kind,
+)
 from lazysparse.formats.specs import FormatSpec
 from lazysparse.formats.tensor import Tensor
 from lazysparse.logic.nodes import (
@@ -43,7 +48,7 @@ class LevelInfo:
     field: str
     props: LevelProperties
     caps: LevelCapabilities
-    kind: str = "compressed"  # how its positions are walked (``kernels.level_walks``)
+    kind: str = PLAIN_KIND  # how its positions are walked (``kernels.level_walks``)
     # a blocked (BSR) level's block shape: constants of the kernel (unrolled inner loops)
     block: tuple[int, int] | None = None
 
@@ -211,7 +216,7 @@ class QueryData:
 
 
 # the fill key of an operand whose every level is located (dense): its fill is unused
-DENSE_FILL = ("dense",)
+DENSE_FILL = (DENSE_KIND,)
 
 
 def _unwrap_query(query: Query) -> tuple[FormatSpec, Any]:

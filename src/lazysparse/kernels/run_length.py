@@ -39,7 +39,7 @@ from lazysparse.formats.config import check_allocation
 from lazysparse.formats.convert import convert
 from lazysparse.formats.dtypes import choose_index_dtype, equals_fill
 from lazysparse.formats.levels import Dense, Runs
-from lazysparse.formats.levels.registry import all_located, is_run_valued
+from lazysparse.formats.levels.registry import DENSE_KIND, all_located, is_run_valued
 from lazysparse.formats.specs import FormatSpec
 from lazysparse.formats.tensor import Tensor
 from lazysparse.kernels.analysis import (
@@ -438,7 +438,7 @@ def _map_result(info: KernelInfo, data: QueryData, seg: _Segments,
             return shared
         return _runs_tensor(info, data, seg, vals, fill, spec)
     mode = tuple(info.out_fields.index(f) for f in order)
-    rle = FormatSpec("rle", ("dense",) * (len(order) - 1) + ("runs",), mode)
+    rle = FormatSpec("rle", (DENSE_KIND,) * (len(order) - 1) + (Runs.kind,), mode)
     return convert(_runs_tensor(info, data, seg, vals, fill, rle), spec)
 
 
@@ -493,7 +493,7 @@ def _reduce_result(info: KernelInfo, data: QueryData, seg: _Segments,
     spec = _result_spec(info)
     fill = np.asarray(data.out_fill).astype(od)[()]
     shape = data.out_shape
-    dense = FormatSpec("dense", ("dense",) * len(shape), spec.mode_order)
+    dense = FormatSpec("dense", (DENSE_KIND,) * len(shape), spec.mode_order)
     stored = np.ascontiguousarray(np.transpose(res, spec.mode_order)).reshape(-1)
     levels = [Dense(shape[m]) for m in spec.mode_order]
     t = Tensor(shape, levels, spec.mode_order, stored, fill,
