@@ -11,6 +11,7 @@ import numpy as np
 
 from .formats.convert import as_tensor
 from .formats.levels import Level, level_attrs, level_of_kind
+from .formats.levels.registry import level_class
 from .formats.specs import LEVEL_KINDS, format_spec
 from .formats.tensor import Tensor
 
@@ -68,10 +69,6 @@ def save_npz(path: PathLike, t: Any) -> None:
         for name, v in level_attrs(level).items():
             arrays[f"attr{k}_{name}"] = np.array(v, dtype=np.int64)
     np.savez(path, **arrays)
-
-
-# the scalar attributes each structured level kind is rebuilt with (formats.levels.level_attrs)
-_LEVEL_ATTRS = {"banded": ("length",), "ell": ("width",), "blocked": ("block",)}
 
 
 def load_npz(path: PathLike) -> Tensor:
@@ -138,7 +135,7 @@ def _read_tensor(f: Any, path: PathLike) -> Tensor:
         if kind not in LEVEL_KINDS:
             raise ValueError(f"{path}: unknown level kind {kind!r}")
         names = [n[len(f"level{k}_"):] for n in f.files if n.startswith(f"level{k}_")]
-        attrs = {a: _attr(f, f"attr{k}_{a}", path, a) for a in _LEVEL_ATTRS.get(kind, ())}
+        attrs = {a: _attr(f, f"attr{k}_{a}", path, a) for a in level_class(kind).attr_names}
         try:
             levels.append(level_of_kind(kind, size, {n: _array(f, f"level{k}_{n}", path)
                                                      for n in names}, attrs))

@@ -15,6 +15,7 @@ import numpy as np
 from lazysparse.api.lazy_array import CPU, Device, LazyArray
 from lazysparse.api.tensors import coo_parts
 from lazysparse.formats.config import check_densify
+from lazysparse.formats.levels.registry import is_located
 from lazysparse.formats.tensor import Tensor
 
 
@@ -25,7 +26,7 @@ def tensor_of(x: LazyArray) -> Tensor:
 
 def is_dense(t: Tensor) -> bool:
     """Whether every level of ``t`` is dense (every entry is stored)."""
-    return all(lv.kind == "dense" for lv in t.levels)
+    return all(is_located(lv.kind) for lv in t.levels)
 
 
 def stored_entries(t: Tensor) -> tuple[tuple[np.ndarray, ...], np.ndarray]:

@@ -9,6 +9,8 @@ from lazysparse import formats
 from lazysparse.api.building import fresh_fields, identify
 from lazysparse.api.lazy_array import LazyArray
 from lazysparse.api.operands import as_array
+from lazysparse.formats.levels import Blocked
+from lazysparse.formats.levels.registry import level_class
 from lazysparse.logic.nodes import Relabel
 
 
@@ -41,7 +43,7 @@ def _asformat_blocked(x: LazyArray, spec: formats.FormatSpec, blocksize: Any) ->
     format other than bsr)."""
     from lazysparse.formats.structured import check_blocksize
 
-    if spec.level_kinds[-1:] != ("blocked",):
+    if not spec.level_kinds or level_class(spec.level_kinds[-1]) is not Blocked:
         raise ValueError(f"asformat: blocksize is for format 'bsr' only, got format "
                          f"{spec.name!r}")
     try:

@@ -20,6 +20,7 @@ from lazysparse.api.building import fresh_fields
 from lazysparse.api.numpy_methods import NumpyMethods
 from lazysparse.api.scipy_methods import ScipyMethods
 from lazysparse.formats.config import DensifyError
+from lazysparse.formats.levels.registry import is_located
 from lazysparse.logic.inference import infer_region
 from lazysparse.logic.nodes import Aggregate, Alias, Immediate, Subquery, Table
 
@@ -400,7 +401,7 @@ class LazyArray(NumpyMethods, ScipyMethods):
         try:
             out = t.to_numpy()
         except DensifyError as e:
-            if all(lv.kind == "dense" for lv in t.levels):
+            if all(is_located(lv.kind) for lv in t.levels):
                 raise
             raise DensifyError(f"{e} For a sparse scipy copy without densifying (not "
                                f"scipy.sparse.csr_array(x)), use xp.to_scipy(x) or x.tocsr()."

@@ -20,10 +20,10 @@ import numpy as np
 
 from lazysparse import formats
 from lazysparse.formats.config import check_allocation
+from lazysparse.formats.levels.registry import is_located
 from lazysparse.formats.search import segment_search
 from lazysparse.formats.select import Pick, select
 from lazysparse.formats.sortkernels import find_in_segments
-from lazysparse.formats.specs import STRUCTURED_KINDS
 
 
 def selection(items: list[Any], shape: tuple[int, ...]) -> tuple[np.ndarray, tuple[int, ...]]:
@@ -184,17 +184,17 @@ def locate(t: formats.Tensor, coords: np.ndarray) -> np.ndarray:
     for level, axis in zip(t.levels, t.mode_order, strict=True):
         c = coords[axis]
         missed = hi <= lo
-        if level.kind == "dense":
+        if is_located(level.kind):
             lo = np.where(missed, 0, lo * level.size + c)
             hi = np.where(missed, lo, lo + 1)
             continue
-        if level.capabilities.locate or level.kind in STRUCTURED_KINDS:
+        if level.capabilities.locate or level.structured:
             # hashed, bytemap: random access; banded, ELL, blocked, runs: their own search
             found = level.locate_many(np.where(missed, 0, lo), c)  # type: ignore[attr-defined]
             lo = np.where(missed, -1, found)
             hi = np.where(lo >= 0, lo + 1, lo)
             continue
-        if level.kind == "singleton":  # one child per parent: search the parents' run
+        if level.properties.branchless:  # one child per parent: search the parents' run
             seg_lo, seg_hi = lo, hi
         else:  # compressed: the segment of parent position lo
             top = level.ptr.size - 1  # a miss may sit past the last parent position

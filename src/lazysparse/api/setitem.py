@@ -267,7 +267,7 @@ def _write_sparse(x: LazyArray, t: formats.Tensor, items: list[Any], val: Any) -
     """Overwrite stored entries in place; queue new coordinates for one merge."""
     coords, sel_shape = selection(items, x.shape)
     vals = _values_for(val, sel_shape, x.dtype)
-    if t.levels[-1].kind == "runs":  # one value per run: an assignment splits runs
+    if t.levels[-1].run_valued:  # one value per run: an assignment splits runs
         _adopt(x, _rewritten_runs(t, coords, vals))
         return
     pos = locate(t, coords)

@@ -15,12 +15,13 @@ import numpy as np
 
 from lazysparse import formats
 from lazysparse.api.lazy_array import LazyArray
+from lazysparse.formats.levels.registry import is_located
 from lazysparse.formats.ordering import canonical
 
 
 def is_dense(t: formats.Tensor) -> bool:
     """Whether every level of ``t`` is dense (a plain NumPy array holds it)."""
-    return all(getattr(lv, "kind", "") == "dense" for lv in t.levels)
+    return all(is_located(getattr(lv, "kind", "")) for lv in t.levels)
 
 
 def coo_parts(t: formats.Tensor) -> tuple[np.ndarray, np.ndarray]:
@@ -31,25 +32,9 @@ def coo_parts(t: formats.Tensor) -> tuple[np.ndarray, np.ndarray]:
     pos = np.zeros(1, dtype=np.int64)
     level_coords: list[np.ndarray] = []
     for lv in t.levels:
-        kind = lv.kind
-        if kind == "dense":
-            n = lv.size
-            new_pos = (pos[:, None] * n + np.arange(n, dtype=np.int64)[None, :]).ravel()
-            level_coords = [np.repeat(c, n) for c in level_coords]
-            level_coords.append(np.tile(np.arange(n, dtype=np.int64), pos.size))
-            pos = new_pos
-        elif kind == "singleton":
-            level_coords.append(np.asarray(lv.idx, dtype=np.int64)[pos])
-        else:  # compressed (unique or not)
-            ptr = np.asarray(lv.ptr, dtype=np.int64)
-            starts, stops = ptr[pos], ptr[pos + 1]
-            counts = stops - starts
-            total = int(counts.sum())
-            offsets = np.repeat(starts - np.cumsum(counts) + counts, counts)
-            new_pos = np.arange(total, dtype=np.int64) + offsets
-            level_coords = [np.repeat(c, counts) for c in level_coords]
-            level_coords.append(np.asarray(lv.idx, dtype=np.int64)[new_pos])
-            pos = new_pos
+        owner, coord, pos = lv.children(pos)
+        level_coords = [c[owner] for c in level_coords]
+        level_coords.append(coord)
     values = np.asarray(t.values)[pos] if t.levels else np.asarray(t.values)[:1]
     coords = np.empty((t.ndim, pos.size), dtype=np.int64)
     for k, axis in enumerate(t.mode_order):
@@ -98,7 +83,7 @@ def _pointers_too_large(fmt: str, shape: tuple[int, ...], n: int) -> bool:
     spec = formats.format_spec(fmt, len(shape))
     parents = 1
     for kind, m in zip(spec.level_kinds, spec.mode_order, strict=True):
-        if kind != "dense":
+        if not is_located(kind):
             break
         parents *= shape[m]
     return (parents + 1) * 8 > limit and parents > 8 * n + 4096

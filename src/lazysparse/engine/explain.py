@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from lazysparse.formats import Compressed, Dense, FormatSpec, Singleton, Tensor
+from lazysparse.formats import FormatSpec, Tensor
+from lazysparse.formats.levels.registry import level_class
 from lazysparse.formats.specs import is_structured
 from lazysparse.logic.nodes import Alias, Plan, Query, Reformat, Table
 from lazysparse.optimizer.analysis import plan_infos
@@ -86,16 +87,9 @@ def placeholder(shape: tuple[int, ...], spec: FormatSpec, dtype: Any, fill: Any)
     levels = []
     parents = 1
     for kind, m in zip(spec.level_kinds, spec.mode_order, strict=True):
-        n = shape[m]
-        if kind == "dense":
-            levels.append(Dense(n))
-            parents *= n
-        elif kind == "singleton":
-            levels.append(Singleton(n, np.zeros(0, np.int64)))
-        else:
-            levels.append(Compressed.of_kind(kind, n, np.zeros(parents + 1, np.int64),
-                                             np.zeros(0, np.int64)))
-            parents = 0
+        level = level_class(kind).empty(kind, shape[m], parents)
+        levels.append(level)
+        parents = level.npositions(parents)
     nvals = parents if levels else 1
     values = np.zeros(nvals if nvals < 2**20 else 0, dtype=dtype)
     return Tensor(shape, levels, spec.mode_order, values, fill, check=False)

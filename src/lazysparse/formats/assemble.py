@@ -14,6 +14,7 @@ from .config import check_densify
 from .dtypes import choose_index_dtype
 from .levels import STRUCTURED_LEVELS, Bytemap, Compressed, Dense, Hashed, Level, Singleton
 from .levels.hashed import build_table
+from .levels.registry import LEVEL_PROPERTIES, level_class
 from .sortkernels import stable_perm_pass
 from .specs import STRUCTURED_KINDS, FormatSpec
 from .tensor import Tensor
@@ -47,22 +48,23 @@ def build_tensor(
     last = len(spec.level_kinds) - 1
     for k, kind in enumerate(spec.level_kinds):
         c, size = coords[k], dims[k]
-        if kind == "singleton":  # one child per parent: positions unchanged
+        cls, props = level_class(kind), LEVEL_PROPERTIES[kind]
+        if props.branchless:  # one child per parent (singleton): positions unchanged
             levels.append(Singleton(size, c))
             continue
         if identity:
             parent, identity = np.arange(n, dtype=np.int64), False
-        if kind == "dense":
+        if cls is Dense:
             levels.append(Dense(size))
             parent = c.astype(np.int64) if parent is None else parent * size + c
             npos *= size
-        elif kind == "bytemap":
+        elif cls is Bytemap:
             levels.append(_bytemap(size, c, parent, npos, k == last, idt))
             base = 0 if parent is None else parent * size
             parent = c.astype(np.int64) + base
             npos *= size
         else:
-            if kind == "compressed-nonunique" or k == last or n == 0:
+            if not props.unique or k == last or n == 0:
                 new = None  # every entry starts a new position
             else:
                 new = np.empty(n, dtype=bool)
@@ -79,7 +81,7 @@ def build_tensor(
                 parent = np.cumsum(new, dtype=np.int64) - 1
                 count = int(idx.size)
             ptr = _ptr(owners, npos, count, idt)
-            if kind == "hashed":
+            if cls is Hashed:
                 levels.append(Hashed(size, ptr, idx, build_table(ptr, idx, size)))
             else:
                 levels.append(Compressed.of_kind(kind, size, ptr, idx))
@@ -88,7 +90,7 @@ def build_tensor(
         out_values = values
     else:
         itemsize = values.dtype.itemsize
-        if spec.level_kinds and spec.level_kinds[-1] in ("dense", "bytemap"):
+        if spec.level_kinds and level_class(spec.level_kinds[-1]) in (Dense, Bytemap):
             check_densify(npos * itemsize, shape, values.dtype, what)
         out_values = np.full(npos, fill_value, dtype=values.dtype)
         if parent is None:  # 0-d: one position

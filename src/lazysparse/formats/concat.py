@@ -30,16 +30,25 @@ from lazysparse.formats.jit import helper_jit
 from .convert import convert
 from .dtypes import choose_index_dtype
 from .levels import Compressed, Dense, Level, Singleton
+from .levels.registry import (
+    ARRAY_KINDS,
+    COO_LAYOUT,
+    DENSE_KIND,
+    NONUNIQUE_KIND,
+    PLAIN_KIND,
+    ROW_LAYOUT,
+    UNORDERED_KIND,
+    all_located,
+    is_located,
+)
 from .sortkernels import as_words
 from .specs import FormatSpec, format_spec
 from .tensor import Tensor
 
-# level kinds whose arrays join by offset and copy
-_JOINABLE = frozenset({"dense", "compressed", "compressed-nonunique", "compressed-unordered",
-                       "singleton"})
-# the 2-d layouts an inner join runs in: (dense, compressed) in either mode order
-_ROWS = ("dense", "compressed")
-_COO = ("compressed-nonunique", "singleton")
+# level kinds whose arrays join by offset and copy: ARRAY_KINDS; the 2-d layouts an inner
+# join runs in: ROW_LAYOUT (dense, compressed) in either mode order, COO_LAYOUT, and rows
+# whose columns are unordered
+_UNORDERED_ROWS = (DENSE_KIND, UNORDERED_KIND)
 
 
 class Join(Enum):
@@ -54,12 +63,12 @@ def join_layout(spec: FormatSpec, axis: int) -> tuple[Join, FormatSpec] | None:
     in (the result converts from it when it differs); None when no structural join applies
     (hashed, bytemap, structured levels; csf or dcsr along an inner axis)."""
     kinds = spec.level_kinds
-    if not kinds or any(k not in _JOINABLE for k in kinds) or all(k == "dense" for k in kinds):
+    if not kinds or any(k not in ARRAY_KINDS for k in kinds) or all_located(kinds):
         return None
     if axis == spec.mode_order[0]:
         return Join.OUTER, spec
-    if len(kinds) == 2 and kinds in (_ROWS, _COO, ("dense", "compressed-unordered")):
-        work = spec if kinds[0] == "dense" else format_spec(
+    if len(kinds) == 2 and kinds in (ROW_LAYOUT, COO_LAYOUT, _UNORDERED_ROWS):
+        work = spec if is_located(kinds[0]) else format_spec(
             "csr" if spec.mode_order == (0, 1) else "csc", 2)
         return Join.INNER, work
     return None
@@ -194,7 +203,7 @@ def with_leading_axis(t: Tensor) -> Tensor | None:
     compressed to the non-empty ones. None for other layouts (the caller computes an
     ``expand_dims`` instead)."""
     kinds, order, name = t.spec.level_kinds, t.mode_order, "csf"
-    if t.spec.name == "coo" and kinds[0] in ("compressed", "compressed-nonunique"):
+    if t.spec.name == "coo" and kinds[0] in (PLAIN_KIND, NONUNIQUE_KIND):
         top = t.levels[0]
         assert isinstance(top, Compressed)
         itype = top.idx.dtype
@@ -203,11 +212,11 @@ def with_leading_axis(t: Tensor) -> Tensor | None:
                        unique=False),
             Singleton(top.size, top.idx), *t.levels[1:]]
         name = "coo"
-    elif kinds and all(k == "compressed" for k in kinds):
+    elif kinds and all(k == PLAIN_KIND for k in kinds):
         top = t.levels[0]
         assert isinstance(top, Compressed)
         levels = [*_one_coordinate(top), *t.levels[1:]]
-    elif kinds == _ROWS:
+    elif kinds == ROW_LAYOUT:
         t = convert(t, format_spec("csr", 2))
         levels, order = _nonempty_rows(t), (0, 1)
     else:

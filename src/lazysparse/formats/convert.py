@@ -10,6 +10,14 @@ import numpy as np
 from .assemble import build_tensor, expand, merge_duplicates, sort_coords
 from .dtypes import check_dtype, choose_index_dtype, equals_fill, normalize_fill
 from .levels import Compressed, Dense
+from .levels.registry import (
+    COO_LAYOUT,
+    DENSE_KIND,
+    PLAIN_KIND,
+    ROW_LAYOUT,
+    all_located,
+    is_run_valued,
+)
 from .sortkernels import (
     ptr_from_sorted,
     scatter_by_key,
@@ -73,10 +81,8 @@ def convert(
         return Tensor(
             t.shape, t.levels, t.mode_order, t.values, t.fill_value, format=spec, check=False
         )
-    source_dense = bool(t.levels) and t.levels[-1].kind == "dense"
-    if all(kind == "dense" for kind in spec.level_kinds) or all(
-        level.kind == "dense" for level in t.levels
-    ):
+    source_dense = bool(t.levels) and isinstance(t.levels[-1], Dense)
+    if all_located(spec.level_kinds) or all(isinstance(level, Dense) for level in t.levels):
         from .convert_numpy import from_numpy, to_numpy
 
         return from_numpy(to_numpy(t), spec, t.fill_value)
@@ -104,11 +110,11 @@ def to_structured(t: Any, spec: FormatSpec | str, *,
     spec = format_spec(spec, t.ndim)
     if blocksize is None and spec == t.spec:
         return t
-    if spec.level_kinds[-1] == "runs" and all(lv.kind == "dense" for lv in t.levels):
+    if is_run_valued(spec.level_kinds[-1]) and all(isinstance(lv, Dense) for lv in t.levels):
         from .convert_numpy import to_numpy
 
         return runs_from_dense(to_numpy(t), spec, t.fill_value)
-    rows = ("dense",) * (t.ndim - 1) + ("compressed",)
+    rows = (DENSE_KIND,) * (t.ndim - 1) + (PLAIN_KIND,)
     src = convert(t, FormatSpec("custom", rows, spec.mode_order))
     coords, values = expand(src)
     dims = tuple(t.shape[m] for m in spec.mode_order)
@@ -170,20 +176,20 @@ def _sort_to(
 
 def _convert_2d(t: Tensor, spec: FormatSpec) -> Tensor | None:
     """Linear-time paths to a (dense, compressed) 2-D target, or None when none applies."""
-    if spec.level_kinds != ("dense", "compressed"):
+    if spec.level_kinds != ROW_LAYOUT:
         return None
     a, b = spec.mode_order
     kinds, order = t.spec.level_kinds, t.mode_order
     top, low = t.levels
     n_a = t.shape[a]
-    if kinds in (("dense", "compressed"), ("compressed", "compressed")) and order == (b, a):
+    if kinds in (ROW_LAYOUT, (PLAIN_KIND, PLAIN_KIND)) and order == (b, a):
         assert isinstance(low, Compressed)
         major = top.idx if isinstance(top, Compressed) else np.arange(top.size, dtype=low.idx.dtype)
         ptr = low.ptr
         if ptr.dtype != low.idx.dtype:
             ptr = ptr.astype(low.idx.dtype)
         out_ptr, out_idx, out_vals = transpose_compressed(ptr, low.idx, major, t.values, n_a)
-    elif kinds == ("compressed-nonunique", "singleton"):
+    elif kinds == COO_LAYOUT:
         first, second = top.idx, low.idx
         if order == (a, b):
             out_ptr = ptr_from_sorted(first, n_a, first.dtype)
@@ -224,7 +230,7 @@ def from_coords(
     idt = choose_index_dtype(shape, n)
     stored = [axes[m].astype(idt, copy=False) for m in spec.mode_order]
     dims = tuple(shape[m] for m in spec.mode_order)
-    if len(shape) == 2 and n and (spec.level_kinds == ("dense", "compressed")
+    if len(shape) == 2 and n and (spec.level_kinds == ROW_LAYOUT
                                   or dims[0] <= _BINS_PER_ENTRY * n + 4096):
         # a counting sort by the major coordinate; a hypersparse one (bins, a pointer per
         # row, would dwarf the entries) sorts by comparison below, in memory O(n)
@@ -259,7 +265,7 @@ def _from_pairs_2d(
         )
     if repeats:
         ptr, minor, v = sum_runs(ptr, minor, v)
-    if spec.level_kinds == ("dense", "compressed"):
+    if spec.level_kinds == ROW_LAYOUT:
         levels = [Dense(dims[0]), Compressed(dims[1], ptr, minor)]
         return Tensor(shape, levels, spec.mode_order, v, fill, format=spec, check=False)
     rows = np.repeat(np.arange(dims[0], dtype=idt), np.diff(ptr))

@@ -9,6 +9,7 @@ import numpy as np
 from .assemble import build_tensor, expand
 from .config import check_densify
 from .dtypes import check_dtype, equals_fill, normalize_fill
+from .levels.registry import all_located, is_located
 from .specs import FormatSpec, format_spec
 from .tensor import Tensor
 
@@ -27,7 +28,7 @@ def from_numpy(
     fill = normalize_fill(fill_value, dt)
     spec = format_spec(format, arr.ndim, mode_order)
     stored = arr.transpose(spec.mode_order)
-    if all(kind == "dense" for kind in spec.level_kinds):
+    if all_located(spec.level_kinds):
         values = np.ascontiguousarray(stored).reshape(-1)
         return Tensor(
             arr.shape,
@@ -55,7 +56,7 @@ def to_numpy(t: Tensor) -> np.ndarray:
     size = int(np.prod(shape, dtype=object))
     check_densify(size * dtype.itemsize, shape, dtype, "to_numpy")
     inverse = tuple(int(i) for i in np.argsort(t.mode_order))
-    if all(level.kind == "dense" for level in t.levels):
+    if all(is_located(level.kind) for level in t.levels):
         stored_shape = tuple(shape[m] for m in t.mode_order)
         return t.values.reshape(stored_shape).transpose(inverse)
     coords, values = expand(t)

@@ -11,6 +11,7 @@ from . import checkkernels as K
 from .checkkernels import check_coo_chain
 from .dtypes import check_dtype, equals_fill
 from .levels import STRUCTURED_LEVELS, Banded, Blocked, Compressed, Dense, Level, Singleton
+from .levels.registry import DENSE_KIND, UNORDERED_KIND
 from .tensor import Tensor
 from .validation import CoordinateError, as_index_array
 
@@ -255,7 +256,7 @@ def to_scipy(t: Tensor, format: str | None = None, *, matrix: bool = False) -> A
         return m
     if format in ("csr", "csc"):
         u = t if t.spec.ordered_spec().name == format and t.spec.level_kinds == (
-            "dense", "compressed-unordered") else convert(t, format)
+            DENSE_KIND, UNORDERED_KIND) else convert(t, format)
         low = u.levels[1]
         assert isinstance(low, Compressed)
         m = getattr(sp, f"{format}_{kind}")(t.shape, dtype=t.dtype)

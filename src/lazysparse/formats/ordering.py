@@ -9,8 +9,16 @@ from typing import Any
 import numpy as np
 
 from .assemble import build_tensor, expand, sort_coords
-from .levels import Compressed, Hashed, Level
+from .levels import Bytemap, Compressed, Hashed, Level
 from .levels.hashed import build_table
+from .levels.registry import (
+    CLASSIC_KINDS,
+    PLAIN_KIND,
+    STRUCTURED_KINDS,
+    UNORDERED_KIND,
+    UNORDERED_KINDS,
+    level_class,
+)
 from .sortkernels import sort_segments
 from .specs import FormatSpec
 from .tensor import Tensor
@@ -47,10 +55,10 @@ def unordered_as(t: Tensor, spec: FormatSpec) -> Tensor:
     for k, (level, kind) in enumerate(zip(t.levels, spec.level_kinds, strict=True)):
         if kind == level.kind:
             levels.append(level)
-        elif kind == "hashed" and isinstance(level, Compressed):
+        elif level_class(kind) is Hashed and isinstance(level, Compressed):
             levels.append(Hashed(level.size, level.ptr, level.idx,
                                  build_table(level.ptr, level.idx, level.size)))
-        elif kind == "compressed-unordered" and isinstance(level, Compressed):
+        elif kind == UNORDERED_KIND and isinstance(level, Compressed):
             if k != len(t.levels) - 1:
                 raise ValueError(f"format {spec}: only the last level of a layout can be "
                                  "unordered compressed")
@@ -61,25 +69,20 @@ def unordered_as(t: Tensor, spec: FormatSpec) -> Tensor:
                   check=False)
 
 
-# level kinds every stage reads by their arrays alone (position = ptr/idx walk)
-CLASSIC_KINDS = frozenset({"dense", "compressed", "compressed-nonunique", "singleton"})
-
-
 def canonical(t: Tensor) -> Tensor:
     """``t`` in levels every reader of ptr/idx arrays understands, in order: itself when it
     has only dense, compressed and singleton levels; unordered levels sorted; hashed and
     bytemap levels stored as compressed ones."""
     if all(kind in CLASSIC_KINDS for kind in t.spec.level_kinds):
         return t
-    if all(kind in CLASSIC_KINDS or kind in ("compressed-unordered", "hashed")
-           for kind in t.spec.level_kinds):
+    if all(kind in CLASSIC_KINDS or kind in UNORDERED_KINDS for kind in t.spec.level_kinds):
         return ordered(t)
     from .convert import convert
     from .specs import infer_spec
 
-    kinds = tuple("compressed" if k not in CLASSIC_KINDS else k for k in t.spec.level_kinds)
-    if kinds[-1] == "compressed" and len(kinds) > 1 and t.spec.level_kinds[-1] in (
-            "banded", "ell", "blocked", "runs"):  # leading dense levels: a csr-like layout
+    kinds = tuple(PLAIN_KIND if k not in CLASSIC_KINDS else k for k in t.spec.level_kinds)
+    if kinds[-1] == PLAIN_KIND and len(kinds) > 1 and t.spec.level_kinds[-1] in STRUCTURED_KINDS:
+        # leading dense levels: a csr-like layout
         return convert(t, FormatSpec(infer_spec(kinds, t.mode_order).name, kinds,
                                      t.mode_order))
     return convert(t, infer_spec(kinds, t.mode_order))
@@ -102,12 +105,13 @@ def relabel_layout(t: Tensor, spec: FormatSpec) -> Tensor:
     for k, (level, kind) in enumerate(zip(t.levels, spec.level_kinds, strict=True)):
         if kind == level.kind:
             levels.append(level)
-        elif kind == "hashed" and isinstance(level, Compressed) and level.unique:
+        elif level_class(kind) is Hashed and isinstance(level, Compressed) and level.unique:
             levels.append(Hashed(level.size, level.ptr, level.idx,
                                  build_table(level.ptr, level.idx, level.size)))
-        elif kind == "compressed-unordered" and isinstance(level, Compressed) and level.unique:
+        elif kind == UNORDERED_KIND and isinstance(level, Compressed) and level.unique:
             levels.append(Compressed(level.size, level.ptr, level.idx, ordered=False))
-        elif kind == "bytemap" and k == last and isinstance(level, Compressed) and level.unique:
+        elif (level_class(kind) is Bytemap and k == last and isinstance(level, Compressed)
+              and level.unique):
             level, values = _sorted_last(level, values)
             levels.append(_bytemap_of(level, values.dtype))
             values = _scatter_values(level, values, t.fill_value)

@@ -32,6 +32,7 @@ from lazysparse.formats.jit import helper_jit
 
 from .config import check_allocation
 from .levels import Compressed, Dense, Level, Singleton
+from .levels.registry import is_coo_kind
 from .sortkernels import as_words, gather_pair, sort_segments
 from .specs import FormatSpec, infer_spec
 from .tensor import Tensor
@@ -449,8 +450,7 @@ def _emit(out: list[Level], level: Level, walk: _Walk, ch: Children, size: int,
     if isinstance(level, Dense):
         out.append(Dense(size))
         return one_each
-    if isinstance(level, Singleton) and out and out[-1].kind in ("compressed-nonunique",
-                                                                   "singleton"):
+    if isinstance(level, Singleton) and out and is_coo_kind(out[-1].kind):
         # coo below its first level: stays coo while each kept parent has one child
         if not ch.monotone or bool((ch.counts > 1).any()):
             return False  # a repeated or unsorted index array on coo's columns

@@ -5,39 +5,31 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .levels.banded import BANDED_CAPABILITIES, BANDED_PROPERTIES
 from .levels.base import LevelCapabilities, LevelProperties
-from .levels.blocked import BLOCKED_CAPABILITIES, BLOCKED_PROPERTIES
-from .levels.bytemap import BYTEMAP_CAPABILITIES, BYTEMAP_PROPERTIES
-from .levels.compressed import COMPRESSED_CAPABILITIES
-from .levels.dense import DENSE_CAPABILITIES, DENSE_PROPERTIES
-from .levels.ell import ELL_CAPABILITIES, ELL_PROPERTIES
-from .levels.hashed import HASHED_CAPABILITIES, HASHED_PROPERTIES
-from .levels.runs import RUNS_CAPABILITIES, RUNS_PROPERTIES
-from .levels.singleton import SINGLETON_CAPABILITIES, SINGLETON_PROPERTIES
+from .levels.registry import (
+    LAST_LEVEL_FORMATS,
+    LEVEL_CAPABILITIES,
+    LEVEL_CLASSES,
+    LEVEL_PROPERTIES,
+    PLAIN_KIND,
+    RENAMED_KINDS,
+    ROW_ROOTED_KINDS,
+    STRUCTURED_KINDS,
+    UNORDERED_KIND,
+    UNORDERED_KINDS,
+    all_located,
+)
 
-LEVEL_KINDS = ("dense", "compressed", "compressed-nonunique", "compressed-unordered", "singleton",
-               "hashed", "bytemap", "banded", "ell", "blocked", "runs")
-
-# structured levels (issue 16): the last level of a layout whose leading levels are dense;
-# banded and blocked need the row level at the root (their positions use the row number)
-STRUCTURED_KINDS = frozenset({"banded", "ell", "blocked", "runs"})
-_ROW_KINDS = ("banded", "blocked")
-
-# kinds whose siblings may come in any order; the ordered kind each sorts into
-UNORDERED_KINDS = {"compressed-unordered": "compressed", "hashed": "compressed"}
-
-# unordered kinds whose layout has a name of its own (its ordered form is named afresh)
-_RENAMED_KINDS = ("hashed",)
+LEVEL_KINDS = tuple(LEVEL_CLASSES)
 
 FORMAT_NAMES = ("dense", "csr", "csc", "coo", "csf", "dcsr", "hash", "bytemap", "dia", "bsr",
                 "ell", "rle")
 
 # named formats whose last level is a scatter-friendly level (leading levels dense)
-_SCATTER_FORMATS = {"hash": "hashed", "bytemap": "bytemap"}
+_SCATTER_FORMATS = {n: k for n, k in LAST_LEVEL_FORMATS.items() if k not in STRUCTURED_KINDS}
 
 # named formats of a structured last level under dense levels (dia and bsr: 2-D, row-major)
-_STRUCTURED_FORMATS = {"dia": "banded", "bsr": "blocked", "ell": "ell", "rle": "runs"}
+_STRUCTURED_FORMATS = {n: k for n, k in LAST_LEVEL_FORMATS.items() if k in STRUCTURED_KINDS}
 
 _FIXED_2D = {"csr": (0, 1), "csc": (1, 0), "dia": (0, 1), "bsr": (0, 1)}
 
@@ -62,13 +54,14 @@ class FormatSpec:
         for k, kind in enumerate(kinds):
             if kind not in LEVEL_KINDS:
                 raise ValueError(f"unknown level kind {kind!r}; expected one of {LEVEL_KINDS}")
-            if kind == "singleton" and (k == 0 or kinds[k - 1] not in _NONUNIQUE_PARENTS):
+            props = LEVEL_PROPERTIES[kind]
+            if props.branchless and (k == 0 or not _chains(kinds[k - 1])):
                 raise ValueError(
                     "a singleton level must follow a compressed-nonunique or singleton level "
                     f"(one child per parent), got level kinds {kinds}"
                 )
-            if kind == "compressed-nonunique" and (
-                k + 1 >= len(kinds) or kinds[k + 1] != "singleton"
+            if not props.unique and (
+                k + 1 >= len(kinds) or not LEVEL_PROPERTIES[kinds[k + 1]].branchless
             ):
                 raise ValueError(
                     "a compressed-nonunique level must be followed by a singleton level, "
@@ -84,11 +77,11 @@ class FormatSpec:
 
     def level_properties(self) -> tuple[LevelProperties, ...]:
         """Properties of each level, outermost first (what code generation reasons about)."""
-        return tuple(_PROPERTIES[kind] for kind in self.level_kinds)
+        return tuple(LEVEL_PROPERTIES[kind] for kind in self.level_kinds)
 
     def level_capabilities(self) -> tuple[LevelCapabilities, ...]:
         """Capabilities of each level, outermost first."""
-        return tuple(_CAPABILITIES[kind] for kind in self.level_kinds)
+        return tuple(LEVEL_CAPABILITIES[kind] for kind in self.level_kinds)
 
     def level_of_axis(self, axis: int) -> int:
         """Which level stores ``axis``."""
@@ -104,57 +97,34 @@ class FormatSpec:
         if self.ordered:
             return self
         kinds = tuple(UNORDERED_KINDS.get(k, k) for k in self.level_kinds)
-        if any(k in _RENAMED_KINDS for k in self.level_kinds):  # a sorted hash is no hash
+        if any(k in RENAMED_KINDS for k in self.level_kinds):  # a sorted hash is no hash
             return infer_spec(kinds, self.mode_order)
         return FormatSpec(self.name, kinds, self.mode_order)
 
     def unordered_last(self) -> FormatSpec:
         """The same layout with its last level unordered when it is compressed (what a
         scattered write drains into without sorting); else itself."""
-        if not self.level_kinds or self.level_kinds[-1] != "compressed":
+        if not self.level_kinds or self.level_kinds[-1] != PLAIN_KIND:
             return self
-        kinds = self.level_kinds[:-1] + ("compressed-unordered",)
+        kinds = self.level_kinds[:-1] + (UNORDERED_KIND,)
         return FormatSpec(self.name, kinds, self.mode_order)
 
 
-_NONUNIQUE_PARENTS = ("compressed-nonunique", "singleton")
-
-_PROPERTIES = {
-    "dense": DENSE_PROPERTIES,
-    "compressed": LevelProperties(False, True, True, False, True),
-    "compressed-nonunique": LevelProperties(False, True, False, False, True),
-    "compressed-unordered": LevelProperties(False, False, True, False, True),
-    "singleton": SINGLETON_PROPERTIES,
-    "hashed": HASHED_PROPERTIES,
-    "bytemap": BYTEMAP_PROPERTIES,
-    "banded": BANDED_PROPERTIES,
-    "ell": ELL_PROPERTIES,
-    "blocked": BLOCKED_PROPERTIES,
-    "runs": RUNS_PROPERTIES,
-}
-_CAPABILITIES = {
-    "dense": DENSE_CAPABILITIES,
-    "compressed": COMPRESSED_CAPABILITIES,
-    "compressed-nonunique": COMPRESSED_CAPABILITIES,
-    "compressed-unordered": COMPRESSED_CAPABILITIES,
-    "singleton": SINGLETON_CAPABILITIES,
-    "hashed": HASHED_CAPABILITIES,
-    "bytemap": BYTEMAP_CAPABILITIES,
-    "banded": BANDED_CAPABILITIES,
-    "ell": ELL_CAPABILITIES,
-    "blocked": BLOCKED_CAPABILITIES,
-    "runs": RUNS_CAPABILITIES,
-}
+def _chains(kind: str) -> bool:
+    """Whether a branchless (singleton) level may follow a level of kind ``kind``: one that
+    repeats coordinates (COO's non-unique root) or is itself branchless."""
+    props = LEVEL_PROPERTIES[kind]
+    return not props.unique or props.branchless
 
 
 def _check_structured(kinds: tuple[str, ...], order: tuple[int, ...], k: int) -> None:
     """A structured level is the last one, under dense levels only; banded and blocked
     store the columns of a row-major matrix (their positions are computed from the row)."""
     kind = kinds[k]
-    if k != len(kinds) - 1 or any(p != "dense" for p in kinds[:k]):
+    if k != len(kinds) - 1 or not all_located(kinds[:k]):
         raise ValueError(f"a {kind!r} level must be the last level, under dense levels only; "
                          f"got level kinds {kinds}")
-    if kind in _ROW_KINDS and (len(kinds) != 2 or order != (0, 1)):
+    if kind in ROW_ROOTED_KINDS and (len(kinds) != 2 or order != (0, 1)):
         raise ValueError(f"a {kind!r} level stores the columns of a row-major 2-D matrix "
                          f"(level kinds ('dense', {kind!r}), mode order (0, 1)); got level "
                          f"kinds {kinds}, mode order {order}")
@@ -169,7 +139,7 @@ def _kinds(name: str, ndim: int) -> tuple[str, ...]:
     """Level kinds of named format ``name`` with ``ndim`` axes (ValueError if it has none)."""
     if name in _STRUCTURED_FORMATS:
         kind = _STRUCTURED_FORMATS[name]
-        if kind in _ROW_KINDS and ndim != 2:
+        if kind in ROW_ROOTED_KINDS and ndim != 2:
             raise ValueError(f"format {name!r} is for 2-D tensors, got ndim={ndim}; use "
                              "'ell' or 'rle' (n-d), 'coo' or 'csf'")
         if ndim == 0:
@@ -258,13 +228,12 @@ def infer_spec(level_kinds: tuple[str, ...], mode_order: tuple[int, ...]) -> For
         try:
             _check_structured(tuple(level_kinds), tuple(mode_order), ndim - 1)
         except ValueError:  # a structure of another axis order: the csr-like layout
-            kinds = tuple("compressed" if k in STRUCTURED_KINDS else k for k in level_kinds)
+            kinds = tuple(PLAIN_KIND if k in STRUCTURED_KINDS else k for k in level_kinds)
             return infer_spec(kinds, mode_order)
     for name in (*_SCATTER_FORMATS, *_STRUCTURED_FORMATS):
-        if level_kinds[-1] == (_SCATTER_FORMATS | _STRUCTURED_FORMATS)[name] and all(
-                k == "dense" for k in level_kinds[:-1]):
+        if level_kinds[-1] == LAST_LEVEL_FORMATS[name] and all_located(level_kinds[:-1]):
             return FormatSpec(name, tuple(level_kinds), tuple(mode_order))
-    if any(k in _RENAMED_KINDS for k in level_kinds):
+    if any(k in RENAMED_KINDS for k in level_kinds):
         return FormatSpec("custom", tuple(level_kinds), tuple(mode_order))
     if any(k in UNORDERED_KINDS for k in level_kinds):
         # named after the ordered format it sorts into (scipy's unsorted csr is still csr)

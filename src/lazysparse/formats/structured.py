@@ -17,6 +17,7 @@ import numpy as np
 from .config import check_bins, check_densify
 from .dtypes import choose_index_dtype, equals_fill
 from .levels import Banded, Blocked, Dense, Ell, Level, Runs
+from .levels.registry import LEVEL_CLASSES
 from .specs import FormatSpec
 from .tensor import Tensor
 
@@ -35,14 +36,15 @@ def build_structured(shape: tuple[int, ...], spec: FormatSpec, parent: np.ndarra
     kind, size = spec.level_kinds[-1], dims[-1]
     parent = parent.astype(np.int64, copy=False)
     coord = coord.astype(np.int64, copy=False)
-    if kind == "banded":
+    cls = LEVEL_CLASSES.get(kind)
+    if cls is Banded:
         level, vals = _banded(size, parent, coord, values, fill)
-    elif kind == "ell":
+    elif cls is Ell:
         level, vals = _ell(size, nparent, shape, parent, coord, values, fill)
-    elif kind == "blocked":
+    elif cls is Blocked:
         block = blocksize if blocksize is not None else choose_blocksize(dims, parent, coord)
         level, vals = _blocked(dims, parent, coord, values, fill, check_blocksize(block, dims))
-    elif kind == "runs":
+    elif cls is Runs:
         level, vals = _runs(size, nparent, shape, parent, coord, values)
     else:
         raise ValueError(f"{spec} has no structured level")

@@ -9,6 +9,7 @@ import numpy as np
 
 from .dtypes import choose_index_dtype, fill_key, normalize_fill
 from .levels import Banded, Blocked, Compressed, Dense, Ell, Level, Singleton
+from .levels.registry import level_class
 from .specs import FormatSpec, format_spec, infer_spec
 from .validation import as_index_array, as_values_array, check_levels, check_shape
 
@@ -138,7 +139,7 @@ class Tensor:
         """Hashable cache key of the data: (format spec, dtype, fill value (NaN-safe), ndim;
         a BSR's block shape, which its kernels are compiled for)."""
         key = (self.spec, self.dtype.str, fill_key(self.fill_value), self.ndim)
-        if self.spec.level_kinds and self.spec.level_kinds[-1] == "blocked":
+        if self.levels and isinstance(self.levels[-1], Blocked):
             return (*key, self.levels[-1].block)  # type: ignore[attr-defined]
         return key
 
@@ -247,7 +248,7 @@ class Tensor:
         from .structured import check_blocksize
 
         spec = format_spec(format, self.ndim, mode_order)
-        if spec.level_kinds[-1:] != ("blocked",):
+        if not spec.level_kinds or level_class(spec.level_kinds[-1]) is not Blocked:
             raise ValueError(f"blocksize is for format 'bsr' only, got format {spec.name!r}")
         block = check_blocksize(blocksize, self.shape)
         if isinstance(self.levels[-1], Blocked) and self.levels[-1].block == block:

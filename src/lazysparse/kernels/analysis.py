@@ -16,6 +16,12 @@ import numpy as np
 from lazysparse.formats.config import get_densify_limit
 from lazysparse.formats.dtypes import fill_key, same_value
 from lazysparse.formats.levels.base import LevelCapabilities, LevelProperties
+from lazysparse.formats.levels.registry import (
+    DENSE_KIND,
+    PLAIN_KIND,
+    writes_relabeled,
+    written_kind,
+)
 from lazysparse.formats.specs import FormatSpec
 from lazysparse.formats.tensor import Tensor
 from lazysparse.logic.nodes import (
@@ -42,7 +48,7 @@ class LevelInfo:
     field: str
     props: LevelProperties
     caps: LevelCapabilities
-    kind: str = "compressed"  # how its positions are walked (``kernels.level_walks``)
+    kind: str = PLAIN_KIND  # how its positions are walked (``kernels.level_walks``)
     # a blocked (BSR) level's block shape: constants of the kernel (unrolled inner loops)
     block: tuple[int, int] | None = None
 
@@ -210,7 +216,7 @@ class QueryData:
 
 
 # the fill key of an operand whose every level is located (dense): its fill is unused
-DENSE_FILL = ("dense",)
+DENSE_FILL = (DENSE_KIND,)
 
 
 def _unwrap_query(query: Query) -> tuple[FormatSpec, Any]:
@@ -231,11 +237,10 @@ def written_spec(spec: FormatSpec) -> FormatSpec:
     unsorted), a bytemap as a compressed one; the host then builds the table or mask
     (``formats.ordering.relabel_layout``). Other specs are written as they are."""
     kinds = spec.level_kinds
-    if not any(k in ("hashed", "bytemap") for k in kinds):
+    if not writes_relabeled(kinds):
         return spec
     last = len(kinds) - 1
-    out = tuple(("compressed-unordered" if m == last else "compressed") if k == "hashed"
-                else "compressed" if k == "bytemap" else k for m, k in enumerate(kinds))
+    out = tuple(written_kind(k, m == last) for m, k in enumerate(kinds))
     return FormatSpec(spec.name, out, spec.mode_order)
 
 

@@ -24,6 +24,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from lazysparse.formats.levels.base import Walk
+from lazysparse.formats.levels.registry import walk_of_kind
 from lazysparse.kernels.ir_build import I64, C, OpState, V, add, sel
 from lazysparse.kernels.loop_ir import Assign, Bin, Cast, Const, Expr, For, Load, Stmt, Var, While
 
@@ -217,23 +219,20 @@ class RunWalk(LevelWalk):
         return [For(q, lo, hi, (run,))]
 
 
-WALKS: dict[str, LevelWalk] = {
-    "compressed": LevelWalk(),
-    "compressed-nonunique": LevelWalk(),
-    "compressed-unordered": LevelWalk(),
-    "hashed": LevelWalk(),
-    "singleton": LevelWalk(),
-    "bytemap": BytemapWalk(),
-    "banded": BandWalk(),
-    "ell": SlotWalk(),
-    "blocked": BlockWalk(),
-    "runs": RunWalk(),
+# one walk per way of walking a level (the ``Walk`` each level class declares)
+WALKS: dict[Walk, LevelWalk] = {
+    Walk.SEGMENT: LevelWalk(),
+    Walk.BYTEMAP: BytemapWalk(),
+    Walk.BAND: BandWalk(),
+    Walk.SLOTS: SlotWalk(),
+    Walk.BLOCKS: BlockWalk(),
+    Walk.RUNS: RunWalk(),
 }
 
 
 def walk_of(kind: str) -> LevelWalk:
-    """The walk of level kind ``kind``."""
-    return WALKS[kind]
+    """The walk of level kind ``kind`` (the one its class declares)."""
+    return WALKS[walk_of_kind(kind)]
 
 
 __all__ = ["WALKS", "LevelWalk", "block_shape", "walk_of"]

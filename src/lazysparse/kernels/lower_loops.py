@@ -10,6 +10,8 @@ coordinate and at the innermost point.
 
 from __future__ import annotations
 
+from lazysparse.formats.levels.base import Walk
+from lazysparse.formats.levels.registry import walk_of_kind
 from lazysparse.kernels.analysis import KernelInfo
 from lazysparse.kernels.coiterate import LevelPlan, LoopKind
 from lazysparse.kernels.ir_build import C, OpState, State, V, land
@@ -47,8 +49,8 @@ def describe(info: KernelInfo, lp: LevelPlan) -> str:
     return "; ".join(txt)
 
 
-# the storage-order nest of each structured walk (``KernelPlan.storage_major``)
-STORAGE_MAJOR = {"banded": band_major_nest, "blocked": block_major_nest}
+# the storage-order nest of each walk that has one (``KernelPlan.storage_major``)
+STORAGE_MAJOR = {Walk.BAND: band_major_nest, Walk.BLOCKS: block_major_nest}
 
 
 class LoopNest:
@@ -70,7 +72,7 @@ class LoopNest:
         ctx = self.ctx
         if ctx.plan.storage_major == d:  # DIA/BSR row sums, in the storage's own order
             s = ctx.plans[d + 1].drivers[0]
-            nest = STORAGE_MAJOR[ctx.info.operands[s].levels[1].kind]
+            nest = STORAGE_MAJOR[walk_of_kind(ctx.info.operands[s].levels[1].kind)]
             return nest(ctx, self.output, d, st, bounds)
         lp = ctx.plans[d]
         c = V(ctx.cvar[lp.field])

@@ -18,7 +18,9 @@ from typing import Any
 
 import numpy as np
 
+from lazysparse.formats.levels.base import LevelParam
 from lazysparse.formats.levels.hashed import table_shift
+from lazysparse.formats.levels.registry import level_class
 from lazysparse.kernels.analysis import KernelInfo, QueryData
 from lazysparse.kernels.workspace import OutputMode, OutputPlan
 
@@ -121,14 +123,18 @@ class KernelParams:
         return frozenset(p.name for p in self.params if p.role is Role.EXTENT)
 
 
-# the parameters of each structured level kind (issue 16): name suffix and role
-_STRUCTURED_PARAMS: dict[str, tuple[tuple[str, Role], ...]] = {
-    "banded": (("off", Role.LEVEL_OFFSETS), ("nd", Role.LEVEL_NDIAG),
-               ("len", Role.LEVEL_LENGTH), ("lim", Role.LEVEL_LIMIT)),
-    "ell": (("w", Role.LEVEL_WIDTH), ("idx", Role.LEVEL_IDX)),
-    "blocked": (("ptr", Role.LEVEL_PTR), ("idx", Role.LEVEL_IDX),
-                ("br", Role.LEVEL_BLOCK_ROWS), ("bc", Role.LEVEL_BLOCK_COLS)),
-    "runs": (("ptr", Role.LEVEL_PTR), ("idx", Role.LEVEL_IDX), ("end", Role.LEVEL_END)),
+# the role of each parameter a level declares (``Level.kernel_params``, issue 16)
+_LEVEL_ROLES: dict[LevelParam, Role] = {
+    LevelParam.PTR: Role.LEVEL_PTR,
+    LevelParam.IDX: Role.LEVEL_IDX,
+    LevelParam.END: Role.LEVEL_END,
+    LevelParam.OFFSETS: Role.LEVEL_OFFSETS,
+    LevelParam.NDIAG: Role.LEVEL_NDIAG,
+    LevelParam.LENGTH: Role.LEVEL_LENGTH,
+    LevelParam.LIMIT: Role.LEVEL_LIMIT,
+    LevelParam.WIDTH: Role.LEVEL_WIDTH,
+    LevelParam.BLOCK_ROWS: Role.LEVEL_BLOCK_ROWS,
+    LevelParam.BLOCK_COLS: Role.LEVEL_BLOCK_COLS,
 }
 
 
@@ -141,9 +147,10 @@ def kernel_params(info: KernelInfo, out: OutputPlan, cvar: dict[str, str]) -> Ke
             if lv.located:
                 ps.append(KernelParam(f"a{s}_n{k}", Role.LEVEL_SIZE, s, k, lv.field))
                 continue
-            if lv.kind in _STRUCTURED_PARAMS:
-                ps += [KernelParam(f"a{s}_{n}{k}", role, s, k, lv.field)
-                       for n, role in _STRUCTURED_PARAMS[lv.kind]]
+            own = level_class(lv.kind).kernel_params
+            if own:
+                ps += [KernelParam(f"a{s}_{n}{k}", _LEVEL_ROLES[what], s, k, lv.field)
+                       for n, what in own]
                 continue
             if lv.caps.locate or not lv.props.compact:  # hashed, bytemap: located by size
                 ps.append(KernelParam(f"a{s}_n{k}", Role.LEVEL_SIZE, s, k, lv.field))

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from lazysparse.formats.levels.registry import level_class
 from lazysparse.kernels.analysis import KernelInfo
 from lazysparse.kernels.coiterate import LevelPlan, LoopKind, fold_levels, plan_level
 from lazysparse.kernels.parallel import ParallelChoice, choose_parallel
@@ -111,9 +112,11 @@ def storage_major_depth(info: KernelInfo, levels: tuple[LevelPlan, ...], out: Ou
             or len(cols.drivers) != 1):
         return None
     op = info.operands[cols.drivers[0]]
-    kinds = ("banded", "blocked") if sums else ("banded",)
-    if len(op.levels) != 2 or op.levels[1].kind not in kinds \
-            or op.levels[0].field != rows.field or cols.drivers[0] not in rows.located:
+    if len(op.levels) != 2 or op.levels[0].field != rows.field \
+            or cols.drivers[0] not in rows.located:
+        return None
+    cls = level_class(op.levels[1].kind)
+    if not (cls.storage_row_sums if sums else cls.storage_column_scatter):
         return None
     return k - 2
 

@@ -39,6 +39,7 @@ from lazysparse.formats.convert import convert
 from lazysparse.formats.dtypes import choose_index_dtype, equals_fill
 from lazysparse.formats.jit import helper_jit
 from lazysparse.formats.levels import Dense, Runs
+from lazysparse.formats.levels.registry import DENSE_KIND, all_located, is_run_valued
 from lazysparse.formats.specs import FormatSpec
 from lazysparse.formats.tensor import Tensor
 from lazysparse.kernels.analysis import (
@@ -90,8 +91,8 @@ def _fields_as_values(node: PNode) -> set[str]:
 
 def _is_rle(t: Any) -> bool:
     lv = getattr(t, "levels", None)
-    return (bool(lv) and lv[-1].kind == "runs"
-            and all(x.kind == "dense" for x in lv[:-1]))
+    return (bool(lv) and lv[-1].run_valued
+            and all_located(tuple(x.kind for x in lv[:-1])))
 
 
 def _reduction_ok(info: KernelInfo) -> bool:
@@ -424,20 +425,20 @@ def _map_result(info: KernelInfo, data: QueryData, seg: _Segments,
     spec, order = _result_spec(info), info.loop_order
     direct = tuple(info.out_fields[m] for m in spec.mode_order) == order
     kinds = spec.level_kinds
-    if direct and all(k == "dense" for k in kinds):
+    if direct and all_located(kinds):
         check_allocation(math.prod(data.out_shape), od, "a run-length kernel's dense result",
                          within=stored_work(data), shape=data.out_shape)
         stored = np.repeat(vals, seg.length)
         levels = [Dense(data.extents[f]) for f in order]
         return Tensor(data.out_shape, levels, spec.mode_order, stored, fill, format=spec,
                       check=False)
-    if direct and kinds[-1] == "runs":
+    if direct and is_run_valued(kinds[-1]):
         shared = _shared_runs(data, seg, vals, fill, spec)
         if shared is not None:
             return shared
         return _runs_tensor(info, data, seg, vals, fill, spec)
     mode = tuple(info.out_fields.index(f) for f in order)
-    rle = FormatSpec("rle", ("dense",) * (len(order) - 1) + ("runs",), mode)
+    rle = FormatSpec("rle", (DENSE_KIND,) * (len(order) - 1) + (Runs.kind,), mode)
     return convert(_runs_tensor(info, data, seg, vals, fill, rle), spec)
 
 
@@ -492,7 +493,7 @@ def _reduce_result(info: KernelInfo, data: QueryData, seg: _Segments,
     spec = _result_spec(info)
     fill = np.asarray(data.out_fill).astype(od)[()]
     shape = data.out_shape
-    dense = FormatSpec("dense", ("dense",) * len(shape), spec.mode_order)
+    dense = FormatSpec("dense", (DENSE_KIND,) * len(shape), spec.mode_order)
     stored = np.ascontiguousarray(np.transpose(res, spec.mode_order)).reshape(-1)
     levels = [Dense(shape[m]) for m in spec.mode_order]
     t = Tensor(shape, levels, spec.mode_order, stored, fill,

@@ -24,10 +24,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from lazysparse.formats.levels.registry import PLAIN_KIND
 from lazysparse.formats.ordering import canonical
 from lazysparse.formats.specs import STRUCTURED_KINDS, FormatSpec, infer_spec, is_structured
 from lazysparse.kernels.analysis import KernelInfo, QueryData
 from lazysparse.kernels.coiterate import LoopKind
+from lazysparse.kernels.level_walks import walk_of
 from lazysparse.kernels.ordering import analyze_ordered
 from lazysparse.kernels.plan import KernelPlan, plan_kernel
 from lazysparse.kernels.relayout import is_relayout
@@ -43,7 +45,7 @@ def _structured_slots(info: KernelInfo) -> set[int]:
 
 def written_layout(spec: FormatSpec) -> FormatSpec:
     """The csr-like layout a structured ``spec`` is written as when not shared."""
-    kinds = tuple("compressed" if k in STRUCTURED_KINDS else k for k in spec.level_kinds)
+    kinds = tuple(PLAIN_KIND if k in STRUCTURED_KINDS else k for k in spec.level_kinds)
     return FormatSpec(infer_spec(kinds, spec.mode_order).name, kinds, spec.mode_order)
 
 
@@ -73,7 +75,7 @@ def _native(info: KernelInfo, plan: KernelPlan, shared: int | None, slot: int) -
                 continue
             if slot in lp.probed or slot in lp.located:
                 return False
-            if lv.kind == "runs" and lp.kind is LoopKind.MERGE and slot in lp.drivers:
+            if not walk_of(lv.kind).merges and lp.kind is LoopKind.MERGE and slot in lp.drivers:
                 return False
     return True
 

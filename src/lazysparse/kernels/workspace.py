@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from lazysparse.formats.levels.registry import is_run_valued
 from lazysparse.formats.specs import STRUCTURED_KINDS, is_structured
 from lazysparse.kernels.analysis import KernelInfo, PField, walk_pointwise
 from lazysparse.kernels.coiterate import LevelPlan, LoopKind
@@ -169,7 +170,7 @@ def shared_operand(info: KernelInfo, plans: tuple[LevelPlan, ...],
         if any(lv.kind != k for lv, k in zip(op.levels, out_kinds, strict=False)
                if k in STRUCTURED_KINDS or lv.kind in STRUCTURED_KINDS):
             continue  # a structured pattern is shared only by the same structure
-        if op.levels[-1].kind == "runs" and _varies_along(info, op.slot, op.levels[-1].field):
+        if is_run_valued(op.levels[-1].kind) and _varies_along(info, op.slot, op.levels[-1].field):
             continue  # one value per run: nothing else may vary along the run
         kinds_ok = all(
             lv.props == p and lv.caps == c for lv, p, c in zip(

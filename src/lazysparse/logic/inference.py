@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from lazysparse.formats.levels.registry import all_located
 from lazysparse.logic.dtypes import INDEX_DTYPE, is_python_scalar, result_type
 from lazysparse.logic.fields import unique_fields
 from lazysparse.logic.nodes import (
@@ -199,7 +200,7 @@ def _region_node(node: LogicNode, visit: Callable[[LogicNode], Region]) -> Regio
         case Reformat(tns=Immediate(val=spec), arg=arg):
             fill, full = visit(arg)
             kinds = getattr(getattr(spec, "spec", spec), "level_kinds", None)
-            return fill, full if kinds is None else all(k == "dense" for k in kinds)
+            return fill, full if kinds is None else all_located(kinds)
         case Relabel(arg=arg) | Reorder(arg=arg) | Subquery(arg=arg):
             return visit(arg)
     raise TypeError(f"infer_region: not an expression node: {node!r}")

@@ -24,6 +24,7 @@ import numpy as np
 
 from lazysparse.formats.convert_numpy import stored_mask
 from lazysparse.formats.dtypes import same_value
+from lazysparse.formats.levels.registry import all_located
 from lazysparse.logic.dtypes import INDEX_DTYPE, is_python_scalar, scalar_as
 from lazysparse.logic.fields import unique_fields
 from lazysparse.logic.nodes import (
@@ -175,7 +176,7 @@ class _Interpreter:
             case Reformat(tns=Immediate(val=spec), arg=arg):
                 v = self.eval(arg)
                 spec = getattr(spec, "spec", spec)  # a prototype Tensor gives its spec
-                dense = all(k == "dense" for k in getattr(spec, "level_kinds", ()))
+                dense = all_located(getattr(spec, "level_kinds", ()))
                 return Value(v.data, v.fields, v.fill, spec, None if dense else v.implicit)
             case Subquery(lhs=lhs, arg=arg):
                 if lhs not in self.sub:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from lazysparse.formats.levels.registry import all_located
 from lazysparse.logic.dtypes import is_python_scalar
 from lazysparse.logic.fields import getfields
 from lazysparse.logic.nodes import (
@@ -275,7 +276,7 @@ def check_normal_form(plan: LogicNode) -> None:
             seen_compute = True
             orders[q.lhs] = _check_compute(q, orders, dense)
             spec = q.rhs.tns.val  # type: ignore[attr-defined]
-        if spec is not None and all(k == "dense" for k in spec.level_kinds):
+        if spec is not None and all_located(spec.level_kinds):
             dense.add(q.lhs)
     for a in bodies[-1].args:
         if not isinstance(a, Alias) or a not in orders:

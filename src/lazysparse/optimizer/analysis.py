@@ -18,6 +18,7 @@ import numpy as np
 
 from lazysparse.formats.config import check_densify, get_densify_limit
 from lazysparse.formats.dtypes import same_value
+from lazysparse.formats.levels.registry import DENSE_KIND, PLAIN_KIND, all_located
 from lazysparse.logic.dtypes import scalar_as
 from lazysparse.logic.nodes import (
     Aggregate,
@@ -76,7 +77,7 @@ class AliasInfo:
         """True when some level is not dense (the tensor skips fill entries)."""
         if self.level_kinds is None:
             return False
-        return any(k != "dense" for k in self.level_kinds)
+        return not all_located(self.level_kinds)
 
     @property
     def density(self) -> float:
@@ -177,8 +178,7 @@ def expr_fill(expr: LogicNode, infos: dict[Alias, AliasInfo]) -> Any:
             return expr_fill(arg, infos)
         case Table(tns=tns):
             t = tns.val
-            full = all(k == "dense" for k in getattr(getattr(t, "spec", None), "level_kinds",
-                                                     ("dense",) * t.ndim))
+            full = all_located(getattr(getattr(t, "spec", None), "level_kinds", ()))
             return None if full else t.fill_value
     raise TypeError(f"cannot infer the fill value of {expr!r}")
 
@@ -494,14 +494,14 @@ def choose_level_kinds(rhs: LogicNode, infos: dict[Alias, AliasInfo]) -> tuple[s
         nbytes = size * expr_dtype(expr, infos).itemsize
         limit = get_densify_limit()
         if size == 0 or limit is None or nbytes <= limit:
-            return ("dense",) * len(axes)
+            return (DENSE_KIND,) * len(axes)
         if not sparse_representable(expr, infos):
-            return ("dense",) * len(axes)  # choose_formats raises if it densifies sparse data
+            return (DENSE_KIND,) * len(axes)  # choose_formats raises if it densifies sparse data
         # too large to densify, exactly sparse on its operands' union: size it structurally
         memo = {"scalars_sparse": True}
     p_first = nonzero_probability(expr, {axes[0]}, sizes, infos, memo)
-    first = "dense" if p_first >= DENSE_LEVEL_THRESHOLD and len(axes) > 1 else "compressed"
-    return (first,) + ("compressed",) * (len(axes) - 1)
+    first = DENSE_KIND if p_first >= DENSE_LEVEL_THRESHOLD and len(axes) > 1 else PLAIN_KIND
+    return (first,) + (PLAIN_KIND,) * (len(axes) - 1)
 
 
 def check_dense_result(rhs: LogicNode, infos: dict[Alias, AliasInfo],
@@ -512,7 +512,7 @@ def check_dense_result(rhs: LogicNode, infos: dict[Alias, AliasInfo],
     _, agg, loop = query_parts(rhs)
     axes = result_axes(rhs)
     limit = get_densify_limit()
-    if limit is None or any(k != "dense" for k in kinds):
+    if limit is None or not all_located(kinds):
         return
     sizes = field_sizes(loop.arg, infos)
     shape = tuple(sizes.get(f, 1) for f in axes)
@@ -598,7 +598,7 @@ def _computed_info(rhs: LogicNode, infos: dict[Alias, AliasInfo]) -> AliasInfo:
     all_sizes = dict(sizes)
     for f in loop.idxs:
         all_sizes.setdefault(f, 1)
-    sparse = any(k != "dense" for k in kinds)
+    sparse = not all_located(kinds)
     p = nonzero_probability(expr, set(axes), all_sizes, infos)
     if sparse and p > DENSE_THRESHOLD and sparse_representable(expr, infos):
         # stored on its sparse operands' union (a large ``A + 1``): scalars add no entries

@@ -39,6 +39,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from lazysparse.formats.dtypes import same_value
+from lazysparse.formats.levels.registry import DENSE_KIND, PLAIN_KIND
 from lazysparse.logic.nodes import (
     Aggregate,
     Alias,
@@ -289,7 +290,7 @@ def frontier(costs: list[tuple[CQ, ...]]) -> list[int]:
 def _model_info(info: AliasInfo) -> AliasInfo:
     """The facts the model reads (dtype, fill, sparse or not), so equal-shaped problems over
     other data share the cache."""
-    kinds = ("compressed",) if info.sparse else ("dense",)
+    kinds = (PLAIN_KIND,) if info.sparse else (DENSE_KIND,)
     return replace(info, shape=(), mode_order=(), nnz=0.0, level_kinds=kinds)
 
 

@@ -19,6 +19,7 @@ and the aggregate is never stored. Chains compose: an epilogue query is again a 
 
 from __future__ import annotations
 
+from lazysparse.formats.levels.registry import all_located
 from lazysparse.logic.nodes import (
     Aggregate,
     Alias,
@@ -46,7 +47,7 @@ from lazysparse.optimizer.rewrite import (
 
 def _all_dense(spec: object) -> bool:
     kinds = getattr(spec, "level_kinds", None)
-    return kinds is not None and all(k == "dense" for k in kinds)
+    return kinds is not None and all_located(kinds)
 
 
 def _aggregate_of(body: LogicNode) -> Aggregate | None:

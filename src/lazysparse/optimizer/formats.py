@@ -16,6 +16,7 @@ through a workspace; a last level that alone receives scattered writes is left u
 
 from __future__ import annotations
 
+from lazysparse.formats.levels.registry import all_located
 from lazysparse.formats.specs import infer_spec
 from lazysparse.logic.nodes import (
     Alias,
@@ -66,7 +67,7 @@ def _choose_formats(plan: Plan, unordered: bool) -> Plan:
             if unordered:
                 kinds = scatter_level_kinds(rhs, kinds, infos)
             rhs = Reformat(Immediate(infer_spec(kinds, tuple(range(len(kinds))))), rhs)
-        elif all(k == "dense" for k in getattr(rhs.tns.val, "level_kinds", ("?",))):
+        elif all_located(getattr(rhs.tns.val, "level_kinds", ("?",))):
             # a dense result asked for (an axis reduction): the same limits as a chosen one
             check_dense_result(rhs, infos, tuple(rhs.tns.val.level_kinds))
         infos[body.lhs] = computed_info(rhs, infos)

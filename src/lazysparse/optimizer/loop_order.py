@@ -33,7 +33,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lazysparse.formats.specs import STRUCTURED_KINDS, UNORDERED_KINDS, FormatSpec, infer_spec
+from lazysparse.formats.levels.registry import (
+    DENSE_KIND,
+    PLAIN_KIND,
+    copy_kind,
+    is_coo_kind,
+    is_located,
+)
+from lazysparse.formats.specs import FormatSpec, infer_spec
 from lazysparse.logic.nodes import (
     Aggregate,
     Alias,
@@ -181,7 +188,7 @@ def access_protocols(acc: Relabel, info: AliasInfo, order: tuple[Field, ...]
         modes = tuple(sorted(range(n), key=lambda m: order.index(acc.idxs[m])))
     proto = [LOCATE] * n
     for kind, m in zip(kinds, modes, strict=True):
-        proto[m] = LOCATE if kind == "dense" else STEP
+        proto[m] = LOCATE if is_located(kind) else STEP
     return tuple(proto)
 
 
@@ -433,13 +440,12 @@ def _choose(plan: Plan, result_reorders: bool = True
 
 def _copy_kinds(info: AliasInfo) -> tuple[str, ...]:
     """Level kinds of a transposed copy: the source's, with COO made compressed."""
-    kinds = info.level_kinds or ("dense",) * len(info.shape)
-    if any(k in ("compressed-nonunique", "singleton") for k in kinds):
-        return ("compressed",) * len(kinds)
+    kinds = info.level_kinds or (DENSE_KIND,) * len(info.shape)
+    if any(is_coo_kind(k) for k in kinds):
+        return (PLAIN_KIND,) * len(kinds)
     # a relayout sorts anyway; a bytemap copy would span every position of a new order; a
     # structured level describes one axis order (DIA's diagonals are a row's columns)
-    return tuple("compressed" if k == "bytemap" or k in STRUCTURED_KINDS
-                 else UNORDERED_KINDS.get(k, k) for k in kinds)
+    return tuple(copy_kind(k) for k in kinds)
 
 
 def concordize(plan: Plan) -> Plan:

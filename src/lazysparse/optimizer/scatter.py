@@ -16,6 +16,7 @@ Explicit formats (``asformat``) are kept.
 
 from __future__ import annotations
 
+from lazysparse.formats.levels.registry import PLAIN_KIND, UNORDERED_KIND
 from lazysparse.formats.specs import UNORDERED_KINDS
 from lazysparse.logic.nodes import Alias, LogicNode
 from lazysparse.optimizer.analysis import AliasInfo, query_parts, result_axes
@@ -65,9 +66,9 @@ def scatter_level_kinds(rhs: LogicNode, kinds: tuple[str, ...],
                         infos: dict[Alias, AliasInfo]) -> tuple[str, ...]:
     """``kinds`` with the last level unordered when it alone receives scattered writes
     through a row workspace, or follows one unordered operand (see the module docstring)."""
-    if not kinds or kinds[-1] != "compressed":
+    if not kinds or kinds[-1] != PLAIN_KIND:
         return kinds
     out = [f.name for f in result_axes(rhs)]
     if scattered_fields(rhs) == (out[-1],) or follows_unordered(rhs, infos):
-        return kinds[:-1] + ("compressed-unordered",)
+        return kinds[:-1] + (UNORDERED_KIND,)
     return kinds

@@ -15,6 +15,7 @@ its runs (``R * x``) gets the usual choice.
 
 from __future__ import annotations
 
+from lazysparse.formats.levels.registry import is_located, is_run_valued
 from lazysparse.formats.specs import STRUCTURED_KINDS
 from lazysparse.logic.nodes import Alias, LogicNode
 from lazysparse.optimizer.analysis import AliasInfo, query_parts, result_axes
@@ -46,8 +47,8 @@ def structured_kinds(rhs: LogicNode, kinds: tuple[str, ...],
     if len(layouts) != 1:
         return kinds
     (own,) = layouts
-    if len(own) != len(kinds) or (own[-1] == "runs" and dense_last):
+    if len(own) != len(kinds) or (is_run_valued(own[-1]) and dense_last):
         return kinds  # one value per run would not hold
-    if kinds[-1] == "dense" and own[-1] != "runs":
+    if is_located(kinds[-1]) and not is_run_valued(own[-1]):
         return kinds  # the fill does not survive (``A + 1``): dense, as for csr
     return own

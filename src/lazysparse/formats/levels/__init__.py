@@ -17,13 +17,7 @@ STRUCTURED_LEVELS = (Banded, Ell, Blocked, Runs)
 
 def level_attrs(level: Level) -> dict[str, object]:
     """A level's scalar parameters besides its size (``length``, ``width``, ``block``)."""
-    if isinstance(level, Banded):
-        return {"length": level.length}
-    if isinstance(level, Ell):
-        return {"width": level.width}
-    if isinstance(level, Blocked):
-        return {"block": level.block}
-    return {}
+    return {name: getattr(level, name) for name in level.attr_names}
 
 
 def level_of_kind(kind: str, size: int, arrays: dict,  # type: ignore[type-arg]

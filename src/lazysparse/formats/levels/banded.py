@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Level, LevelCapabilities, LevelProperties
+from .base import Level, LevelCapabilities, LevelParam, LevelProperties, Walk
 
 BANDED_PROPERTIES = LevelProperties(
     full=False, ordered=True, unique=True, branchless=False, compact=False
@@ -28,6 +28,17 @@ class Banded(Level):
     """Diagonals ``offsets`` of a matrix with ``size`` columns, ``length`` values each."""
 
     kind = "banded"
+    PROPERTIES = BANDED_PROPERTIES
+    CAPABILITIES = BANDED_CAPABILITIES
+    format_name = "dia"
+    attr_names = ("length",)
+    walk = Walk.BAND
+    kernel_params = (("off", LevelParam.OFFSETS), ("nd", LevelParam.NDIAG),
+                     ("len", LevelParam.LENGTH), ("lim", LevelParam.LIMIT))
+    structured = True
+    row_rooted = True
+    storage_row_sums = True
+    storage_column_scatter = True
     __slots__ = ("size", "offsets", "length", "_counted")
 
     def __init__(self, size: int, offsets: np.ndarray, length: int) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..search import segment_search
-from .base import Level, LevelCapabilities, LevelProperties
+from .base import Level, LevelCapabilities, LevelParam, LevelProperties, Walk
 
 BLOCKED_PROPERTIES = LevelProperties(
     full=False, ordered=True, unique=True, branchless=False, compact=False
@@ -28,6 +28,16 @@ class Blocked(Level):
     """Columns stored in ``block = (R, C)`` blocks: ``ptr`` per block row, ``idx`` per block."""
 
     kind = "blocked"
+    PROPERTIES = BLOCKED_PROPERTIES
+    CAPABILITIES = BLOCKED_CAPABILITIES
+    format_name = "bsr"
+    attr_names = ("block",)
+    walk = Walk.BLOCKS
+    kernel_params = (("ptr", LevelParam.PTR), ("idx", LevelParam.IDX),
+                     ("br", LevelParam.BLOCK_ROWS), ("bc", LevelParam.BLOCK_COLS))
+    structured = True
+    row_rooted = True
+    storage_row_sums = True
     __slots__ = ("size", "ptr", "idx", "block")
 
     def __init__(self, size: int, ptr: np.ndarray, idx: np.ndarray,

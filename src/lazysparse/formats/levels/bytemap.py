@@ -15,7 +15,7 @@ import numpy as np
 
 from lazysparse.formats.jit import helper_jit
 
-from .base import Level, LevelCapabilities, LevelProperties
+from .base import Level, LevelCapabilities, LevelProperties, Walk
 
 BYTEMAP_PROPERTIES = LevelProperties(
     full=False, ordered=True, unique=True, branchless=False, compact=False
@@ -45,6 +45,10 @@ class Bytemap(Level):
     list ``ptr``/``idx`` per parent."""
 
     kind = "bytemap"
+    walk = Walk.BYTEMAP
+    PROPERTIES = BYTEMAP_PROPERTIES
+    CAPABILITIES = BYTEMAP_CAPABILITIES
+    format_name = "bytemap"
     __slots__ = ("size", "mask", "ptr", "idx")
 
     def __init__(self, size: int, mask: np.ndarray, ptr: np.ndarray, idx: np.ndarray) -> None:

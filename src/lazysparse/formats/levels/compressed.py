@@ -41,6 +41,31 @@ class Compressed(Level):
         return cls(size, ptr, idx, unique=kind != "compressed-nonunique",
                    ordered=kind != "compressed-unordered")
 
+    @classmethod
+    def empty(cls, kind: str, size: int, nparents: int) -> Compressed:
+        """No children under any of the ``nparents`` parents."""
+        return cls.of_kind(kind, size, np.zeros(nparents + 1, np.int64), np.zeros(0, np.int64))
+
+    def children(self, parents: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Positions ``ptr[p] .. ptr[p+1]-1`` of each parent, coordinates ``idx[q]``."""
+        ptr = np.asarray(self.ptr, dtype=np.int64)
+        starts = ptr[parents]
+        counts = ptr[parents + 1] - starts
+        owner = np.repeat(np.arange(parents.size, dtype=np.int64), counts)
+        offsets = np.repeat(starts - np.cumsum(counts) + counts, counts)
+        pos = np.arange(int(counts.sum()), dtype=np.int64) + offsets
+        return owner, np.asarray(self.idx, dtype=np.int64)[pos], pos
+
+    CAPABILITIES = COMPRESSED_CAPABILITIES
+
+    @classmethod
+    def properties_of(cls, kind: str) -> LevelProperties:
+        """Compact, not full; unique unless ``compressed-nonunique``, ordered unless
+        ``compressed-unordered``."""
+        return LevelProperties(full=False, ordered=kind != "compressed-unordered",
+                               unique=kind != "compressed-nonunique", branchless=False,
+                               compact=True)
+
     @property
     def kind(self) -> str:  # type: ignore[override]
         """``"compressed"``, ``"compressed-nonunique"`` or ``"compressed-unordered"``."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Level, LevelCapabilities, LevelProperties
+from .base import Level, LevelCapabilities, LevelProperties, Walk
 
 DENSE_PROPERTIES = LevelProperties(
     full=True, ordered=True, unique=True, branchless=False, compact=True
@@ -16,10 +16,25 @@ class Dense(Level):
     """A level that stores only its size; positions are computed, never stored."""
 
     kind = "dense"
+    walk = Walk.LOCATED
+    PROPERTIES = DENSE_PROPERTIES
+    CAPABILITIES = DENSE_CAPABILITIES
     __slots__ = ("size",)
 
     def __init__(self, size: int) -> None:
         self.size = int(size)
+
+    @classmethod
+    def empty(cls, kind: str, size: int, nparents: int) -> Dense:
+        """A dense level: every coordinate of every parent (its values hold the fill)."""
+        return cls(size)
+
+    def children(self, parents: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every coordinate ``0..size-1`` of each parent, at ``p * size + c``."""
+        n = self.size
+        owner = np.repeat(np.arange(parents.size, dtype=np.int64), n)
+        coord = np.tile(np.arange(n, dtype=np.int64), parents.size)
+        return owner, coord, (parents[:, None] * n + np.arange(n, dtype=np.int64)).ravel()
 
     @property
     def properties(self) -> LevelProperties:

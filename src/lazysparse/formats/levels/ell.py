@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Level, LevelCapabilities, LevelProperties
+from .base import Level, LevelCapabilities, LevelParam, LevelProperties, Walk
 
 ELL_PROPERTIES = LevelProperties(
     full=False, ordered=True, unique=True, branchless=False, compact=False
@@ -25,6 +25,13 @@ class Ell(Level):
     """``width`` slots per parent with coordinates ``idx`` (``-1``: padding)."""
 
     kind = "ell"
+    PROPERTIES = ELL_PROPERTIES
+    CAPABILITIES = ELL_CAPABILITIES
+    format_name = "ell"
+    attr_names = ("width",)
+    walk = Walk.SLOTS
+    kernel_params = (("w", LevelParam.WIDTH), ("idx", LevelParam.IDX))
+    structured = True
     __slots__ = ("size", "width", "idx")
 
     def __init__(self, size: int, width: int, idx: np.ndarray) -> None:

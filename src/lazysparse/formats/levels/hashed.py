@@ -132,6 +132,9 @@ class Hashed(Level):
     locate; see the module docstring for the exact hash."""
 
     kind = "hashed"
+    PROPERTIES = HASHED_PROPERTIES
+    CAPABILITIES = HASHED_CAPABILITIES
+    format_name = "hash"
     __slots__ = ("size", "ptr", "idx", "table")
 
     def __init__(self, size: int, ptr: np.ndarray, idx: np.ndarray,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..search import segment_search
-from .base import Level, LevelCapabilities, LevelProperties
+from .base import Level, LevelCapabilities, LevelParam, LevelProperties, Walk
 
 RUNS_PROPERTIES = LevelProperties(
     full=False, ordered=True, unique=True, branchless=False, compact=True
@@ -24,6 +24,13 @@ class Runs(Level):
     """Runs ``[idx[q], end[q])`` of parent ``p`` at positions ``ptr[p] .. ptr[p+1]-1``."""
 
     kind = "runs"
+    PROPERTIES = RUNS_PROPERTIES
+    CAPABILITIES = RUNS_CAPABILITIES
+    format_name = "rle"
+    walk = Walk.RUNS
+    kernel_params = (("ptr", LevelParam.PTR), ("idx", LevelParam.IDX), ("end", LevelParam.END))
+    structured = True
+    run_valued = True
     __slots__ = ("size", "ptr", "idx", "end")
 
     def __init__(self, size: int, ptr: np.ndarray, idx: np.ndarray, end: np.ndarray) -> None:

@@ -18,11 +18,23 @@ class Singleton(Level):
     """``p_child = p_parent`` and the coordinate is ``idx[p]``."""
 
     kind = "singleton"
+    PROPERTIES = SINGLETON_PROPERTIES
+    CAPABILITIES = SINGLETON_CAPABILITIES
     __slots__ = ("size", "idx")
 
     def __init__(self, size: int, idx: np.ndarray) -> None:
         self.size = int(size)
         self.idx = idx
+
+    @classmethod
+    def empty(cls, kind: str, size: int, nparents: int) -> Singleton:
+        """No coordinates (its parent level stores none)."""
+        return cls(size, np.zeros(0, np.int64))
+
+    def children(self, parents: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """One child per parent, at the parent's own position, coordinate ``idx[p]``."""
+        owner = np.arange(parents.size, dtype=np.int64)
+        return owner, np.asarray(self.idx, dtype=np.int64)[parents], parents
 
     @property
     def properties(self) -> LevelProperties:
