@@ -160,7 +160,6 @@ def _make_function(name: str, op: Operator, nargs: int) -> Callable[..., LazyArr
 
 def _inplace_update(self: LazyArray, res: LazyArray, dunder: str) -> LazyArray:
     """Make ``self`` the result ``res`` (a functional update of its plan) and return it."""
-    self.check_writable(dunder)
     if res.shape != self.shape:
         raise ValueError(f"{dunder}: result shape {res.shape} differs from the array's "
                          f"{self.shape}; in-place operations cannot broadcast the array")
@@ -170,6 +169,7 @@ def _inplace_update(self: LazyArray, res: LazyArray, dunder: str) -> LazyArray:
                             f"{self.dtype}")
         res = astype(res, self.dtype, copy=False)
     self.replace_with(res)
+    self.write_through()  # a view's write reaches its array (NumPy's shared memory)
     return self
 
 

@@ -10,6 +10,7 @@ storage (copy-on-write) and is a ``where`` layer on a lazy one (``api/setitem.py
 from __future__ import annotations
 
 import operator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -17,7 +18,7 @@ import numpy as np
 from lazysparse.api import setitem as S
 from lazysparse.api import tensors as T
 from lazysparse.api.lazy_array import LazyArray
-from lazysparse.api.manipulation import expand_dims, normalize_axis
+from lazysparse.api.manipulation import expand_dims, normalize_axis, reshape
 from lazysparse.api.operands import as_array
 from lazysparse.api.selection import locate, selection
 from lazysparse.api.views import index_lazy, index_tensor, unit_view
@@ -105,7 +106,7 @@ def _is_full(k: Any, n: int) -> bool:
 def getitem(x: LazyArray, key: Any) -> LazyArray:
     """``x[key]`` following the Array API (and NumPy) indexing rules. A basic index
     (integers, slices, ``...``, ``None``) with an n-d result is what NumPy makes a view:
-    marked so (``LazyArray.view_of``), writes into it are refused while ``x`` lives."""
+    marked so (``LazyArray.view_of``): a write into it is written into ``x`` too."""
     if isinstance(key, LazyArray) and key.dtype == _dt.BOOL and key.ndim == x.ndim > 0:
         out = _sparse_mask(x, key)
         if out is not None:
@@ -113,8 +114,24 @@ def getitem(x: LazyArray, key: Any) -> LazyArray:
     items = normalize_key(key, x.shape)
     out = _select(x, items)
     if out.ndim and not any(isinstance(k, np.ndarray) for k in items):
-        out.view_of(x)
+        out.view_of(x, IndexWriteBack(tuple(items)))
     return out
+
+
+@dataclass(frozen=True)
+class IndexWriteBack:
+    """A write into ``x[items]`` (basic indexing) repeated in ``x``: ``x[items] = view``,
+    the size-1 axes ``None`` added dropped from the view first."""
+
+    items: tuple[Any, ...]
+
+    def __call__(self, parent: LazyArray, view: LazyArray) -> None:
+        kept = tuple(k for k in self.items if k is not None)
+        axes = [k for k in self.items if k is None or isinstance(k, slice)]
+        axes += [slice(None)] * (view.ndim - len(axes))  # trailing, unindexed axes
+        shape = tuple(d for d, k in zip(view.shape, axes, strict=True) if k is not None)
+        value = view if shape == view.shape else reshape(view, shape)
+        parent[kept] = value
 
 
 def _select(x: LazyArray, items: list[Any]) -> LazyArray:
@@ -361,8 +378,14 @@ def take_along_axis(x: LazyArray, indices: Any, /, *, axis: int = -1) -> LazyArr
 def setitem(x: LazyArray, key: Any, value: Any) -> None:
     """``x[key] = value`` with NumPy's semantics: written into ``x``'s storage when ``x`` is
     computed (copy-on-write), a ``where`` layer when it is lazy (``api/setitem.py``).
-    A write into a view of a living array is refused (``LazyArray.check_writable``)."""
-    x.check_writable("__setitem__")
+    A write into a view is written into the array it views too
+    (``LazyArray.write_through``)."""
+    _setitem(x, key, value)
+    x.write_through()
+
+
+def _setitem(x: LazyArray, key: Any, value: Any) -> None:
+    """``x[key] = value`` into ``x`` alone."""
     val = S.value_operand(x, value)
     scalar = not isinstance(val, LazyArray) or val.ndim == 0
     if isinstance(key, LazyArray) and key.dtype == _dt.BOOL and key.ndim > 0:

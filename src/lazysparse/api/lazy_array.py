@@ -191,7 +191,8 @@ class LazyArray(NumpyMethods, ScipyMethods):
 
     __slots__ = ("_expr", "_shape", "_dtype", "_fill_value", "_device", "_format",
                  "_requested_format", "_result", "_update", "_depth", "_size", "_epoch",
-                 "_full", "_stored", "_pending", "_reduces", "_base", "__weakref__")
+                 "_full", "_stored", "_pending", "_reduces", "_base", "_parent", "_write_back",
+                 "__weakref__")
 
     def __init__(self, expr: Subquery, shape: tuple[int, ...], dtype: np.dtype,
                  fill_value: Any, device: Device = CPU, format: str | None = None,
@@ -214,7 +215,10 @@ class LazyArray(NumpyMethods, ScipyMethods):
         self._update: Any = None  # api.setitem's state: ownership, pending sparse entries
         self._stored: int | None = None  # largest_stored(), once asked
         self._reduces: bool | None = None  # runs_reduction(), once asked
-        self._base: weakref.ref[LazyArray] | None = None  # what NumPy would view (view_of)
+        # views (view_of): the array NumPy would share memory with, and how a write goes back
+        self._base: weakref.ref[LazyArray] | None = None
+        self._parent: LazyArray | None = None
+        self._write_back: Any = None
         self._depth, self._size, self._epoch = history_extent(expr)
         _BY_ALIAS[expr.lhs] = self
         # an uncomputed array with a history: a value a later compute may keep
@@ -419,28 +423,30 @@ class LazyArray(NumpyMethods, ScipyMethods):
         return numpy_functions.array_function(func, types, args, kwargs, LazyArray)
 
     # --- views and writes (docs/api.md "Views and writes") ---
-    def view_of(self, parent: LazyArray) -> LazyArray:
+    def view_of(self, parent: LazyArray, write_back: Any) -> LazyArray:
         """Mark this array as what NumPy would make a view of ``parent`` (basic indexing,
-        transposes, reshapes) and return it. lazysparse arrays are values, so a write into
-        it could not reach ``parent``: :meth:`check_writable` refuses such writes while
-        the array the view was first taken from lives."""
-        if self is not parent:
-            root = parent._base() if parent._base is not None else None
-            self._base = parent._base if root is not None else weakref.ref(parent)
+        transposes, reshapes) and return it. ``write_back(parent, self)`` repeats a write
+        into this array in ``parent`` (:meth:`write_through`). The first array of a chain of
+        views is held weakly (while it lives a write reaches it); the views between are
+        held, so ``c[1:][0][2] = v`` reaches ``c``."""
+        if self is parent:
+            return self
+        root = parent._base() if parent._base is not None else None
+        if root is not None:  # parent is a view of a living array: keep the chain
+            self._base, self._parent = parent._base, parent
+        else:
+            self._base, self._parent = weakref.ref(parent), None
+        self._write_back = write_back
         return self
 
-    def check_writable(self, what: str) -> None:
-        """ValueError for a write into a view (:meth:`view_of`) whose array still lives:
-        NumPy would write into that array too, lazysparse cannot, and a silent copy
-        would be a wrong answer."""
-        base = self._base() if self._base is not None else None
-        if base is not None:
-            raise ValueError(
-                f"{what}: assignment destination is a view of another array (taken by basic "
-                "indexing, a transpose or a reshape). In NumPy the write would change that "
-                "array too; lazysparse arrays are values, so it cannot. Write into the "
-                "original array (e.g. a[0, :] = v instead of row = a[0]; row[:] = v), or "
-                "take an explicit copy first: row = xp.asarray(a[0], copy=True)")
+    def write_through(self) -> None:
+        """After a write into this array (``__setitem__``, ``+=``): the same write into the
+        array it is a view of, as NumPy's shared memory would make it — nothing when that
+        array has died (no one could see it)."""
+        root = self._base() if self._base is not None else None
+        if root is None:
+            return
+        self._write_back(self._parent if self._parent is not None else root, self)
 
     # --- functional updates ---
     def replace_with(self, other: LazyArray) -> None:

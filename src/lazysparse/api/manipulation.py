@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -64,6 +66,28 @@ def _wrap(x: LazyArray, body: Any, shape: tuple[int, ...], fmt: str | None = Non
     return LazyArray(identify(body), shape, x.dtype, x.fill_value, x.device, fmt)
 
 
+@dataclass(frozen=True)
+class WholeWriteBack:
+    """A write into a whole-array view (transpose, reshape) repeated in the array it views:
+    ``parent[...] = to_parent(view, parent)``."""
+
+    to_parent: Callable[[LazyArray, LazyArray], LazyArray]
+
+    def __call__(self, parent: LazyArray, view: LazyArray) -> None:
+        parent[...] = self.to_parent(view, parent)
+
+
+def _permuted(view: LazyArray, parent: LazyArray, axes: tuple[int, ...]) -> LazyArray:
+    return permute_dims(view, axes)
+
+
+def _reshaped(view: LazyArray, parent: LazyArray) -> LazyArray:
+    return reshape(view, parent.shape)
+
+
+RESHAPED_BACK = WholeWriteBack(_reshaped)
+
+
 def permute_dims(x: LazyArray, /, axes: tuple[int, ...]) -> LazyArray:
     """``x`` with its axes permuted (lazy: Reorder of a Relabel)."""
     x = _arr(x, "permute_dims")
@@ -75,7 +99,9 @@ def permute_dims(x: LazyArray, /, axes: tuple[int, ...]) -> LazyArray:
         return x
     f = fresh_fields(x.ndim)
     body = Reorder(Relabel(x.expr, f), tuple(f[a] for a in perm))
-    return _wrap(x, body, tuple(x.shape[a] for a in perm)).view_of(x)  # NumPy: a view
+    inverse = tuple(int(a) for a in np.argsort(perm))
+    return _wrap(x, body, tuple(x.shape[a] for a in perm)).view_of(
+        x, WholeWriteBack(partial(_permuted, axes=inverse)))  # NumPy: a view
 
 
 def transpose(x: LazyArray, /, axes: tuple[int, ...] | None = None) -> LazyArray:
@@ -114,7 +140,7 @@ def expand_dims(x: LazyArray, /, axis: int | tuple[int, ...] = 0) -> LazyArray:
     axes = normalize_axes(axis, n, "expand_dims")
     shape_it = iter(x.shape)
     return unit_view(x, tuple(1 if k in axes else next(shape_it) for k in range(n))
-                     ).view_of(x)  # NumPy: a view
+                     ).view_of(x, RESHAPED_BACK)  # NumPy: a view
 
 
 def squeeze(x: LazyArray, /, axis: int | tuple[int, ...]) -> LazyArray:
@@ -127,7 +153,7 @@ def squeeze(x: LazyArray, /, axis: int | tuple[int, ...]) -> LazyArray:
     if not axes:
         return x
     return unit_view(x, tuple(d for k, d in enumerate(x.shape) if k not in axes)
-                     ).view_of(x)  # NumPy: a view
+                     ).view_of(x, RESHAPED_BACK)  # NumPy: a view
 
 
 def broadcast_to(x: LazyArray, /, shape: tuple[int, ...]) -> LazyArray:
@@ -189,7 +215,7 @@ def reshape(x: LazyArray, /, shape: tuple[int, ...], *, copy: bool | None = None
         return x.copy() if copy else x
     if [d for d in shape if d != 1] == [d for d in x.shape if d != 1]:
         out = unit_view(x, shape)
-        return out if copy else out.view_of(x)  # NumPy: a view unless copy=True
+        return out if copy else out.view_of(x, RESHAPED_BACK)  # NumPy: a view unless copy
 
     def sparse_fn(c: np.ndarray, v: np.ndarray, old: tuple[int, ...]) -> Any:
         flat = np.ravel_multi_index(tuple(c), old) if c.shape[1] else np.zeros(0, np.int64)
@@ -197,7 +223,7 @@ def reshape(x: LazyArray, /, shape: tuple[int, ...], *, copy: bool | None = None
         return shape, new, v
 
     out = T.eager(x, lambda a: np.reshape(a, shape), sparse_fn)
-    return out if copy else out.view_of(x)
+    return out if copy else out.view_of(x, RESHAPED_BACK)
 
 
 def _same_dtype_list(arrays: Any, fname: str) -> list[LazyArray]:
