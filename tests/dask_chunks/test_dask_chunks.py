@@ -254,3 +254,29 @@ def test_the_users_array_optimize_is_kept() -> None:
     with dask.config.set(array_optimize=None):
         out = x.compute()  # Dask's own optimization: chunks left lazy, same values
     np.testing.assert_allclose(xp.to_numpy(out), DA * 2)
+
+
+@pytest.mark.parametrize("chunks", [-3, 0, (15, 0), ((20, 20),), ((20, -1, 41),), (5, 5, 5),
+                                    {0: 0}, {2: 5}])
+def test_from_sparse_refuses_chunks_it_cannot_honour(chunks: Any) -> None:
+    with pytest.raises(ValueError, match="from_sparse"):
+        lsd.from_sparse(A, chunks=chunks)
+
+
+@pytest.mark.parametrize("chunks", [2.5, True, "rows"])
+def test_from_sparse_chunk_type_errors(chunks: Any) -> None:
+    with pytest.raises((TypeError, ValueError), match="chunks|chunk"):
+        lsd.from_sparse(A, chunks=chunks)
+
+
+@pytest.mark.parametrize("chunks", [-1, None, "auto", [25], {0: 25}, ((20, 40),), 60])
+def test_from_sparse_accepted_chunks_cover_every_row(chunks: Any) -> None:
+    x = lsd.from_sparse(A, chunks=chunks)
+    assert sum(x.chunks[0]) == 60 and sum(x.chunks[1]) == 40
+    np.testing.assert_allclose(np.asarray(x.compute()), DA)
+
+
+def test_from_sparse_takes_lists_like_asarray() -> None:
+    x = lsd.from_sparse([[1.0, 0.0], [0.0, 2.0], [3.0, 0.0]], chunks=2)
+    assert x.chunks == ((2, 1), (2,))
+    np.testing.assert_allclose(np.asarray(x.compute()), [[1, 0], [0, 2], [3, 0]])

@@ -24,7 +24,7 @@ from lazysparse.logic.nodes import (
 from lazysparse.logic.operators import get_operator
 from lazysparse.optimizer.formats import choose_formats, normal_form
 from lazysparse.optimizer.fuse import fuse_aggregates
-from lazysparse.optimizer.inline import inline_copies, inline_pointwise
+from lazysparse.optimizer.inline import drop_format_copies, inline_copies, inline_pointwise
 from lazysparse.optimizer.lift import (
     isolate_aggregates,
     isolate_reformats,
@@ -401,3 +401,25 @@ def test_discordant_inputs_transpose_the_smaller_one() -> None:
 
     assert copied(Plan((*inputs(A=big, B=small), *rest))) == B
     assert copied(Plan((*inputs(A=small, B=big), *rest))) == A
+
+
+def test_drop_format_copies_removes_a_second_copy_in_the_same_format() -> None:
+    dvec = spec("dense", 1)
+    summed = Reformat(dvec, Aggregate(ADD, ZERO, Relabel(A, (i, j)), (j,)))
+    copy = Reformat(dvec, Reorder(Reorder(Relabel(B, (k,)), (k,)), (k,)))
+    other = Reformat(dvec, Reorder(MapJoin(MUL, (Relabel(B, (k,)), Relabel(C, (k,)))), (k,)))
+    plan = Plan((*inputs(A=CSR), Query(B, summed), Query(C, copy), Query(D, other),
+                 Produces((C, D))))
+    assert drop_format_copies(plan) == Plan((
+        *inputs(A=CSR), Query(B, summed),
+        Query(D, Reformat(dvec, Reorder(MapJoin(MUL, (Relabel(B, (k,)), Relabel(B, (k,)))),
+                                        (k,)))),
+        Produces((B, D))))
+
+
+def test_drop_format_copies_keeps_copies_that_change_format_or_order() -> None:
+    to_csc = Query(C, Reformat(spec("csc", 2), Relabel(B, (i, j))))
+    transposed = Query(D, Reformat(spec("csr", 2), Reorder(Relabel(B, (i, j)), (j, i))))
+    plan = Plan((*inputs(A=CSR), Query(B, Reformat(spec("csr", 2), Relabel(A, (i, j)))),
+                 to_csc, transposed, Produces((C, D))))
+    assert drop_format_copies(plan) == plan

@@ -160,6 +160,7 @@ def _make_function(name: str, op: Operator, nargs: int) -> Callable[..., LazyArr
 
 def _inplace_update(self: LazyArray, res: LazyArray, dunder: str) -> LazyArray:
     """Make ``self`` the result ``res`` (a functional update of its plan) and return it."""
+    self.check_writable(dunder)
     if res.shape != self.shape:
         raise ValueError(f"{dunder}: result shape {res.shape} differs from the array's "
                          f"{self.shape}; in-place operations cannot broadcast the array")

@@ -103,12 +103,22 @@ def _is_full(k: Any, n: int) -> bool:
 
 
 def getitem(x: LazyArray, key: Any) -> LazyArray:
-    """``x[key]`` following the Array API (and NumPy) indexing rules."""
+    """``x[key]`` following the Array API (and NumPy) indexing rules. A basic index
+    (integers, slices, ``...``, ``None``) with an n-d result is what NumPy makes a view:
+    marked so (``LazyArray.view_of``), writes into it are refused while ``x`` lives."""
     if isinstance(key, LazyArray) and key.dtype == _dt.BOOL and key.ndim == x.ndim > 0:
         out = _sparse_mask(x, key)
         if out is not None:
             return out
     items = normalize_key(key, x.shape)
+    out = _select(x, items)
+    if out.ndim and not any(isinstance(k, np.ndarray) for k in items):
+        out.view_of(x)
+    return out
+
+
+def _select(x: LazyArray, items: list[Any]) -> LazyArray:
+    """``x`` indexed by normalized ``items``."""
     # lazy: full slices and new axes only
     axis = 0
     lazy = True
@@ -350,7 +360,9 @@ def take_along_axis(x: LazyArray, indices: Any, /, *, axis: int = -1) -> LazyArr
 
 def setitem(x: LazyArray, key: Any, value: Any) -> None:
     """``x[key] = value`` with NumPy's semantics: written into ``x``'s storage when ``x`` is
-    computed (copy-on-write), a ``where`` layer when it is lazy (``api/setitem.py``)."""
+    computed (copy-on-write), a ``where`` layer when it is lazy (``api/setitem.py``).
+    A write into a view of a living array is refused (``LazyArray.check_writable``)."""
+    x.check_writable("__setitem__")
     val = S.value_operand(x, value)
     scalar = not isinstance(val, LazyArray) or val.ndim == 0
     if isinstance(key, LazyArray) and key.dtype == _dt.BOOL and key.ndim > 0:

@@ -190,7 +190,7 @@ class LazyArray(NumpyMethods, ScipyMethods):
 
     __slots__ = ("_expr", "_shape", "_dtype", "_fill_value", "_device", "_format",
                  "_requested_format", "_result", "_update", "_depth", "_size", "_epoch",
-                 "_full", "_stored", "_pending", "_reduces", "__weakref__")
+                 "_full", "_stored", "_pending", "_reduces", "_base", "__weakref__")
 
     def __init__(self, expr: Subquery, shape: tuple[int, ...], dtype: np.dtype,
                  fill_value: Any, device: Device = CPU, format: str | None = None,
@@ -213,6 +213,7 @@ class LazyArray(NumpyMethods, ScipyMethods):
         self._update: Any = None  # api.setitem's state: ownership, pending sparse entries
         self._stored: int | None = None  # largest_stored(), once asked
         self._reduces: bool | None = None  # runs_reduction(), once asked
+        self._base: weakref.ref[LazyArray] | None = None  # what NumPy would view (view_of)
         self._depth, self._size, self._epoch = history_extent(expr)
         _BY_ALIAS[expr.lhs] = self
         # an uncomputed array with a history: a value a later compute may keep
@@ -415,6 +416,30 @@ class LazyArray(NumpyMethods, ScipyMethods):
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
         return numpy_functions.array_function(func, types, args, kwargs, LazyArray)
+
+    # --- views and writes (docs/api.md "Views and writes") ---
+    def view_of(self, parent: LazyArray) -> LazyArray:
+        """Mark this array as what NumPy would make a view of ``parent`` (basic indexing,
+        transposes, reshapes) and return it. lazysparse arrays are values, so a write into
+        it could not reach ``parent``: :meth:`check_writable` refuses such writes while
+        the array the view was first taken from lives."""
+        if self is not parent:
+            root = parent._base() if parent._base is not None else None
+            self._base = parent._base if root is not None else weakref.ref(parent)
+        return self
+
+    def check_writable(self, what: str) -> None:
+        """ValueError for a write into a view (:meth:`view_of`) whose array still lives:
+        NumPy would write into that array too, lazysparse cannot, and a silent copy
+        would be a wrong answer."""
+        base = self._base() if self._base is not None else None
+        if base is not None:
+            raise ValueError(
+                f"{what}: assignment destination is a view of another array (taken by basic "
+                "indexing, a transpose or a reshape). In NumPy the write would change that "
+                "array too; lazysparse arrays are values, so it cannot. Write into the "
+                "original array (e.g. a[0, :] = v instead of row = a[0]; row[:] = v), or "
+                "take an explicit copy first: row = xp.asarray(a[0], copy=True)")
 
     # --- functional updates ---
     def replace_with(self, other: LazyArray) -> None:

@@ -75,7 +75,14 @@ def permute_dims(x: LazyArray, /, axes: tuple[int, ...]) -> LazyArray:
         return x
     f = fresh_fields(x.ndim)
     body = Reorder(Relabel(x.expr, f), tuple(f[a] for a in perm))
-    return _wrap(x, body, tuple(x.shape[a] for a in perm))
+    return _wrap(x, body, tuple(x.shape[a] for a in perm)).view_of(x)  # NumPy: a view
+
+
+def transpose(x: LazyArray, /, axes: tuple[int, ...] | None = None) -> LazyArray:
+    """NumPy's ``transpose``: ``permute_dims`` with the axes reversed when ``axes`` is None
+    (not in the standard; NumPy-based libraries such as xarray call ``xp.transpose``)."""
+    x = _arr(x, "transpose")
+    return permute_dims(x, tuple(range(x.ndim))[::-1] if axes is None else tuple(axes))
 
 
 def matrix_transpose(x: LazyArray, /) -> LazyArray:
@@ -106,7 +113,8 @@ def expand_dims(x: LazyArray, /, axis: int | tuple[int, ...] = 0) -> LazyArray:
     n = x.ndim + (len(axis) if isinstance(axis, tuple) else 1)
     axes = normalize_axes(axis, n, "expand_dims")
     shape_it = iter(x.shape)
-    return unit_view(x, tuple(1 if k in axes else next(shape_it) for k in range(n)))
+    return unit_view(x, tuple(1 if k in axes else next(shape_it) for k in range(n))
+                     ).view_of(x)  # NumPy: a view
 
 
 def squeeze(x: LazyArray, /, axis: int | tuple[int, ...]) -> LazyArray:
@@ -118,7 +126,8 @@ def squeeze(x: LazyArray, /, axis: int | tuple[int, ...]) -> LazyArray:
             raise ValueError(f"squeeze: axis {a} has size {x.shape[a]}, not 1")
     if not axes:
         return x
-    return unit_view(x, tuple(d for k, d in enumerate(x.shape) if k not in axes))
+    return unit_view(x, tuple(d for k, d in enumerate(x.shape) if k not in axes)
+                     ).view_of(x)  # NumPy: a view
 
 
 def broadcast_to(x: LazyArray, /, shape: tuple[int, ...]) -> LazyArray:
@@ -179,14 +188,16 @@ def reshape(x: LazyArray, /, shape: tuple[int, ...], *, copy: bool | None = None
     if shape == x.shape:
         return x.copy() if copy else x
     if [d for d in shape if d != 1] == [d for d in x.shape if d != 1]:
-        return unit_view(x, shape)
+        out = unit_view(x, shape)
+        return out if copy else out.view_of(x)  # NumPy: a view unless copy=True
 
     def sparse_fn(c: np.ndarray, v: np.ndarray, old: tuple[int, ...]) -> Any:
         flat = np.ravel_multi_index(tuple(c), old) if c.shape[1] else np.zeros(0, np.int64)
         new = np.array(np.unravel_index(flat, shape), dtype=np.int64).reshape(len(shape), -1)
         return shape, new, v
 
-    return T.eager(x, lambda a: np.reshape(a, shape), sparse_fn)
+    out = T.eager(x, lambda a: np.reshape(a, shape), sparse_fn)
+    return out if copy else out.view_of(x)
 
 
 def _same_dtype_list(arrays: Any, fname: str) -> list[LazyArray]:

@@ -48,7 +48,7 @@ CREATION = ("arange", "asarray", "empty", "empty_like", "eye", "from_dlpack", "f
             "zeros_like", "random")
 MANIPULATION = ("broadcast_arrays", "broadcast_to", "concat", "expand_dims", "flip",
                 "moveaxis", "permute_dims", "repeat", "reshape", "roll", "squeeze", "stack",
-                "tile", "unstack", "matrix_transpose")
+                "tile", "unstack", "matrix_transpose", "transpose")
 INDEXING = ("take", "take_along_axis")
 DATA_TYPES = ("can_cast", "finfo", "iinfo", "isdtype", "result_type")
 INTEROP = ("asformat", "to_scipy", "to_numpy", "to_cupyx")

@@ -6,8 +6,11 @@
   and ``vecdot``; ``ufunc.reduce`` of ``add``/``multiply``/``maximum``/``minimum``/
   ``logical_and``/``logical_or`` is ``sum``/``prod``/``max``/``min``/``all``/``any`` and
   ``accumulate`` of ``add``/``multiply`` is ``cumulative_sum``/``cumulative_prod``.
+  ``ufunc.outer`` is a broadcast of the call; ``ufunc.at`` (in place) and ``reduceat`` raise
+  a TypeError naming them. A ufunc with no lazysparse equivalent (``np.spacing``,
+  scipy.special's) runs in NumPy on the dense values, within the densify limit.
 - ``__array_function__``: the NumPy functions of :data:`FUNCTIONS` (argument names
-  translated); any other raises a TypeError naming it.
+  translated); any other runs in NumPy on dense copies within the densify limit.
 
 Nothing densifies here: what the namespace keeps sparse stays sparse, and what it computes
 densely obeys the densify limit (``DensifyError``) as everywhere. ``out=`` and ``where=`` have
@@ -22,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from lazysparse.formats.config import DensifyError
+
 Namespace = dict[str, Any]
 
 _NS: Namespace = {}
@@ -33,6 +38,8 @@ REDUCE = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min",
 ACCUMULATE = {"add": "cumulative_sum", "multiply": "cumulative_prod"}
 # ufuncs that are no registry operator but have a namespace function
 EXTRA_UFUNCS = {"matmul": "matmul", "vecdot": "vecdot"}
+# ufunc methods that write into their first argument: no meaning for values
+IN_PLACE_METHODS = ("at",)
 
 
 def install(namespace: Namespace, operators: dict[str, Any],
@@ -77,17 +84,26 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...],
                 kwargs: dict[str, Any]) -> Any:
     """``LazyArray.__array_ufunc__``: the namespace function of ``ufunc`` (see module doc),
     or NotImplemented when an input is of a type lazysparse does not accept."""
-    if not all(_IS_OPERAND[0](x) or isinstance(x, np.generic) for x in inputs):
-        return NotImplemented
     where = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+    if method in IN_PLACE_METHODS and isinstance(inputs[0], np.ndarray):
+        return _numpy_method(ufunc, method, where, inputs, kwargs)  # a NumPy target
+    if method in IN_PLACE_METHODS:
+        raise TypeError(f"{where} writes into its first argument in place; lazysparse arrays "
+                        "are values, never written in place: use x[idx] = ... (or "
+                        "xp.to_numpy(x) for a dense NumPy copy)")
+    inputs = tuple(np.asarray(x) if isinstance(x, list | tuple) else x for x in inputs)
+    if not all(_IS_OPERAND[0](x) or isinstance(x, np.generic | np.ndarray) for x in inputs):
+        return NotImplemented
     kwargs = dict(kwargs)
     _no_out(where, kwargs)
     if method == "__call__":
         return _call(ufunc, where, inputs, kwargs)
+    if method == "outer":
+        return _outer(ufunc, where, inputs, kwargs)
     if method in ("reduce", "accumulate"):
         return _reduce(ufunc, method, where, inputs, kwargs)
-    raise TypeError(f"{where} has no lazysparse equivalent (supported: calls, and reduce/"
-                    "accumulate of add, multiply and reduce of maximum, minimum, "
+    raise TypeError(f"{where} has no lazysparse equivalent (supported: calls, outer, and "
+                    "reduce/accumulate of add, multiply and reduce of maximum, minimum, "
                     "logical_and, logical_or)")
 
 
@@ -95,8 +111,7 @@ def _call(ufunc: np.ufunc, where: str, inputs: tuple[Any, ...],
           kwargs: dict[str, Any]) -> Any:
     name = _UFUNCS.get(ufunc)
     if name is None:
-        raise TypeError(f"{where} has no lazysparse equivalent; use the lazysparse namespace "
-                        "or convert with xp.to_numpy(x) (dense)")
+        return _numpy_call(ufunc, where, inputs, kwargs)
     dtype = kwargs.pop("dtype", None)
     _drop_defaults(where, kwargs, casting="same_kind", order="K", subok=True, signature=None)
     if kwargs:
@@ -106,6 +121,38 @@ def _call(ufunc: np.ufunc, where: str, inputs: tuple[Any, ...],
     if dtype is not None:
         args = [_NS["astype"](_NS["asarray"](x), np.dtype(dtype)) for x in args]
     return _NS[name](*args)
+
+
+def _numpy_call(ufunc: np.ufunc, where: str, inputs: tuple[Any, ...],
+                kwargs: dict[str, Any]) -> Any:
+    """A ufunc that is no registry operator (``np.spacing``, scipy.special's ufuncs): NumPy
+    runs it on the dense values of the inputs (``DensifyError`` past the densify limit),
+    as ``__array_function__`` does for NumPy functions lazysparse lacks; the result is
+    NumPy's."""
+    return _numpy_method(ufunc, "__call__", where, inputs, kwargs)
+
+
+def _numpy_method(ufunc: np.ufunc, method: str, where: str, inputs: tuple[Any, ...],
+                  kwargs: dict[str, Any]) -> Any:
+    """``ufunc.<method>`` run by NumPy on the dense values of the inputs (a NumPy array
+    written in place by ``np.add.at(ndarray, idx, lazy_values)``)."""
+    try:
+        dense = [x if isinstance(x, np.ndarray) or not _IS_OPERAND[0](x) else np.asarray(x)
+                 for x in inputs]
+    except DensifyError as e:
+        raise DensifyError(f"{where} needs dense NumPy values, too large: {e}") from None
+    return getattr(ufunc, method)(*dense, **kwargs)
+
+
+def _outer(ufunc: np.ufunc, where: str, inputs: tuple[Any, ...],
+           kwargs: dict[str, Any]) -> Any:
+    """``ufunc.outer(a, b)``: ``ufunc(a[..., None, ...], b)``, every axis of ``a`` before
+    every axis of ``b`` (lazy, sparse where the operator keeps it so)."""
+    if len(inputs) != 2:
+        raise TypeError(f"{where} takes exactly two arrays, got {len(inputs)}")
+    a, b = (_NS["asarray"](x) for x in inputs)
+    a = _NS["reshape"](a, tuple(a.shape) + (1,) * b.ndim)
+    return _call(ufunc, where, (a, b), kwargs)
 
 
 def _reduce(ufunc: np.ufunc, method: str, where: str, inputs: tuple[Any, ...],

@@ -4,8 +4,8 @@ Each handler takes NumPy's signature and calls the namespace function with the s
 meaning (``np.transpose(x, axes)`` → ``permute_dims``, ``np.concatenate`` → ``concat``,
 ``np.sum(x, axis, dtype, keepdims=...)`` → ``sum``). NumPy-only keywords are accepted at
 their defaults and rejected otherwise (``out=``, ``where=``, ``order='F'``). A function not
-in :data:`FUNCTIONS` raises a TypeError naming it. The table is documented in
-docs/numpy.md.
+in :data:`FUNCTIONS` is NumPy's own, run on dense copies within the densify limit
+(:func:`numpy_fallback`). The table is documented in docs/numpy.md.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from lazysparse.api.numpy_dispatch import _NS, _drop_defaults, _no_out
+from lazysparse.formats.config import DensifyError
 
 Handler = Callable[..., Any]
 FUNCTIONS: dict[Any, Handler] = {}
@@ -456,20 +457,63 @@ def _array_equal(a1: Any, a2: Any, equal_nan: bool = False) -> bool:
 def array_function(func: Any, types: Sequence[type], args: tuple[Any, ...],
                    kwargs: dict[str, Any], own: type) -> Any:
     """``LazyArray.__array_function__``: the handler of ``func``; NotImplemented when another
-    array type (not NumPy's, not lazysparse's) also takes part; a TypeError naming ``func``
-    when lazysparse has no equivalent."""
+    array type (not NumPy's, not lazysparse's) also takes part; NumPy's own ``func`` on the
+    computed dense arrays (:func:`numpy_fallback`) when lazysparse has no equivalent."""
     if not all(issubclass(t, own | np.ndarray | np.generic) for t in types):
         return NotImplemented
     h = FUNCTIONS.get(func)
     if h is None:
-        mod = getattr(func, "__module__", "numpy") or "numpy"
-        name = f"{mod.replace('numpy._core', 'numpy').split('.')[0]}.{func.__name__}"
-        if mod.startswith("numpy.linalg") or mod.startswith("numpy.fft"):
-            name = f"{mod.split('.')[0]}.{mod.split('.')[1]}.{func.__name__}"
-        raise TypeError(f"{name} has no lazysparse equivalent: use the lazysparse namespace, "
-                        "or xp.to_numpy(x) to convert to a dense NumPy array (within the "
-                        "densify limit)")
+        return numpy_fallback(func, args, kwargs, own)
     return h(*args, **kwargs)
 
 
-__all__ = ["FUNCTIONS", "array_function"]
+def numpy_fallback(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+                   own: type) -> Any:
+    """``func(*args, **kwargs)`` run by NumPy with every lazysparse array in the arguments
+    computed and converted to a dense NumPy array (``DensifyError`` past the densify limit,
+    naming ``func``), as Dask does for functions it lacks. The result is NumPy's. ``out=``
+    naming a lazysparse array is refused: lazysparse arrays are values, never written."""
+    name = _numpy_name(func)
+    out = kwargs.get("out")
+    if _holds(out, own):
+        raise TypeError(f"{name}: out= cannot be a lazysparse array (lazysparse arrays are "
+                        "values: use the returned array)")
+    try:
+        np_args = _to_numpy(args, own)
+        np_kwargs = _to_numpy(kwargs, own)
+    except DensifyError as e:
+        raise DensifyError(f"{name} has no lazysparse equivalent, so NumPy runs it on a dense "
+                      f"copy, which is too large: {e}") from None
+    return func(*np_args, **np_kwargs)
+
+
+def _numpy_name(func: Any) -> str:
+    """``numpy.unique``, ``numpy.linalg.svd``: the public name of a NumPy function."""
+    mod = getattr(func, "__module__", "numpy") or "numpy"
+    parts = mod.replace("numpy._core", "numpy").split(".")
+    prefix = ".".join(parts[:2]) if len(parts) > 1 and parts[1] in ("linalg", "fft") \
+        else parts[0]
+    return f"{prefix}.{getattr(func, '__name__', func)}"
+
+
+def _holds(obj: Any, own: type) -> bool:
+    """Whether ``obj`` is, or a tuple/list holds, a lazysparse array."""
+    if isinstance(obj, own):
+        return True
+    return isinstance(obj, tuple | list) and any(_holds(o, own) for o in obj)
+
+
+def _to_numpy(obj: Any, own: type) -> Any:
+    """``obj`` with every lazysparse array (also inside lists, tuples and dicts, as NumPy's
+    functions take sequences of arrays) replaced by its dense NumPy value."""
+    if isinstance(obj, own):
+        return np.asarray(obj)
+    if isinstance(obj, list | tuple):
+        conv = [_to_numpy(o, own) for o in obj]
+        return conv if isinstance(obj, list) else tuple(conv)
+    if isinstance(obj, dict):
+        return {k: _to_numpy(v, own) for k, v in obj.items()}
+    return obj
+
+
+__all__ = ["FUNCTIONS", "array_function", "numpy_fallback"]

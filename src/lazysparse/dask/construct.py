@@ -40,16 +40,61 @@ def _normalize(chunks: Any, shape: tuple[int, ...], dtype: np.dtype,
                nbytes: int) -> tuple[tuple[int, ...], ...]:
     """Dask chunks of ``shape``: an int is rows per block (the other axes whole); a tuple
     shorter than ``shape`` leaves the axes it does not name whole (``((10, 50),)``: two row
-    blocks of 10 and 50 rows); otherwise Dask's own notation (``(20, 20)``: 20 × 20 blocks)."""
+    blocks of 10 and 50 rows); otherwise Dask's own notation (``(20, 20)``: 20 × 20 blocks).
+    A spec that cannot describe ``shape`` is a ValueError (:func:`_check_axis_spec`)."""
     from dask.array.core import normalize_chunks
 
     if chunks is None or chunks == "auto":
         chunks = _row_chunks(shape, nbytes)
-    if isinstance(chunks, int | np.integer):
+    if isinstance(chunks, int | np.integer) and not isinstance(chunks, bool):
         chunks = (int(chunks),)
-    if isinstance(chunks, tuple) and len(chunks) < len(shape):
+    if isinstance(chunks, list):
+        chunks = tuple(chunks)
+    if not isinstance(chunks, tuple | dict):
+        raise TypeError(f"from_sparse: chunks must be an int, a tuple, a dict or 'auto', "
+                        f"got {type(chunks).__name__}")
+    if isinstance(chunks, tuple):
+        if len(chunks) > len(shape):
+            raise ValueError(f"from_sparse: chunks {chunks!r} name {len(chunks)} axes, the "
+                             f"array has {len(shape)}")
         chunks = (*chunks, *shape[len(chunks):])
-    return normalize_chunks(chunks, shape, dtype=dtype)
+        for axis, (spec, n) in enumerate(zip(chunks, shape, strict=True)):
+            _check_axis_spec(spec, n, axis)
+    else:
+        for axis, spec in chunks.items():
+            if not isinstance(axis, int | np.integer) or not -len(shape) <= axis < len(shape):
+                raise ValueError(f"from_sparse: chunks name axis {axis!r}, the array has "
+                                 f"{len(shape)}")
+            _check_axis_spec(spec, shape[axis], int(axis))
+    norm = normalize_chunks(chunks, shape, dtype=dtype)
+    for axis, (blocks, n) in enumerate(zip(norm, shape, strict=True)):
+        if sum(blocks) != n or any(b < 0 for b in blocks):
+            raise ValueError(f"from_sparse: chunks {blocks!r} of axis {axis} do not cover its "
+                             f"{n} entries")
+    return norm
+
+
+def _check_axis_spec(spec: Any, n: int, axis: int) -> None:
+    """ValueError/TypeError for one axis's chunk spec that is not: a positive int (block
+    size), -1 or None (the whole axis), 'auto', or explicit non-negative block sizes
+    summing to the axis length ``n``."""
+    if spec is None or spec == "auto" or isinstance(spec, str):
+        return
+    if isinstance(spec, bool) or not isinstance(spec, int | np.integer | tuple | list):
+        raise TypeError(f"from_sparse: chunks of axis {axis} must be an int or a tuple of "
+                        f"ints, got {spec!r}")
+    if isinstance(spec, tuple | list):
+        sizes = list(spec)
+        if not all(isinstance(b, int | np.integer) and not isinstance(b, bool) and b >= 0
+                   for b in sizes) or sum(sizes) != n:
+            raise ValueError(f"from_sparse: explicit chunks {tuple(spec)!r} of axis {axis} "
+                             f"must be non-negative ints summing to its length {n}")
+        return
+    if spec == -1:
+        return
+    if spec <= 0:
+        raise ValueError(f"from_sparse: chunk size {int(spec)} of axis {axis} must be a "
+                         "positive int (or -1 / None for the whole axis)")
 
 
 def _offsets(sizes: tuple[int, ...]) -> list[slice]:
@@ -111,6 +156,8 @@ def from_sparse(a: Any, chunks: Any = None, *, format: str | None = None,  # noq
     from lazysparse.dask.dispatch import register
 
     register()
+    if not hasattr(a, "shape") or not hasattr(a, "dtype"):
+        a = xp.asarray(a)  # lists, scalars, buffers: what the namespace's asarray takes
     shape = tuple(int(s) for s in a.shape)
     dtype = np.dtype(a.dtype)
     nbytes = _stored_bytes(a)

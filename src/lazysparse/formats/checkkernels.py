@@ -5,8 +5,9 @@ Each returns ``(code, where)``; validation.py turns the code into an error messa
 
 from __future__ import annotations
 
-import numba
 import numpy as np
+
+from lazysparse.formats.jit import helper_jit
 
 from .levels.hashed import EMPTY, hashed_locate_shift
 
@@ -14,7 +15,7 @@ OK, PTR_START, PTR_DECREASES, PTR_END, OUT_OF_RANGE, UNSORTED, DUPLICATE = range
 BAD_SLOT, TABLE_COUNT, NOT_FOUND, MASK_UNMARKED, MASK_COUNT = range(7, 12)
 
 
-@numba.njit(cache=True, nogil=True)
+@helper_jit(nogil=True)
 def check_compressed(ptr, idx, size, order):  # pragma: no cover - compiled
     """Pointers start at 0, never decrease, end at len(idx); idx in range.
 
@@ -42,7 +43,7 @@ def check_compressed(ptr, idx, size, order):  # pragma: no cover - compiled
     return OK, 0
 
 
-@numba.njit(cache=True, nogil=True)
+@helper_jit(nogil=True)
 def check_unique_unordered(ptr, idx, stamp):  # pragma: no cover - compiled
     """First position whose coordinate repeats an earlier sibling's (any order): ``stamp``
     (one int64 per coordinate, filled with -1) remembers the last parent that saw each."""
@@ -55,7 +56,7 @@ def check_unique_unordered(ptr, idx, stamp):  # pragma: no cover - compiled
     return OK, 0
 
 
-@numba.njit(cache=True, nogil=True)
+@helper_jit(nogil=True)
 def check_range(idx, size):  # pragma: no cover - compiled
     """First position whose coordinate is outside ``[0, size)``."""
     for q in range(idx.size):
@@ -64,7 +65,7 @@ def check_range(idx, size):  # pragma: no cover - compiled
     return OK, 0
 
 
-@numba.njit(cache=True, nogil=True)
+@helper_jit(nogil=True)
 def check_coo_chain(ptr, chain):  # pragma: no cover - compiled
     """Coordinate tuples ``chain[k][q]`` strictly ascend within each segment of ``ptr``."""
     depth = len(chain)
@@ -84,7 +85,7 @@ def check_coo_chain(ptr, chain):  # pragma: no cover - compiled
     return OK, 0
 
 
-@numba.njit(cache=True, nogil=True)
+@helper_jit(nogil=True)
 def check_table(ptr, idx, table, size, shift):  # pragma: no cover - compiled
     """A hashed level's table: every slot ``EMPTY`` or a position, one slot per position,
     and every position found by its own key (``(BAD_SLOT, slot)``, ``(TABLE_COUNT, count)``,
@@ -106,7 +107,7 @@ def check_table(ptr, idx, table, size, shift):  # pragma: no cover - compiled
     return OK, 0
 
 
-@numba.njit(cache=True, nogil=True)
+@helper_jit(nogil=True)
 def check_bytemap(ptr, idx, mask, size):  # pragma: no cover - compiled
     """A bytemap's mask marks each listed coordinate (``(MASK_UNMARKED, position in idx)``)
     and nothing else (``(MASK_COUNT, number marked)``)."""

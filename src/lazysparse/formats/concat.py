@@ -23,8 +23,9 @@ from collections.abc import Sequence
 from enum import Enum
 from typing import Any
 
-import numba
 import numpy as np
+
+from lazysparse.formats.jit import helper_jit
 
 from .convert import convert
 from .dtypes import choose_index_dtype
@@ -241,7 +242,7 @@ def _nonempty_rows(t: Tensor) -> list[Level]:
     return [*_one_coordinate(row_level), Compressed(t.shape[1], col_ptr, low.idx)]
 
 
-@numba.njit(cache=True, nogil=True)
+@helper_jit(nogil=True)
 def _append_rows(ptr, idx, vals, offset, cursor, out_idx, out_vals):  # pragma: no cover
     # row r's entries go to out[cursor[r]:], coordinates shifted by offset; cursor advances.
     # ptr/idx may be int32 or int64 whatever out_idx is (no converted copies of them)

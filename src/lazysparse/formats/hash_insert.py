@@ -19,6 +19,8 @@ import numba
 import numpy as np
 from numba.extending import is_jitted
 
+from lazysparse.formats.jit import helper_jit
+
 from .config import check_bins
 from .dtypes import check_dtype, choose_index_dtype, normalize_fill
 from .levels import Compressed, Dense, Hashed, Level
@@ -67,37 +69,37 @@ def _make_inserter(combine: Callable[..., Any] | None, cache: bool) -> Any:
     return insert
 
 
-@numba.njit(cache=True, nogil=True)
+@helper_jit(nogil=True)
 def _first(a, b):  # pragma: no cover - compiled
     return b
 
 
-@numba.njit(cache=True, nogil=True)
+@helper_jit(nogil=True)
 def _add(a, b):  # pragma: no cover - compiled
     return a + b
 
 
-@numba.njit(cache=True, nogil=True)
+@helper_jit(nogil=True)
 def _mul(a, b):  # pragma: no cover - compiled
     return a * b
 
 
-@numba.njit(cache=True, nogil=True)
+@helper_jit(nogil=True)
 def _min(a, b):  # pragma: no cover - compiled
     return b if b < a else a
 
 
-@numba.njit(cache=True, nogil=True)
+@helper_jit(nogil=True)
 def _max(a, b):  # pragma: no cover - compiled
     return b if b > a else a
 
 
-@numba.njit(cache=True, nogil=True)
+@helper_jit(nogil=True)
 def _or(a, b):  # pragma: no cover - compiled
     return a | b
 
 
-@numba.njit(cache=True, nogil=True)
+@helper_jit(nogil=True)
 def _and(a, b):  # pragma: no cover - compiled
     return a & b
 
@@ -113,7 +115,7 @@ for _op in {id(f): f for f in _NAMED_OPS.values()}.values():
     _INSERTERS[_op] = _make_inserter(_op, True)
 
 
-@numba.njit(cache=True, nogil=True)
+@helper_jit(nogil=True)
 def _rehash(bp, bc, n, size, table, shift):  # pragma: no cover - compiled
     """Insert builder entries ``0..n-1`` (unique keys) into an empty table."""
     mask = np.uint64(table.size - 1)
@@ -124,7 +126,7 @@ def _rehash(bp, bc, n, size, table, shift):  # pragma: no cover - compiled
         table[slot] = q
 
 
-@numba.njit(cache=True, nogil=True)
+@helper_jit(nogil=True)
 def _lookup(bp, bc, table, shift, size, parents, coords, out):  # pragma: no cover - compiled
     """Entry of each ``(parents[j], coords[j])`` in the builder, or -1."""
     mask = np.uint64(table.size - 1)

@@ -24,10 +24,11 @@ import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 from numba import types
 from numba.extending import overload
+
+from lazysparse.formats.jit import helper_jit
 
 from .config import check_allocation
 from .levels import Compressed, Dense, Level, Singleton
@@ -85,7 +86,7 @@ class _Walk:
 # ----------------------------------------------------------------------------- kernels
 
 
-@numba.njit(cache=True, nogil=True)
+@helper_jit(nogil=True)
 def _lower_bound(idx, a, b, c):  # pragma: no cover - compiled
     while a < b:
         m = (a + b) >> 1
@@ -111,14 +112,14 @@ def _source_typed(vals, q):  # pragma: no cover - typing
     return lambda vals, q: vals[q]
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@helper_jit(nogil=True, inline="always")
 def _put(out_pos, out_crd, k, vals, q, c):  # pragma: no cover - compiled
     """Write child ``k``: its source position ``q`` (or value there) and new coordinate."""
     out_pos[k] = _source(vals, q)
     out_crd[k] = c
 
 
-@numba.njit(cache=True, nogil=True)
+@helper_jit(nogil=True)
 def _window(lo, hi, idx, start, stop, step, ordered, counts, out_pos, out_crd, fill, vals):
     # pragma: no cover - compiled
     """Children with coordinate in ``range(start, stop, step)``, new coordinate
@@ -166,7 +167,7 @@ def _window(lo, hi, idx, start, stop, step, ordered, counts, out_pos, out_crd, f
     return w
 
 
-@numba.njit(cache=True, nogil=True)
+@helper_jit(nogil=True)
 def _mapped(lo, hi, idx, tab_ptr, targets, counts, out_pos, out_crd, fill, vals):
     # pragma: no cover - compiled
     """Children whose coordinate ``c`` the table maps: one child per new coordinate
@@ -185,7 +186,7 @@ def _mapped(lo, hi, idx, tab_ptr, targets, counts, out_pos, out_crd, fill, vals)
     return w
 
 
-@numba.njit(cache=True, nogil=True)
+@helper_jit(nogil=True)
 def _mapped_once(lo, hi, idx, target, counts, out_pos, out_crd, fill, vals):
     # pragma: no cover - compiled
     """:func:`_mapped` for an index array without repeats: ``target[c]`` is the new
@@ -204,7 +205,7 @@ def _mapped_once(lo, hi, idx, target, counts, out_pos, out_crd, fill, vals):
     return w
 
 
-@numba.njit(cache=True, nogil=True)
+@helper_jit(nogil=True)
 def _searched(lo, hi, idx, keys, targets, counts, out_pos, out_crd, fill, vals):
     # pragma: no cover - compiled
     """:func:`_mapped` with the table replaced by a binary search of the sorted ``keys``
@@ -225,7 +226,7 @@ def _searched(lo, hi, idx, keys, targets, counts, out_pos, out_crd, fill, vals):
     return w
 
 
-@numba.njit(cache=True, nogil=True)
+@helper_jit(nogil=True)
 def _by_index(lo, hi, idx, keys, counts, out_pos, out_crd, fill, vals):
     # pragma: no cover - compiled
     """Children found by binary search of each index ``keys[t]`` in each sorted segment, in

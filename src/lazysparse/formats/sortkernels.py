@@ -8,8 +8,9 @@ inside the loops so Numba emits no negative-index wraparound code.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
+
+from lazysparse.formats.jit import helper_jit
 
 from .config import check_bins
 
@@ -22,7 +23,7 @@ def as_words(values: np.ndarray) -> np.ndarray:
     return values.view(_WORDS[values.dtype.itemsize])
 
 
-@numba.njit(cache=True, nogil=True)
+@helper_jit(nogil=True)
 def _counts_to_ptr(ptr):  # pragma: no cover - compiled
     # ptr[b + 1] holds bin b's count; make it the inclusive prefix sum (segment starts)
     total = ptr.dtype.type(0)
@@ -31,7 +32,7 @@ def _counts_to_ptr(ptr):  # pragma: no cover - compiled
         ptr[b] = total
 
 
-@numba.njit(cache=True, nogil=True)
+@helper_jit(nogil=True)
 def _cursor_to_ptr(ptr):  # pragma: no cover - compiled
     # ptr[b] served as bin b's write cursor and now holds its end: shift back to starts
     for b in range(ptr.size - 1, 0, -1):
@@ -39,7 +40,7 @@ def _cursor_to_ptr(ptr):  # pragma: no cover - compiled
     ptr[0] = 0
 
 
-@numba.njit(cache=True, nogil=True)
+@helper_jit(nogil=True)
 def _transpose(ptr, idx, major, vals, out_ptr, out_idx, out_vals):  # pragma: no cover
     nparent = ptr.size - 1
     for q in range(idx.size):
@@ -56,14 +57,14 @@ def _transpose(ptr, idx, major, vals, out_ptr, out_idx, out_vals):  # pragma: no
     _cursor_to_ptr(out_ptr)
 
 
-@numba.njit(cache=True, nogil=True)
+@helper_jit(nogil=True)
 def _count_ptr(key, out_ptr):  # pragma: no cover
     for q in range(key.size):
         out_ptr[np.uintp(key[q]) + 1] += 1
     _counts_to_ptr(out_ptr)
 
 
-@numba.njit(cache=True, nogil=True)
+@helper_jit(nogil=True)
 def _scatter(key, minor, vals, out_ptr, out_minor, out_vals):  # pragma: no cover
     _count_ptr(key, out_ptr)
     for q in range(key.size):
@@ -75,7 +76,7 @@ def _scatter(key, minor, vals, out_ptr, out_minor, out_vals):  # pragma: no cove
     _cursor_to_ptr(out_ptr)
 
 
-@numba.njit(cache=True, nogil=True)
+@helper_jit(nogil=True)
 def _perm_pass(key, perm_in, out_ptr, perm_out):  # pragma: no cover
     for q in range(perm_in.size):
         out_ptr[np.uintp(key[np.uintp(perm_in[q])]) + 1] += 1
@@ -88,7 +89,7 @@ def _perm_pass(key, perm_in, out_ptr, perm_out):  # pragma: no cover
         perm_out[d] = e
 
 
-@numba.njit(cache=True, nogil=True)
+@helper_jit(nogil=True)
 def _order(key, out_ptr, perm_out):  # pragma: no cover - compiled
     _count_ptr(key, out_ptr)
     for q in range(key.size):
@@ -100,7 +101,7 @@ def _order(key, out_ptr, perm_out):  # pragma: no cover - compiled
 
 
 
-@numba.njit(cache=True, nogil=True)
+@helper_jit(nogil=True)
 def _first_flags(ptr, idx, first):  # pragma: no cover - compiled
     repeats = 0
     for p in range(ptr.size - 1):
@@ -114,7 +115,7 @@ def _first_flags(ptr, idx, first):  # pragma: no cover - compiled
     return repeats
 
 
-@numba.njit(cache=True, nogil=True)
+@helper_jit(nogil=True)
 def _sort_short_segments(ptr, idx, vals, limit):  # pragma: no cover - compiled
     long_entries = 0
     for p in range(ptr.size - 1):
@@ -139,7 +140,7 @@ def _sort_short_segments(ptr, idx, vals, limit):  # pragma: no cover - compiled
 # copy at half scipy's speed.
 
 
-@numba.njit(cache=True, nogil=True)
+@helper_jit(nogil=True)
 def _gather(src, lo, hi, out):  # pragma: no cover - compiled
     one = np.uintp(1)
     w = np.uintp(0)
@@ -151,7 +152,7 @@ def _gather(src, lo, hi, out):  # pragma: no cover - compiled
             q += one
 
 
-@numba.njit(cache=True, nogil=True)
+@helper_jit(nogil=True)
 def _gather_pair(src1, src2, lo, hi, out1, out2):  # pragma: no cover - compiled
     one = np.uintp(1)
     w = np.uintp(0)
@@ -164,7 +165,7 @@ def _gather_pair(src1, src2, lo, hi, out1, out2):  # pragma: no cover - compiled
             q += one
 
 
-@numba.njit(cache=True, nogil=True)
+@helper_jit(nogil=True)
 def _gather_ptr(ptr, lo, hi, out_ptr):  # pragma: no cover - compiled
     one = np.uintp(1)
     w = np.uintp(0)
@@ -180,7 +181,7 @@ def _gather_ptr(ptr, lo, hi, out_ptr):  # pragma: no cover - compiled
 
 
 def _make_run_merger(combine):  # pragma: no cover - builds compiled kernels
-    @numba.njit(cache=True, nogil=True)
+    @helper_jit(nogil=True)
     def merge_runs(ptr, idx, vals):
         w = 0
         lo = ptr[0]
@@ -202,12 +203,12 @@ def _make_run_merger(combine):  # pragma: no cover - builds compiled kernels
     return merge_runs
 
 
-@numba.njit(cache=True, nogil=True)
+@helper_jit(nogil=True)
 def _add(a, b):  # pragma: no cover - compiled
     return a + b
 
 
-@numba.njit(cache=True, nogil=True)
+@helper_jit(nogil=True)
 def _or(a, b):  # pragma: no cover - compiled
     return a | b
 
@@ -352,7 +353,7 @@ def gather_ptr(ptr: np.ndarray, lo: np.ndarray, hi: np.ndarray, total: int) -> n
     return out
 
 
-@numba.njit(cache=True, nogil=True)
+@helper_jit(nogil=True)
 def _find_unordered(idx, lo, hi, c, out):  # pragma: no cover - compiled
     for j in range(lo.size):
         out[j] = -1

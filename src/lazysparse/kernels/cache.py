@@ -27,6 +27,7 @@ from typing import Any
 import numba
 
 import lazysparse
+from lazysparse.formats.jit import cache_root
 from lazysparse.kernels.cache_store import (
     MODULE_PREFIX,
     STAMP,
@@ -49,11 +50,7 @@ _MEMORY_FILE = "<lazysparse kernel {digest}>"  # the file name of a memory-only 
 
 def _configured_dir() -> Path:
     """The kernel cache directory the environment names (it may not exist or be usable)."""
-    env = os.environ.get("LAZYSPARSE_CACHE_DIR")
-    if env:
-        return Path(env)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "lazysparse"
+    return cache_root()
 
 
 def cache_dir() -> Path:

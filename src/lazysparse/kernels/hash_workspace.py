@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 
+from lazysparse.formats.jit import helper_jit
 from lazysparse.kernels.analysis import KernelInfo, QueryData
 
 # a dense row workspace below this many bytes stays (it fits a fast cache)
@@ -65,7 +65,7 @@ def selected_row_entries(ptr: np.ndarray, rows: np.ndarray) -> int:
     return int(_row_entries(ptr, rows))
 
 
-@numba.njit(cache=True, nogil=True)
+@helper_jit(nogil=True)
 def _row_entries(ptr: np.ndarray, rows: np.ndarray) -> int:  # pragma: no cover - compiled
     # one pass, no gathered temporaries (the rows of X[:k] @ X.T's sort buffer are all of X)
     total = 0

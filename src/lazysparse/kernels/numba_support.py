@@ -12,8 +12,8 @@ allocation per row).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
+from lazysparse.formats.jit import helper_jit
 from lazysparse.formats.levels.hashed import hashed_locate_shift  # noqa: F401 - kernels call it
 
 _u = np.uint64
@@ -22,7 +22,7 @@ _u = np.uint64
 SCRATCH_EXTRA = 257
 
 
-@njit(cache=True)
+@helper_jit()
 def sort_touched(lst: np.ndarray, n: int, extent: int) -> None:
     """Sort ``lst[:n]`` ascending; the entries are distinct and in ``0 .. extent-1``.
 
@@ -80,7 +80,7 @@ def sort_touched(lst: np.ndarray, n: int, extent: int) -> None:
             lst[_u(u)] = lst[_u(tmp + u)]
 
 
-@njit(cache=True, inline="always")
+@helper_jit(inline="always")
 def ws_probe(keys: np.ndarray, c: int) -> int:
     """The slot of key ``c`` in a hash workspace's table (``keys``: power-of-two length,
     ``-1`` free, never full), or the free slot where it goes: Fibonacci hash, linear probe."""

@@ -32,12 +32,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numba
 import numpy as np
 
 from lazysparse.formats.config import check_allocation
 from lazysparse.formats.convert import convert
 from lazysparse.formats.dtypes import choose_index_dtype, equals_fill
+from lazysparse.formats.jit import helper_jit
 from lazysparse.formats.levels import Dense, Runs
 from lazysparse.formats.specs import FormatSpec
 from lazysparse.formats.tensor import Tensor
@@ -154,7 +154,7 @@ def _result_spec(info: KernelInfo) -> FormatSpec:
 
 # ---------------------------------------------------------------------- merge
 
-@numba.njit(cache=True, nogil=True)
+@helper_jit(nogil=True)
 def _segments(ptr: np.ndarray, idx: np.ndarray, end: np.ndarray, base: np.ndarray,
               size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Split every row ``[0, size)`` at the run boundaries of all operands.

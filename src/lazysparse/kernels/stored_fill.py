@@ -32,10 +32,10 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-import numba
 import numpy as np
 
 from lazysparse.formats.dtypes import is_nan_scalar
+from lazysparse.formats.jit import helper_jit
 from lazysparse.formats.levels import Compressed, Dense, Singleton
 from lazysparse.formats.specs import is_structured
 from lazysparse.kernels.analysis import KernelInfo, PAccess
@@ -135,7 +135,7 @@ def compact_levels(levels: list[Any], keep: np.ndarray) -> list[Any] | None:
     return out
 
 
-@numba.njit(cache=True, nogil=True)
+@helper_jit(nogil=True)
 def _compact_rows(ptr, idx, vals, fill, nan_fill, out_ptr, out_idx, out_vals):  # pragma: no cover
     """One pass over a csr-like level: copy the entries whose value is not the fill
     (``fill_mask``'s test), row by row; returns how many were kept."""

@@ -10,7 +10,7 @@ from lazysparse.logic.normal_form import check_normal_form
 from lazysparse.optimizer.epilogue import fuse_epilogues
 from lazysparse.optimizer.formats import choose_formats, choose_ordered_formats, normal_form
 from lazysparse.optimizer.fuse import fuse_aggregates
-from lazysparse.optimizer.inline import inline_copies, inline_pointwise
+from lazysparse.optimizer.inline import drop_format_copies, inline_copies, inline_pointwise
 from lazysparse.optimizer.lift import (
     isolate_aggregates,
     isolate_reformats,
@@ -41,6 +41,7 @@ PASSES: list[Pass] = [
     absorb_transposes,
     choose_formats,
     fuse_epilogues,
+    drop_format_copies,
     normal_form,
 ]
 

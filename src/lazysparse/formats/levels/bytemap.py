@@ -11,8 +11,9 @@ Gustavson workspace).
 
 from __future__ import annotations
 
-import numba
 import numpy as np
+
+from lazysparse.formats.jit import helper_jit
 
 from .base import Level, LevelCapabilities, LevelProperties
 
@@ -22,7 +23,7 @@ BYTEMAP_PROPERTIES = LevelProperties(
 BYTEMAP_CAPABILITIES = LevelCapabilities(iterate="position", locate=True, append=False, insert=True)
 
 
-@numba.njit(cache=True, nogil=True)
+@helper_jit(nogil=True)
 def bytemap_locate(mask, size, p, c):  # pragma: no cover - compiled
     """Position ``p * size + c`` when the bytemap stores it, else -1."""
     q = np.int64(p) * np.int64(size) + np.int64(c)

@@ -23,8 +23,9 @@ half full, so a probe always ends at an empty slot.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
+
+from lazysparse.formats.jit import helper_jit
 
 from .base import Level, LevelCapabilities, LevelProperties
 
@@ -56,14 +57,14 @@ def table_shift(length: int) -> int:
     return 64 - (int(length).bit_length() - 1)
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@helper_jit(nogil=True, inline="always")
 def hash_slot(p, c, size, shift):  # pragma: no cover - compiled
     """The first slot probed for coordinate ``c`` under parent position ``p``."""
     key = np.uint64(p) * np.uint64(size) + np.uint64(c)
     return (key * _MULT) >> np.uint64(shift)
 
 
-@numba.njit(cache=True, nogil=True)
+@helper_jit(nogil=True)
 def shift_of(length):  # pragma: no cover - compiled
     """``64 - log2(length)`` inside compiled code (``length`` a power of two)."""
     bits = 0
@@ -74,7 +75,7 @@ def shift_of(length):  # pragma: no cover - compiled
     return 64 - bits
 
 
-@numba.njit(cache=True, nogil=True)
+@helper_jit(nogil=True)
 def hashed_locate_shift(ptr, idx, table, shift, size, p, c):  # pragma: no cover - compiled
     """:func:`hashed_locate` with the table's shift precomputed (what a loop should call)."""
     mask = np.uint64(table.size - 1)
@@ -89,20 +90,20 @@ def hashed_locate_shift(ptr, idx, table, shift, size, p, c):  # pragma: no cover
         slot = (slot + np.uint64(1)) & mask
 
 
-@numba.njit(cache=True, nogil=True)
+@helper_jit(nogil=True)
 def hashed_locate(ptr, idx, table, size, p, c):  # pragma: no cover - compiled
     """Position of coordinate ``c`` under parent position ``p`` of a hashed level, or -1."""
     return hashed_locate_shift(ptr, idx, table, shift_of(table.size), size, p, c)
 
 
-@numba.njit(cache=True, nogil=True)
+@helper_jit(nogil=True)
 def _locate_many(ptr, idx, table, size, parents, coords, out):  # pragma: no cover - compiled
     shift = shift_of(table.size)
     for j in range(parents.size):
         out[j] = hashed_locate_shift(ptr, idx, table, shift, size, parents[j], coords[j])
 
 
-@numba.njit(cache=True, nogil=True)
+@helper_jit(nogil=True)
 def _fill_table(ptr, idx, size, table, shift):  # pragma: no cover - compiled
     """Insert every position into an empty ``table`` (the positions' keys are unique)."""
     mask = np.uint64(table.size - 1)
