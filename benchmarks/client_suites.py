@@ -31,6 +31,8 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
+from client_suites_plugin import case_name
+
 HERE = Path(__file__).resolve().parent
 NAMESPACES = ("lazysparse", "array_api_strict")
 SCIPY_DEFAULT = ("special", "stats", "cluster", "_lib")
@@ -113,6 +115,8 @@ def _pytest_command(suite: str, namespace: str, args: argparse.Namespace, xml: P
     cmd += ["--pyargs", *_targets(suite, tuple(args.scipy_modules.split(",")))]
     if args.k:
         cmd += ["-k", args.k]
+    if args.failed_from:
+        cmd += ["--client-failed-from", str(Path(args.failed_from) / f"{suite}-{namespace}.xml")]
     return cmd
 
 
@@ -161,7 +165,7 @@ def parse_junit(xml: Path) -> tuple[Outcome, ...]:
     cases = []
     for case in ET.parse(xml).getroot().iter("testcase"):
         status, message = _status(case)
-        name = f"{case.get('classname')}::{case.get('name')}"
+        name = case_name(case)
         cases.append(Outcome(name, status, float(case.get("time") or 0.0), message))
     return tuple(cases)
 
@@ -227,6 +231,7 @@ def main() -> None:
     parser.add_argument("--memory-kb", type=int, default=12_000_000)
     parser.add_argument("--warm-cache", help="reuse this LAZYSPARSE_CACHE_DIR")
     parser.add_argument("-k", help="pytest -k expression (a subset, for debugging)")
+    parser.add_argument("--failed-from", help="rerun only the failures recorded in this --out")
     parser.add_argument("--report", action="store_true", help="only summarize --out")
     parser.add_argument("--causes", action="store_true", help="group failures by cause")
     parser.add_argument("--slowest", type=int, default=0)

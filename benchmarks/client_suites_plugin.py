@@ -7,7 +7,7 @@ list ``array_api_strict``, and keeps the tests of one namespace (``--client-name
 
 - scikit-learn: ``sklearn.utils._array_api.yield_namespaces`` and
   ``yield_namespace_device_dtype_combinations`` (read when the test modules are imported, so
-  they are replaced when this plugin is imported, before collection). lazysparse gets the
+  they are replaced before the conftests load). lazysparse gets the
   two dtypes scikit-learn gives ``array_api_strict`` (float64 and float32, default device).
 - scipy: its conftest's ``xp`` fixture, parametrized over ``xp_available_backends``. When the
   conftest module is registered, lazysparse is appended to that list and to
@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import functools
 import importlib
+import xml.etree.ElementTree as ET
 from collections.abc import Iterator
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -60,7 +62,10 @@ def _patch_sklearn() -> None:
     skl.yield_namespace_device_dtype_combinations = yield_combinations
 
 
-_patch_sklearn()
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    """Patch scikit-learn before its conftest and test modules import the generators."""
+    _patch_sklearn()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -69,6 +74,32 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=LAZYSPARSE,
         help="keep only the tests parametrized with this Array-API namespace",
     )
+    parser.addoption(
+        "--client-failed-from",
+        default=None,
+        help="keep only the tests a JUnit XML file records as failed or in error",
+    )
+
+
+def case_name(case: ET.Element) -> str:
+    """``test_module.py::Class::test[id]`` of a JUnit test case (the file's name, as the
+    suites run from site-packages give pytest no rootdir-relative path)."""
+    file = Path(case.get("file") or "").name
+    classes = [c for c in (case.get("classname") or "").split(".") if c[:1].isupper()]
+    return "::".join([file, *classes, case.get("name") or ""])
+
+
+def failed_names(xml: str) -> set[str]:
+    """The :func:`case_name` of each failed or erroring case of a JUnit XML file."""
+    root = ET.parse(xml).getroot()
+    return {case_name(case) for case in root.iter("testcase")
+            if case.find("failure") is not None or case.find("error") is not None}
+
+
+def item_name(item: pytest.Item) -> str:
+    """An item's name in the form of :func:`case_name`."""
+    classes = [c.name for c in item.listchain() if isinstance(c, pytest.Class)]
+    return "::".join([item.path.name, *classes, item.name])
 
 
 def _rebuild_scipy_xp_fixture(conftest: ModuleType) -> None:
@@ -117,8 +148,15 @@ def uses_namespace(item: pytest.Item, name: str) -> bool:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     name = config.getoption("--client-namespace")
-    keep = [item for item in items if uses_namespace(item, name)]
-    dropped = [item for item in items if not uses_namespace(item, name)]
+    failed_from = config.getoption("--client-failed-from")
+    wanted = failed_names(failed_from) if failed_from else None
+
+    def kept(item: pytest.Item) -> bool:
+        return uses_namespace(item, name) and (
+            wanted is None or item_name(item) in wanted)
+
+    keep = [item for item in items if kept(item)]
+    dropped = [item for item in items if not kept(item)]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
     items[:] = keep
