@@ -1,7 +1,7 @@
-"""The stage layers (``[tool.importlinter]`` in pyproject.toml): api > engine > kernels >
-optimizer > logic > formats, each importing only the stages below it (function-local
-imports included). Checked with import-linter, and shown to fail on a back-import added to
-a copy of the package."""
+"""The stage layers (``[tool.importlinter]`` in pyproject.toml): sparse_linalg > api >
+engine > kernels > optimizer > logic > formats, each importing only the stages below it
+(function-local imports included). Checked with import-linter, and shown to fail on a
+back-import added to a copy of the package."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ pytest.importorskip("importlinter")
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "pyproject.toml"
 BROKEN = "lazysparse.optimizer is not allowed to import lazysparse.api"
+SOLVERS_BROKEN = "lazysparse.api is not allowed to import lazysparse.sparse_linalg"
 
 
 def lint_imports(src: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -36,15 +37,21 @@ def test_stages_import_one_way(tmp_path: Path) -> None:
     assert "1 kept, 0 broken" in res.stdout
 
 
-def test_a_back_import_breaks_the_contract(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("stage", "target", "message"), [
+    ("optimizer", "from lazysparse.api.lazy_array import LazyArray", BROKEN),
+    ("api", "from lazysparse.sparse_linalg import cg as LazyArray", SOLVERS_BROKEN),
+])
+def test_a_back_import_breaks_the_contract(tmp_path: Path, stage: str, target: str,
+                                           message: str) -> None:
     src = tmp_path / "src"
     shutil.copytree(ROOT / "src" / "lazysparse", src / "lazysparse",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    (src / "lazysparse" / "optimizer" / "back_import.py").write_text(
+    (src / "lazysparse" / stage / "back_import.py").write_text(
         "def hidden():\n"
-        "    from lazysparse.api.lazy_array import LazyArray  # inside a function: counts\n"
+        f"    {target}  # inside a function: counts\n"
         "\n"
         "    return LazyArray\n")
     res = lint_imports(src, tmp_path)
     assert res.returncode != 0, res.stdout
-    assert BROKEN in res.stdout and "lazysparse.optimizer.back_import" in res.stdout, res.stdout
+    assert message in res.stdout and f"lazysparse.{stage}.back_import" in res.stdout, \
+        res.stdout

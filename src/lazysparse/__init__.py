@@ -2,9 +2,11 @@
 
 ``import lazysparse as xp`` gives the Array API 2024.12 namespace (every call builds a
 Finch-Logic plan; values are computed when observed or by ``xp.compute``) plus extras:
-``asformat``, ``to_scipy``, ``random``, ``compute``, ``clear_cache``.
+``asformat``, ``to_scipy``, ``random``, ``compute``, ``clear_cache``, and the native
+iterative solvers ``xp.sparse_linalg`` (``cg``, ``gmres``, ``lsqr``, ``lobpcg`` ...).
 """
 
+from lazysparse import sparse_linalg as sparse_linalg
 from lazysparse.api.execution import explain as explain
 from lazysparse.api.namespace import NAMESPACE as _NAMESPACE
 from lazysparse.engine import clear_cache as clear_cache
@@ -14,4 +16,5 @@ __array_api_version__ = "2024.12"
 
 globals().update(_NAMESPACE)
 
-__all__ = sorted([*_NAMESPACE, "clear_cache", "explain", "__array_api_version__"])
+__all__ = sorted([*_NAMESPACE, "clear_cache", "explain", "sparse_linalg",
+                  "__array_api_version__"])

@@ -13,15 +13,16 @@ Three kinds of tests:
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
 
 import lazysparse as xp
 import lazysparse.kernels.cuda.device as dev
@@ -31,6 +32,8 @@ from lazysparse.api.building import fresh_alias, fresh_fields
 from lazysparse.api.lazy_array import CPU, Device, LazyArray
 from lazysparse.kernels.cuda.device import DeviceTensor
 from lazysparse.logic.nodes import Immediate, Subquery, Table
+from tests.api.test_random_expressions import PHASES as RANDOM_PHASES
+from tests.api.test_random_expressions import programs as random_programs
 
 ROOT = Path(__file__).resolve().parents[2]
 CUDA_ERROR = "CuPy with a CUDA device is required for device='cuda'"
@@ -178,18 +181,12 @@ def test_same_device_builds() -> None:
 def _emulation(monkeypatch: pytest.MonkeyPatch) -> None:
     """EMULATION: CuPy replaced by NumPy, ``RawModule`` by the CPU emulator of the
     generated CUDA source; checks the api wiring, not a GPU."""
-    from tests.kernels.cuda.emulator import CXX
-    from tests.kernels.cuda.test_runtime_emulated import FakeModule
+    from tests.kernels.cuda.emulator import CXX, EMULATION
 
     if CXX is None:
         pytest.skip("no host C++ compiler for the kernel emulator")
-    fake_cupy = SimpleNamespace(asarray=np.asarray, asnumpy=np.asarray,
-                                ascontiguousarray=np.ascontiguousarray,
-                                transpose=np.transpose, int32=np.int32, int64=np.int64)
-    monkeypatch.setattr(dev, "cuda_available", lambda: True)
-    monkeypatch.setattr(dev, "_cupy", lambda: fake_cupy)
-    monkeypatch.setattr(rt, "_cupy", lambda: np)
-    monkeypatch.setattr(rt, "compile_program", FakeModule)
+    for mod, name, value in EMULATION:
+        monkeypatch.setattr(mod, name, value)
     rt.clear_cache()
 
 
@@ -388,3 +385,73 @@ def test_cupy_interop() -> None:
     dl = cupy.from_dlpack(d + 1)
     np.testing.assert_array_equal(cupy.asnumpy(dl), np.arange(12.0).reshape(3, 4) + 1)
     assert xp.from_dlpack(cupy.ones(3)).device == Device("cuda")
+
+
+# --- the random-expression generator of test_random_expressions.py, on device cuda ---
+
+GPU_RANDOM_EXAMPLES = int(os.environ.get("LAZYSPARSE_GPU_RANDOM_EXAMPLES", "30"))
+
+
+def _build_on_device(node: Any) -> Any:
+    """A recipe of ``test_random_expressions`` with every leaf moved to ``cuda``."""
+    from tests.api.test_random_expressions import Leaf
+
+    if isinstance(node, Leaf):
+        return node.build(xp).to_device("cuda")
+    return node.fn(xp, *(_build_on_device(a) for a in node.args))
+
+
+@pytest.mark.gpu
+@settings(max_examples=GPU_RANDOM_EXAMPLES, deadline=None, phases=RANDOM_PHASES,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                 HealthCheck.filter_too_much,
+                                 HealthCheck.function_scoped_fixture])
+@given(expr=random_programs())
+def test_random_expressions_on_device_match_cpu(gpu: str, expr: Any) -> None:
+    """Issue 25: the same random expressions (formats, fills, dtypes, depth <= 4) give the
+    cpu answer on device ``cuda``: the reference executor's, which test_random_expressions
+    checks the compiled cpu backend against (no Numba compile on the device's clock);
+    queries may run on the host only visibly (the runtime's recording says where)."""
+    from tests.api.test_random_expressions import _compare, _executor
+
+    with np.errstate(all="ignore"):
+        with _executor("reference"):
+            want = np.asarray(xp.compute(expr.node.build(xp)))
+        with rt.recording():
+            out = _build_on_device(expr.node)
+            xp.compute(out)
+    assert out.device == Device("cuda")
+    _compare(_host(out), want, f"cuda ({gpu}) vs cpu: {expr.node!r}")
+
+
+@pytest.mark.parametrize("fmt", ["coo", "csr", "csc", "dense"])
+@pytest.mark.parametrize("fill", [np.nan, 1.0, 0.0])
+def test_device_fill_values_decide_results_as_on_cpu(on_device: str, fmt: str,
+                                                      fill: float) -> None:
+    """A sparse device tensor's implicit region (``DeviceTensor.full`` False) decides the
+    result's fill as on the cpu: ``x + 0`` over fill NaN is NaN there (it was 0 when device
+    tensors counted as fully stored)."""
+    rng = np.random.default_rng(5)
+    vals = np.where(rng.random((5, 4)) < 0.4, rng.random((5, 4)), fill)
+    a = xp.asarray(vals, format=fmt, fill_value=fill) if fmt != "dense" else xp.asarray(vals)
+    g = a.to_device("cuda")
+    assert g.result.full == a.tensor().full == (fmt == "dense")
+    for fn in (lambda x: x + 0, lambda x: x * 2, lambda x: xp.sum(x, axis=1),
+               lambda x: xp.maximum(x, 0.5)):
+        want = np.asarray(fn(a))
+        np.testing.assert_array_equal(_host(fn(g)), want)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint16])
+def test_small_integer_arithmetic_wraps_as_numpy(on_device: str, dtype: Any) -> None:
+    """8/16-bit sums and products keep their dtype (C would promote them to int): the
+    generated helpers receive the narrow type and overflow wraps as in NumPy."""
+    info = np.iinfo(dtype)
+    a = np.array([[info.max, 0, 3], [0, info.max - 1, 0]], dtype=dtype)
+    b = np.array([[2, 1, 0], [0, 5, 7]], dtype=dtype)
+    ga = xp.asarray(a, format="csr", device="cuda")
+    gb = xp.asarray(b, format="csr", device="cuda")
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(_host(xp.min(ga + gb, axis=1)), (a + b).min(axis=1))
+        np.testing.assert_array_equal(_host(xp.max(ga * gb, axis=0)), (a * b).max(axis=0))
+        np.testing.assert_array_equal(_host(xp.minimum(ga + gb, ga)), np.minimum(a + b, a))

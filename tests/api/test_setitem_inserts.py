@@ -75,3 +75,24 @@ def test_merged_unordered_rows_feed_kernels_that_merge() -> None:
     np.testing.assert_allclose(np.asarray(x + y), d + e)
     np.testing.assert_allclose(np.asarray(x @ y), d @ e)
     np.testing.assert_allclose(xp.to_scipy(x).toarray(), d)
+
+
+def test_row_writes_between_computes_do_not_copy_the_array() -> None:
+    """A compute that reads ``V`` keeps no reference to its storage once it returns (the
+    structural-key cache reads a leaf's data from the node), so writing rows of a basis
+    between products stays in place, as GMRES does (issue 24)."""
+
+    V = xp.compute(xp.asformat(xp.zeros((5, 1000)), "dense"))
+    w = xp.compute(xp.ones(1000) * 2.0)
+    V[0] = w
+    h = xp.compute(V @ w)  # warm-up: the first compile may leave collectable cycles
+    del h
+    V[1] = w
+    before = S.STATS["copies"]
+    for k in range(2, 5):
+        h = xp.compute(V @ w)
+        assert float(h[0]) == 4000.0
+        del h
+        V[k] = w * k
+    assert S.STATS["copies"] == before
+    np.testing.assert_allclose(np.asarray(V)[:, 0], [2.0, 2.0, 4.0, 6.0, 8.0])

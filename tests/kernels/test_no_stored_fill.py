@@ -343,3 +343,15 @@ def test_nested_sparse_levels(fmt, rows):
         lv = r.tensor().levels[0]
         if isinstance(lv, Compressed):  # no stored row is empty
             assert (np.diff(np.asarray(r.tensor().levels[1].ptr)) > 0).all()
+
+
+@pytest.mark.parametrize("values", [[1.0, 0.0, 2.0], [0.0, 0.0, 0.0]])
+def test_dropping_fills_keeps_an_unordered_level_and_its_format(values: list[float]) -> None:
+    """A 1-D result on an unordered compressed level (named ``csf`` like an ordered one):
+    the compacted tensor keeps the same format spec (scipy.differentiate.hessian built one)."""
+    lv = Compressed.of_kind("compressed-unordered", 6, np.array([0, 3]), np.array([4, 1, 2]))
+    t = Tensor((6,), [lv], (0,), np.array(values), 0.0)
+    out = drop_stored_fills(t)
+    assert out.spec == t.spec
+    assert np.count_nonzero(out.values) == out.values.size
+    np.testing.assert_array_equal(out.to_numpy(), t.to_numpy())

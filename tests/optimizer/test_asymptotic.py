@@ -5,6 +5,7 @@ task sets of schedules (Figure 4), sunk costs, the frontier, and its use by
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import scipy.sparse as sps
 
 import lazysparse as xp
@@ -25,6 +26,7 @@ from lazysparse.logic.nodes import (
     Table,
 )
 from lazysparse.logic.operators import get_operator
+from lazysparse.optimizer import asymptotic, conjunctive
 from lazysparse.optimizer.analysis import AliasInfo, tensor_info
 from lazysparse.optimizer.asymptotic import (
     LOCATE,
@@ -320,3 +322,28 @@ def test_dominated_concordant_orders_give_way_to_a_transposed_copy() -> None:
         np.testing.assert_allclose(xp.to_numpy(r), (A @ B.T).toarray())
     # concordant orders that are not dominated stay: CSR A @ CSR B is one kernel
     assert len(xp.explain(a @ xp.asarray(B.T.tocsr())).kernels) == 1
+
+
+def test_a_model_over_its_step_budget_keeps_every_schedule(monkeypatch) -> None:  # noqa: ANN001
+    """The cost model is a bounded planning step: past its budget it returns every
+    schedule (the estimate alone then decides) instead of searching on."""
+    body, agg = matmul(Relabel(B, (i, k)), Relabel(C, (k, j)), (i, j), k)
+    facts = infos(B=CSR, C=CSR2)
+    universe = tuple(paper_universe(body, facts, (i, j, k)))
+    asymptotic._undominated_cached.cache_clear()
+    conjunctive.cq_contained.cache_clear()
+    conjunctive.minimize.cache_clear()
+    monkeypatch.setattr(conjunctive, "MODEL_STEP_BUDGET", 50)
+    assert undominated(body, agg, facts, universe) == tuple(range(len(universe)))
+    monkeypatch.undo()
+    asymptotic._undominated_cached.cache_clear()
+    assert len(undominated(body, agg, facts, universe)) == 12
+
+
+def test_the_step_budget_is_per_block_and_nests() -> None:
+    with conjunctive.step_budget(3):
+        conjunctive.spend(2)
+        with conjunctive.step_budget(100):  # shares the outer budget
+            with pytest.raises(conjunctive.ModelBudgetExceeded):
+                conjunctive.spend(2)
+    conjunctive.spend(10**9)  # outside a block nothing is counted

@@ -373,17 +373,21 @@ def _run_partials(k: Kernel, args: list[Any], nch: int, osize: int, od: np.dtype
 
 
 def _writes_every_output(lw: Lowered, spec: Any = None) -> bool:
-    """Whether the chunk stores every output entry exactly once (a scalar accumulator
-    under full-range loops over the output fields; a shared compressed pattern's value per
-    stored position, its operand driving every output loop), so the output needs no
+    """Whether the chunk stores every output entry exactly once (a map's value, or a
+    scalar accumulator, under full-range loops over the output fields; a shared compressed
+    pattern's value per stored position, its operand driving every output loop), so the
+    output needs no
     initial fill. A structured layout's slots outside the matrix (DIA) or past a row's
     entries (ELL padding) are not visited: those keep the preset."""
     o = lw.output
     if o.mode is OutputMode.SHARED:
         return (lw.fold is None and not lw.partials and spec is not None
                 and not is_structured(spec))
-    return (o.mode is OutputMode.DENSE and o.acc_depth is not None and not lw.partials
-            and not any(p.kind.skips for p in lw.plans[:o.acc_depth]))
+    if o.mode is not OutputMode.DENSE or lw.partials:
+        return False
+    # a map writes at the innermost loop, a reduction's accumulator above its reduced loops
+    depth = len(lw.plans) if o.acc_depth is None else o.acc_depth
+    return not any(p.kind.skips for p in lw.plans[:depth])
 
 
 def _same_bits(a: Any, b: Any) -> bool:

@@ -182,7 +182,7 @@ def drop_stored_fills(t: Any) -> Any:
     if rows is not None:
         if rows[1] is t.values:
             return t
-        return Tensor(t.shape, rows[0], t.mode_order, rows[1], t.fill_value, format=t.format,
+        return Tensor(t.shape, rows[0], t.mode_order, rows[1], t.fill_value, format=t.spec,
                       check=False)
     vals = np.asarray(t.values)
     same = fill_mask(vals, t.fill_value)
@@ -192,7 +192,7 @@ def drop_stored_fills(t: Any) -> Any:
     levels = compact_levels(list(t.levels), keep)
     if levels is None:
         return t
-    return Tensor(t.shape, levels, t.mode_order, vals[keep], t.fill_value, format=t.format,
+    return Tensor(t.shape, levels, t.mode_order, vals[keep], t.fill_value, format=t.spec,
                   check=False)
 
 

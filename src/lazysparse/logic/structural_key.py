@@ -72,6 +72,20 @@ def _forget(wr: weakref.ref[Any], key: tuple[int, int]) -> None:
         del _SUBQUERY_KEYS[key]
 
 
+# a cache entry's data is its Table's own value: read from the node on a hit, not held, so
+# the cache adds no reference to the tensor (in-place writes count references to decide
+# whether an array owns its storage, api/setitem.py)
+_OWN_DATA = object()
+
+
+def _data_ref(node: Subquery, sub: _Keyer) -> Any:
+    """What a cache entry keeps of a leaf's data: ``_OWN_DATA`` when it is the leaf
+    table's value, else the data values themselves."""
+    if len(sub.data) == 1 and sub.data[0] is node.arg.tns.val:
+        return _OWN_DATA
+    return tuple(sub.data)
+
+
 class _Keyer:
     """One walk of a plan: its key, data and parameters. Fields and aliases are numbered by
     name (``str`` keys hash in C; a ``Field`` hashes through its dataclass ``__hash__``)."""
@@ -96,10 +110,12 @@ class _Keyer:
         if entry is None or entry[0]() is not node:
             sub = _Keyer(self.data_key)
             body = sub.key(node.arg)
-            entry = (weakref.ref(node, lambda wr: _forget(wr, ck)), body, tuple(sub.data),
+            entry = (weakref.ref(node, lambda wr: _forget(wr, ck)), body, _data_ref(node, sub),
                      tuple(sub.params), tuple(sub.param_nodes))
             _SUBQUERY_KEYS[ck] = entry
-        if entry[2]:
+        if entry[2] is _OWN_DATA:
+            self.data.append(node.arg.tns.val)
+        elif entry[2]:
             self.data.extend(entry[2])
         if entry[3]:
             self.params.extend(entry[3])

@@ -53,9 +53,12 @@ from lazysparse.optimizer.analysis import AliasInfo, expr_dtype, expr_fill, op_o
 from lazysparse.optimizer.conjunctive import (
     CQ,
     Clause,
+    ModelBudgetExceeded,
     Var,
     make_cq,
     simplify_union,
+    spend,
+    step_budget,
     strictly_contained,
 )
 from lazysparse.optimizer.rewrite import accesses
@@ -226,6 +229,7 @@ def task_set(model: QueryModel, order: tuple[Field, ...], protocols: Protocols,
             out.add(make_cq(inner, (*guard, clauses[k], *assume)))
         seen: set[tuple[Node, tuple[Clause, ...]]] = set()
         for zeros in _subsets(steppers):
+            spend()
             body = model.simplify(node, zeros)
             if model.skipped(body):
                 continue
@@ -308,6 +312,17 @@ def _undominated_cached(body: LogicNode, agg: Aggregate | None,
 
 
 def _undominated(model: QueryModel, schedules: tuple[Schedule, ...]) -> tuple[int, ...]:
+    """The undominated schedules; all of them when the model runs over its step budget
+    (``conjunctive.MODEL_STEP_BUDGET``): the loop-order estimate alone then decides, as
+    for more candidates than the model takes. A planning step never searches unbounded."""
+    try:
+        with step_budget():
+            return _frontier_of(model, schedules)
+    except ModelBudgetExceeded:
+        return tuple(range(len(schedules)))
+
+
+def _frontier_of(model: QueryModel, schedules: tuple[Schedule, ...]) -> tuple[int, ...]:
     distinct = list(dict.fromkeys(schedules))
     costs = [frozenset(schedule_cost(model, o, p)) for o, p in distinct]
     unique = list(dict.fromkeys(costs))

@@ -24,6 +24,9 @@ asks the same questions for every candidate loop order).
 from __future__ import annotations
 
 import functools
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from lazysparse.logic.nodes import Field
@@ -83,7 +86,9 @@ def _order_key(v: Var) -> tuple[str, int]:
 def make_cq(head: tuple[Field, ...] | tuple[Var, ...], clauses: tuple[Clause, ...]) -> CQ:
     """The canonical CQ: head sorted by dimension name, duplicate clauses dropped, clauses
     sorted and existential variables renumbered in order of first appearance, so equal
-    queries built along different loop orders compare (and memoize) equal."""
+    queries built along different loop orders compare (and memoize) equal. Its cost
+    counts against the model's step budget."""
+    spend(1 + len(clauses))
     hv = sorted({v if isinstance(v, Var) else Var(v) for v in head}, key=_order_key)
     heads = set(hv)
 
@@ -103,6 +108,45 @@ def make_cq(head: tuple[Field, ...] | tuple[Var, ...], clauses: tuple[Clause, ..
             new.append(rename.get(v, v))
         out.append((pred, tuple(new)))
     return CQ(tuple(hv), tuple(dict.fromkeys(out)))
+
+
+# containment is NP-complete and the task sets grow with the operands: one model evaluation
+# may take this many steps (CQs built, clauses, backtracking tries; the largest ordinary
+# query, an SpGEMM universe of 96 schedules, takes ~4,600), then the caller falls back
+MODEL_STEP_BUDGET = 20_000
+
+
+class ModelBudgetExceeded(Exception):
+    """One cost-model evaluation took more than ``MODEL_STEP_BUDGET`` steps."""
+
+
+_STEPS = threading.local()  # per thread: optimizations in Dask's threads run side by side
+
+
+@contextmanager
+def step_budget(steps: int | None = None) -> Iterator[None]:
+    """Allow ``steps`` (default ``MODEL_STEP_BUDGET``) steps (:func:`spend`) inside the
+    block; nested blocks share the outer budget."""
+    outer = getattr(_STEPS, "left", None)
+    if outer is None:
+        _STEPS.left = MODEL_STEP_BUDGET if steps is None else steps
+    try:
+        yield
+    finally:
+        if outer is None:
+            _STEPS.left = None
+
+
+def spend(n: int = 1) -> None:
+    """Count ``n`` steps against the current budget (none outside :func:`step_budget`);
+    ``ModelBudgetExceeded`` when it is used up."""
+    left = getattr(_STEPS, "left", None)
+    if left is None:
+        return
+    left -= n
+    _STEPS.left = left
+    if left < 0:
+        raise ModelBudgetExceeded("cost model over its step budget")
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -130,6 +174,7 @@ def _extend(todo: list[tuple[list[tuple[Var, ...]], tuple[Var, ...]]], k: int,
         return True
     targets, args = todo[k]
     for target in targets:
+        spend()
         added: list[Var] = []
         ok = True
         for a, t in zip(args, target, strict=True):

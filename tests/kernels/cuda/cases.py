@@ -214,11 +214,13 @@ class Built:
     args: list[Any]
     hash_capacity: int = 0
     chunks: int | None = None  # cap on the chunk count (None: one row per chunk)
+    atomic: bool = False  # atomic partials requested
 
 
 def build(case: Case, kind: str, chunks: int | None = None,
-          workspace: str = "dense") -> Built:
-    """Plan, lower and generate ``case`` under strategy ``kind`` (and row workspace)."""
+          workspace: str = "dense", atomic: bool = False) -> Built:
+    """Plan, lower and generate ``case`` under strategy ``kind`` (and row workspace,
+    atomic partials)."""
     from lazysparse.kernels.cuda.program import hash_capacity_for, plan_query, program_for
     from lazysparse.kernels.cuda.runtime import launch_args
 
@@ -226,8 +228,8 @@ def build(case: Case, kind: str, chunks: int | None = None,
     gp = plan_query(q, env)
     args = launch_args(gp)
     cap = hash_capacity_for(gp, args, np)[0] if workspace == "hash" else 0
-    return Built(case, kind, p, gp, program_for(gp, kind, workspace=workspace, args=args),
-                 args, cap, chunks)
+    prog = program_for(gp, kind, workspace=workspace, args=args, atomic=atomic)
+    return Built(case, kind, p, gp, prog, args, cap, chunks, atomic)
 
 
 _ALL: list[Built] = []
@@ -235,11 +237,14 @@ HASH_CASES = ("spgemm_f64", "spgemm_i32", "spgemm_wide")
 
 
 def all_built() -> list[Built]:
-    """Every case under every strategy, and the SpGEMMs with hash workspaces (built once)."""
+    """Every case under every strategy, the SpGEMMs with hash workspaces and the
+    reductions over the outer loop with atomic partials (built once)."""
     if not _ALL:
         _ALL.extend(build(c, k) for c in CASES for k in STRATEGIES)
         _ALL.extend(build(c, "thread", workspace="hash") for c in CASES
                     if c.name in HASH_CASES)
+        _ALL.extend(build(b.case, "thread", atomic=True) for b in list(_ALL)
+                    if b.kind == "thread" and b.gpu.partials and b.program.workspace == "dense")
     return _ALL
 
 

@@ -18,11 +18,16 @@ import shutil
 import subprocess
 import tempfile
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
+import lazysparse.kernels.cuda.device as dev
+import lazysparse.kernels.cuda.runtime as rt
 from lazysparse.kernels.cuda.codegen_cuda import CudaProgram, Launch
 from lazysparse.kernels.cuda.host import Grid
 from lazysparse.kernels.cuda.prelude import BACKEND_HELPERS
@@ -176,3 +181,52 @@ class EmulatedModule:
             t.join(timeout=120)
         if errors or any(t.is_alive() for t in threads):
             raise RuntimeError(f"emulated warp failed: {errors or 'deadlock'}")
+
+
+class FakeModule:
+    """Stands in for ``cupy.RawModule``: kernels run through the emulator."""
+
+    def __init__(self, prog: CudaProgram) -> None:
+        self.prog = prog
+        self.emu = EmulatedModule([prog])
+
+    def compile(self) -> None:
+        """``cupy.RawModule.compile``: the emulated kernels were compiled on construction."""
+
+    def get_function(self, name: str) -> Any:
+        ln = next(s for s in self.prog.steps if isinstance(s, Launch) and s.name == name)
+
+        def call(grid: tuple[int], block: tuple[int], args: tuple[Any, ...]) -> None:
+            workers = grid[0] * block[0] // ln.mode.lanes
+            self.emu.launcher(workers=3)(ln, Grid(grid[0], block[0], workers), list(args))
+
+        return call
+
+
+#: what ``kernels.cuda.device`` uses of CuPy, with NumPy underneath
+FAKE_CUPY = SimpleNamespace(asarray=np.asarray, asnumpy=np.asarray,
+                            ascontiguousarray=np.ascontiguousarray, transpose=np.transpose,
+                            int32=np.int32, int64=np.int64)
+
+#: (module, attribute, emulated value): CuPy replaced by NumPy, RawModule by the emulator
+EMULATION = ((dev, "cuda_available", lambda: True), (dev, "_cupy", lambda: FAKE_CUPY),
+             (rt, "_cupy", lambda: np), (rt, "compile_program", FakeModule))
+
+
+@contextmanager
+def emulated_cuda() -> Iterator[None]:
+    """Inside the block, device ``cuda`` is EMULATED (NumPy arrays, generated kernels run
+    by this emulator); for scripts (``benchmarks/bench_gpu.py --emulate``). Tests use
+    pytest's monkeypatch over :data:`EMULATION` instead."""
+    if CXX is None:
+        raise RuntimeError("the CUDA emulator needs a host C++ compiler (g++ or clang++)")
+    saved = [(mod, name, getattr(mod, name)) for mod, name, _ in EMULATION]
+    for mod, name, value in EMULATION:
+        setattr(mod, name, value)
+    rt.clear_cache()
+    try:
+        yield
+    finally:
+        for mod, name, value in saved:
+            setattr(mod, name, value)
+        rt.clear_cache()

@@ -4,49 +4,26 @@ strategy and workspace choice, the module cache, launches and the host fallback.
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import pytest
 
-import lazysparse.kernels.cuda.device as dev
 import lazysparse.kernels.cuda.runtime as rt
-from lazysparse.kernels.cuda.codegen_cuda import CudaProgram, Launch
 from lazysparse.kernels.cuda.device import DeviceTensor
-from lazysparse.kernels.cuda.host import Grid
 from lazysparse.logic import interpret
 from lazysparse.logic.nodes import Immediate, Plan, Query, Reorder, Table
 from tests.kernels.cuda.cases import CASES, T, assert_same, dense_result, rand_sparse
-from tests.kernels.cuda.emulator import CXX, EmulatedModule
+from tests.kernels.cuda.emulator import CXX, EMULATION
 from tests.kernels.helpers import F, acc, compute, plan
 
 pytestmark = pytest.mark.skipif(CXX is None, reason="no host C++ compiler")
 
 
-class FakeModule:
-    """Stands in for ``cupy.RawModule``: kernels run through the emulator."""
-
-    def __init__(self, prog: CudaProgram) -> None:
-        self.prog = prog
-        self.emu = EmulatedModule([prog])
-
-    def get_function(self, name: str) -> Any:
-        ln = next(s for s in self.prog.steps if isinstance(s, Launch) and s.name == name)
-
-        def call(grid: tuple[int], block: tuple[int], args: tuple[Any, ...]) -> None:
-            workers = grid[0] * block[0] // ln.mode.lanes
-            self.emu.launcher(workers=3)(ln, Grid(grid[0], block[0], workers), list(args))
-
-        return call
-
-
 @pytest.fixture
 def fake_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(rt, "_cupy", lambda: np)
-    monkeypatch.setattr(dev, "_cupy", lambda: SimpleNamespace(asarray=np.asarray,
-                                                               asnumpy=np.asarray))
-    monkeypatch.setattr(rt, "compile_program", FakeModule)
+    for mod, name, value in EMULATION:
+        monkeypatch.setattr(mod, name, value)
     rt.clear_cache()
     yield
     rt.clear_cache()
@@ -97,3 +74,51 @@ def test_host_fallback(fake_cuda: None) -> None:
     assert_same(dense_result(out), np.asarray(interpret(p)[0].to_numpy()))
     with pytest.raises(ValueError, match="cannot run on the CUDA backend"):
         rt.execute_plan_cuda(_device_plan(p), host_fallback=False)
+
+
+def test_recording_says_where_each_query_ran(fake_cuda: None) -> None:
+    """``recording`` lists every query with its placement: a device kernel (strategy,
+    compile time on the first run only) and a host fallback with its reason."""
+    spmv = next(c for c in CASES if c.name == "spmv_f64").build()
+    A = T(rand_sparse(30, 20, 0.2, 1), "csr")
+    transpose = plan({"A": A}, compute("out", "csc", 2, Reorder(acc("A", "i", "j"),
+                                                                F("i", "j"))))
+    with rt.recording() as log:
+        rt.execute_plan_cuda(_device_plan(spmv))
+        rt.execute_plan_cuda(_device_plan(spmv))
+        rt.execute_plan_cuda(_device_plan(transpose))
+    assert [p.device for p in log] == ["cuda", "cuda", "host"]
+    first, again, host = log
+    assert first.compile_s > 0 and again.compile_s == 0.0  # the second run hits the cache
+    assert first.describe().startswith("cuda: strategy thread")
+    assert "cannot run on the CUDA backend" in host.reason
+    assert host.describe().startswith("host: ")
+    with rt.recording() as log2:
+        out = rt.run_prepared(first)  # a prepared query runs again as is
+    assert log2 == [first]
+    assert_same(dense_result(out), np.asarray(interpret(spmv)[0].to_numpy()))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64, np.int32])
+def test_wide_outer_reductions_run_atomically(fake_cuda: None, dtype: Any) -> None:
+    """``A.T @ x`` and column sums of a CSR matrix with >= ATOMIC_MIN_OUTPUTS columns reduce
+    over the outer loop: a thread per row updates one output atomically (not a few dozen
+    per-chunk partial outputs); a narrow one keeps the partials."""
+    import scipy.sparse as sp
+
+    import lazysparse as xp
+    from lazysparse.kernels.cuda.strategies import ATOMIC_MIN_OUTPUTS
+
+    for cols, atomic in ((ATOMIC_MIN_OUTPUTS + 5, True), (300, False)):
+        a = sp.random(7, cols, density=0.5, format="csr", random_state=3)  # dense result
+        a.data = (a.data * 10 + 1).astype(dtype)
+        x = (np.arange(7) + 1).astype(dtype)
+        g, gx = xp.asarray(a, device="cuda"), xp.asarray(x, device="cuda")
+        with rt.recording() as log:
+            got_t = np.asarray((g.T @ gx).to_device("cpu"))
+            got_s = np.asarray(xp.sum(g, axis=0).to_device("cpu"))
+        assert all(("atomic partials" in p.describe()) == atomic for p in log), \
+            [p.describe() for p in log]
+        tol = 1e-5 if dtype == np.float32 else 1e-12
+        np.testing.assert_allclose(got_t, a.T @ x, rtol=tol)
+        np.testing.assert_allclose(got_s, np.asarray(a.sum(axis=0)).ravel(), rtol=tol)

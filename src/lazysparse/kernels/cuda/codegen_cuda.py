@@ -78,6 +78,7 @@ class CudaProgram:
     atomics: tuple[str, ...] = ()
     workspace: WorkspaceKind = WorkspaceKind.DENSE
     extra_args: tuple[str, ...] = ()  # host-supplied scalars beyond the loop IR's params
+    atomic_partials: bool = False  # one output updated atomically, a chunk per row
 
     def translation_unit(self, *, cupy_headers: bool = True) -> str:
         """The complete source ``cupy.RawModule`` (or ``nvcc``) compiles."""
@@ -273,6 +274,7 @@ class _Generator:
         self.names: list[str] = []
         self.atomics: dict[str, str] = {}
         self.hashed = False
+        self.atomic = False
 
     def run(self, st: schedule.Run) -> None:
         """Add the launch (and any host assigns before it) of ``st``'s function."""
@@ -286,6 +288,8 @@ class _Generator:
         else:
             rw = strategies.rewrite(fn.body, self.strategy, self.atomics)
             self.hashed = self.hashed or rw.hashed
+            if rw.atomic:
+                self._one_partial()
             mode = rw.mode
             for h in rw.host:
                 self.types.setdefault(h.var, VarType(type_of(h.value, self.types)))
@@ -294,8 +298,20 @@ class _Generator:
             loop = For("t", Const(0), count, rw.body, True)
         kb = build_kernel(f"{self.prefix}_{fn.name}", loop, self.types, mode)
         self.steps.append(kb.launch)
+        if not st.elementwise and self.atomic:
+            self.steps.append(HostAssign("nch", Const(1)))  # combine reads one partial
         self.sources.append(kb.source)
         self.names.append(kb.name)
+
+    def _one_partial(self) -> None:
+        """The partials allocation (``osize * nch``) shrunk to one output (``osize``)."""
+        k, alloc = next((k, s) for k, s in enumerate(self.steps)
+                        if isinstance(s, HostAlloc) and s.var == "out")
+        if not (isinstance(alloc.size, Bin) and alloc.size.op == "*"
+                and alloc.size.b == Var("nch")):
+            raise CudaCodegenError("internal: partials allocation of unexpected shape")
+        self.steps[k] = HostAlloc("out", alloc.size.a, alloc.dtype, alloc.fill)
+        self.atomic = True
 
 
 def generate(lowered: Lowered, arg_types: dict[str, VarType], *, prefix: str,
@@ -337,7 +353,7 @@ def generate(lowered: Lowered, arg_types: dict[str, VarType], *, prefix: str,
     extra = ("ls_max_chunks", "ls_hcap") if gen.hashed else ("ls_max_chunks",)
     return CudaProgram(prefix, src, tuple(gen.steps), tuple(gen.names), applied,
                        tuple(gen.atomics), WorkspaceKind.HASH if gen.hashed
-                       else WorkspaceKind.DENSE, extra)
+                       else WorkspaceKind.DENSE, extra, gen.atomic)
 
 
 def arg_types_of(params: tuple[str, ...], args: list[Any]) -> dict[str, VarType]:

@@ -80,6 +80,13 @@ class DeviceTensor:
         return self.spec.name
 
     @property
+    def full(self) -> bool:
+        """Whether every entry is stored (as ``Tensor.full``): the kernel analysis reads it
+        to tell an implicit fill region (which decides the result's fill) from a nominal
+        fill of a dense tensor."""
+        return all(lv.properties.full for lv in self.levels)
+
+    @property
     def nnz(self) -> int:
         """Stored values."""
         return int(self.values.shape[0])

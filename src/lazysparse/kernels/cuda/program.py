@@ -131,20 +131,21 @@ def index_dtype_of(plan: GpuKernelPlan) -> str:
 
 def program_for(plan: GpuKernelPlan, kind: str = LaunchMode.THREAD, *,
                 workspace: str = WorkspaceKind.DENSE,
-                args: list[Any] | None = None) -> CudaProgram:
+                args: list[Any] | None = None, atomic: bool = False) -> CudaProgram:
     """The CUDA program of a planned query under strategy ``kind`` (falls back to thread
     where the kernel's shape does not allow ``kind``); ``workspace="hash"`` replaces a
-    SpGEMM's dense-row workspace by a hash table (``ls_hcap`` slots, a host argument)."""
+    SpGEMM's dense-row workspace by a hash table (``ls_hcap`` slots, a host argument);
+    ``atomic`` replaces per-chunk partial outputs by atomic updates of one output."""
     mode, ws = _launch_mode(kind), _workspace_kind(workspace)
     if ws is WorkspaceKind.HASH and plan.hash_operands is None:
         raise ValueError("hash workspaces apply to row-workspace SpGEMM kernels only")
     lw = plan.kernel.lowered
     args = args if args is not None else gpu_args(plan)
     types = arg_types_of(lw.params, args)
-    st = replace(plan.base, kind=mode, workspace=ws)
+    st = replace(plan.base, kind=mode, workspace=ws, atomic_partials=atomic)
     idt = index_dtype_of(plan)
     sig = "|".join(f"{p}:{types[p].c}" for p in lw.params)
-    digest = hashlib.sha256(f"{plan.kernel.key}|{sig}|{idt}|{mode}|{ws}".encode()
+    digest = hashlib.sha256(f"{plan.kernel.key}|{sig}|{idt}|{mode}|{ws}|{atomic}".encode()
                             ).hexdigest()[:16]
     try:
         return generate(lw, types, prefix=f"lsk_{digest}", out_dtype=str(plan.info.out_dtype),
@@ -169,12 +170,12 @@ def _workspace_kind(workspace: str) -> WorkspaceKind:
 
 
 def cache_key(plan: GpuKernelPlan, args: list[Any], kind: str,
-              workspace: str = "dense") -> tuple[Any, ...]:
+              workspace: str = "dense", atomic: bool = False) -> tuple[Any, ...]:
     """The compiled-module cache key: the structural key, argument dtypes and strategy."""
     params = plan.kernel.lowered.params
     types = arg_types_of(params, args)
     return (structure_key(plan.info, plan.data), tuple(types[p] for p in params),
-            index_dtype_of(plan), kind, workspace)
+            index_dtype_of(plan), kind, workspace, atomic)
 
 
 def hash_capacity_for(plan: GpuKernelPlan, args: list[Any], xp: Any) -> tuple[int, int]:

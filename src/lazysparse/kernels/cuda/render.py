@@ -234,6 +234,16 @@ def cast_src(src: str, frm: np.dtype, to: np.dtype) -> str:
     return f"static_cast<{ctype(to)}>({src})"
 
 
+def narrow(src: str, dtype: np.dtype) -> str:
+    """``src`` as ``dtype`` when C's integer promotion would widen it: arithmetic on
+    8/16-bit integers yields ``int`` in C but keeps (and wraps in) its dtype in NumPy; the
+    wide value would also make overloaded helpers (``ls_minimum(signed char, int)``)
+    ambiguous."""
+    if dtype.kind in "iu" and dtype.itemsize < 4:
+        return f"static_cast<{ctype(dtype)}>({src})"
+    return src
+
+
 def expr_c(e: Expr, types: dict[str, VarType]) -> str:
     """CUDA C source of an expression."""
     match e:
@@ -251,8 +261,8 @@ def expr_c(e: Expr, types: dict[str, VarType]) -> str:
             if op in _LOGIC:
                 return f"({sa} {_LOGIC[op]} {sb})"
             if op == "//":
-                return f"({sa} / {sb})"  # loop-IR indices are non-negative
-            return f"({sa} {op} {sb})"
+                return narrow(f"({sa} / {sb})", type_of(e, types))  # indices are >= 0
+            return narrow(f"({sa} {op} {sb})", type_of(e, types))
         case Not(a):
             return f"(!{expr_c(a, types)})"
         case Select(c, a, b):
@@ -264,7 +274,7 @@ def expr_c(e: Expr, types: dict[str, VarType]) -> str:
             dts = tuple(np.dtype(d) for d in dtypes) or tuple(type_of(a, types) for a in args)
             srcs = [cast_src(expr_c(a, types), type_of(a, types), d)
                     for a, d in zip(args, dts, strict=True)]
-            return "(" + op.cuda_expr(srcs, dts) + ")"
+            return narrow("(" + op.cuda_expr(srcs, dts) + ")", type_of(e, types))
         case Cast(dtype, a):
             return cast_src(expr_c(a, types), type_of(a, types), np.dtype(dtype))
         case NumThreads():

@@ -52,6 +52,9 @@ WARP_MEAN_ROW = 24.0  # mean row length from which a warp per row beats a thread
 SKEW_RATIO = 8.0  # max/mean row length above which rows are split by nonzeros
 SKEW_MIN_MAX = 256  # ...provided the longest row is at least this long
 NZ_PER_ITEM = 16  # nonzeros per nonzero-split work item (the paper's 16 per thread)
+# outputs from which a reduction over the outer loop accumulates atomically into one output
+# (a thread per row) instead of into per-chunk partial outputs (few chunks, few threads)
+ATOMIC_MIN_OUTPUTS = 1 << 16
 
 
 class LaunchMode(StrEnum):
@@ -80,6 +83,7 @@ class Strategy:
     nz_rows: str | None = None
     nz_per_item: int = NZ_PER_ITEM
     workspace: WorkspaceKind = WorkspaceKind.DENSE  # row workspaces: the loop IR's, or hash
+    atomic_partials: bool = False  # per-chunk partial outputs replaced by atomic updates
 
 
 def choose(eligible: set[str], mean_row: float, max_row: int) -> LaunchMode:
@@ -116,6 +120,25 @@ def warp_capable(op: Any, acc_dtype: str | None) -> bool:
     """Reductions that may be regrouped across lanes or pieces."""
     return (op is not None and acc_dtype is not None and op.associative and op.commutative
             and op.identity_for(np.dtype(acc_dtype)) is not None)
+
+
+def atomic_capable(op: Any, acc_dtype: str | None) -> bool:
+    """Reductions a compare-and-swap loop can apply: regroupable, 4- or 8-byte real."""
+    if not warp_capable(op, acc_dtype):
+        return False
+    ad = np.dtype(acc_dtype)
+    return ad.kind in "iuf" and ad.itemsize in (4, 8)
+
+
+def atomic_helper_name(st: Strategy, atomics: dict[str, str]) -> str:
+    """The CAS helper applying ``st``'s reduction to its accumulator dtype (added once)."""
+    ad = np.dtype(st.acc_dtype)
+    helper = f"ls_atomic_{st.reduce_op.name}_{ad.name}"
+    if helper not in atomics:
+        types = {"a": VarType(ad), "b": VarType(ad)}
+        atomics[helper] = atomic_helper(helper, VarType(ad).c, expr_c(
+            combine_expr(st.reduce_op, str(ad), "a", "b"), types))
+    return helper
 
 
 # ---------------------------------------------------------------- warp per row
@@ -249,11 +272,7 @@ def nzsplit_rewrite(body: tuple[Stmt, ...], st: Strategy,
         return None
     blk, store, acc_s = m.blk, m.blk[-1], m.blk[m.acc_i]
     assert isinstance(store, Store) and isinstance(acc_s, Assign)
-    helper = f"ls_atomic_{st.reduce_op.name}_{ad.name}"
-    if helper not in atomics:
-        types = {"a": VarType(ad), "b": VarType(ad)}
-        atomics[helper] = atomic_helper(helper, VarType(ad).c, expr_c(
-            combine_expr(st.reduce_op, str(ad), "a", "b"), types))
+    helper = atomic_helper_name(st, atomics)
     qa, qb, full = Var("ls_qa"), Var("ls_qb"), Var("ls_full")
     lo, hi = Var(m.lo), Var(m.hi)
     new_row_body: list[Stmt] = [
@@ -277,6 +296,67 @@ def nzsplit_rewrite(body: tuple[Stmt, ...], st: Strategy,
     return new_body, host, Var("ls_items")
 
 
+# ---------------------------------------------------------------- atomic partials
+
+
+def _strip_cast(e: Expr) -> Expr:
+    return e.a if isinstance(e, Cast) else e
+
+
+def _atomic_store(s: Store, st: Strategy, helper: str) -> AtomicCombine | None:
+    """``out[i] = op(out[i], v)`` (either argument order) as an atomic update by ``v``."""
+    v = _strip_cast(s.value)
+    if not (isinstance(v, Apply) and v.op is st.reduce_op and len(v.args) == 2):
+        return None
+    here = Load(s.array, s.index)
+    a, b = v.args
+    if _strip_cast(a) == here and here not in (b, _strip_cast(b)):
+        return AtomicCombine(helper, s.array, s.index, b)
+    if _strip_cast(b) == here and here not in (a, _strip_cast(a)):
+        return AtomicCombine(helper, s.array, s.index, a)
+    return None
+
+
+def _atomic_block(block: tuple[Stmt, ...], st: Strategy, helper: str) -> tuple[Stmt, ...] | None:
+    out: list[Stmt] = []
+    for s in block:
+        match s:
+            case Assign(var="obase"):
+                out.append(Assign("obase", Const(0)))  # one output, not a slice per chunk
+            case Store(array="out"):
+                at = _atomic_store(s, st, helper)
+                if at is None:
+                    return None
+                out.append(at)
+            case For(body=body) | While(body=body):
+                inner = _atomic_block(body, st, helper)
+                if inner is None:
+                    return None
+                out.append(replace(s, body=inner))
+            case If(then=then, orelse=orelse):
+                t, e = _atomic_block(then, st, helper), _atomic_block(orelse, st, helper)
+                if t is None or e is None:
+                    return None
+                out.append(replace(s, then=t, orelse=e))
+            case _:
+                out.append(s)
+    return tuple(out)
+
+
+def atomic_partials_rewrite(body: tuple[Stmt, ...], st: Strategy,
+                            atomics: dict[str, str]) -> tuple[Stmt, ...] | None:
+    """A partials chunk body (each chunk reduces its rows into its own slice ``obase`` of
+    ``out``) updating one shared output atomically instead, so that every row can be its
+    own chunk (a thread per row); None where a store or read of ``out`` has another shape."""
+    if not atomic_capable(st.reduce_op, st.acc_dtype):
+        return None
+    helper = atomic_helper_name(st, atomics)
+    new = _atomic_block(body, st, helper)
+    if new is None or "Load(array='out'" in repr(new):  # out read outside the updates
+        return None
+    return new
+
+
 @dataclass(frozen=True)
 class Rewritten:
     """A chunk body mapped onto the GPU: the body, its launch mode, host assigns to run
@@ -288,6 +368,7 @@ class Rewritten:
     host: tuple[Assign, ...] = ()
     count: Expr | None = None
     hashed: bool = False
+    atomic: bool = False  # partial outputs replaced by atomic updates of one output
 
 
 def rewrite(body: tuple[Stmt, ...], st: Strategy, atomics: dict[str, str]) -> Rewritten:
@@ -306,4 +387,8 @@ def rewrite(body: tuple[Stmt, ...], st: Strategy, atomics: dict[str, str]) -> Re
         res = nzsplit_rewrite(body, st, atomics)
         if res is not None:
             return Rewritten(res[0], LaunchMode.NZSPLIT, tuple(res[1]), res[2], hashed)
+    if st.atomic_partials:
+        at = atomic_partials_rewrite(body, st, atomics)
+        if at is not None:
+            return Rewritten(at, LaunchMode.THREAD, hashed=hashed, atomic=True)
     return Rewritten(body, LaunchMode.THREAD, hashed=hashed)

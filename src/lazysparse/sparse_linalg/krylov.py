@@ -1,0 +1,147 @@
+"""Short-recurrence Krylov solvers: conjugate gradients (``cg``) and BiCGSTAB
+(``bicgstab``), with scipy.sparse.linalg's signatures and ``(x, info)`` results.
+
+Each iteration is two ``xp.compute`` calls, each computing every vector and dot product
+it can in one plan (fused kernels), with the scalars read as Python floats:
+
+- cg: ``p, A p, p.Ap`` then ``x, r, M r, r.Mr, r.r``;
+- bicgstab: ``x, r, p, A M p, rhat.v, r.r`` then ``s, A M s, t.s, t.t, rhat.s, rhat.t,
+  s.s``, the next ``rho = rhat.s - omega rhat.t`` coming from the second (so the ``x``/``r``
+  update of one iteration runs in the first compute of the next).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from lazysparse.api.lazy_array import LazyArray
+from lazysparse.sparse_linalg.operators import (
+    apply,
+    as_preconditioner,
+    iterations,
+    norm,
+    square_operator,
+    start,
+    tolerance,
+    xp,
+    zeros,
+)
+
+Callback = Callable[[LazyArray], Any] | None
+
+
+def cg(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: float = 0.0,
+       maxiter: int | None = None, M: Any = None, callback: Callback = None
+       ) -> tuple[LazyArray, int]:
+    """Conjugate gradients for a symmetric positive definite ``A``: ``(x, info)`` with
+    ``info`` 0 when ``||b - A x|| <= max(atol, rtol ||b||)``, else the iteration count
+    (default cap ``10 n``). ``M`` approximates ``A^-1`` (SPD); ``callback(x)`` runs after
+    each iteration."""
+    op, b = square_operator(A, b, "cg")
+    psolve = as_preconditioner(M, op.shape[0], op.device, "cg")
+    x = start(op, b, x0, "cg")
+    bnorm = norm(b)
+    if bnorm == 0.0:
+        return zeros(b.shape, b), 0
+    tol = tolerance(bnorm, rtol, atol, "cg")
+    maxiter = iterations(maxiter, 10 * op.shape[0], "cg")
+    r = b if x0 is None else b - op.matvec(x)
+    r, z, rho, rr = _residual(x, r, psolve)[1:]
+    p: LazyArray | None = None
+    rho_old = 1.0
+    for _ in range(maxiter):
+        if math.sqrt(max(rr, 0.0)) <= tol:
+            return x, 0
+        p = z if p is None else z + (rho / rho_old) * p
+        q = op.matvec(p)
+        p, q, pq = xp.compute(p, q, xp.vecdot(p, q))
+        alpha = rho / float(pq)
+        rho_old = rho
+        x, r, z, rho, rr = _residual(x + alpha * p, r - alpha * q, psolve)
+        if callback is not None:
+            callback(x)
+    return x, (0 if math.sqrt(max(rr, 0.0)) <= tol else maxiter)
+
+
+def _residual(x: LazyArray, r: LazyArray, psolve: Any
+              ) -> tuple[LazyArray, LazyArray, LazyArray, float, float]:
+    """``x``, ``r``, ``z = M r``, ``r.z`` and ``r.r`` computed in one plan."""
+    if psolve is None:
+        x, r, rr = xp.compute(x, r, xp.vecdot(r, r))
+        return x, r, r, float(rr), float(rr)
+    z = psolve(r)
+    x, r, z, rz, rr = xp.compute(x, r, z, xp.vecdot(r, z), xp.vecdot(r, r))
+    return x, r, z, float(rz), float(rr)
+
+
+def bicgstab(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: float = 0.0,
+             maxiter: int | None = None, M: Any = None, callback: Callback = None
+             ) -> tuple[LazyArray, int]:
+    """BiCGSTAB for a general square ``A``: ``(x, info)`` as scipy's ``bicgstab`` (0:
+    converged, > 0: the iteration cap (default ``10 n``) hit, -10/-11: breakdown)."""
+    op, b = square_operator(A, b, "bicgstab")
+    psolve = as_preconditioner(M, op.shape[0], op.device, "bicgstab")
+    x = start(op, b, x0, "bicgstab")
+    bnorm = norm(b)
+    if bnorm == 0.0:
+        return zeros(b.shape, b), 0
+    tol = tolerance(bnorm, rtol, atol, "bicgstab")
+    maxiter = iterations(maxiter, 10 * op.shape[0], "bicgstab")
+    eps2 = float(xp.finfo(b.dtype).eps) ** 2
+    r = b if x0 is None else b - op.matvec(x)
+    r, rr = xp.compute(r, xp.vecdot(r, r))
+    rhat, rho, rr = r, float(rr), float(rr)
+    if math.sqrt(max(rr, 0.0)) <= tol:
+        return x, 0
+    p = v = None
+    alpha = omega = rho_old = 1.0
+    for it in range(maxiter):
+        if abs(rho) < eps2 * rr:
+            return xp.compute(x), -10
+        if p is None:
+            p = r
+        else:
+            if abs(omega) < eps2:
+                return xp.compute(x), -11
+            p = r + ((rho / rho_old) * (alpha / omega)) * (p - omega * v)
+        phat = apply(psolve, p)
+        v = op.matvec(phat)
+        if it == 0:
+            p, phat, v, rv = xp.compute(p, phat, v, xp.vecdot(rhat, v))
+        else:  # the previous iteration's x and r, and the residual test on them
+            x, r, p, phat, v, rv, rr = xp.compute(x, r, p, phat, v, xp.vecdot(rhat, v),
+                                                  xp.vecdot(r, r))
+            rr = float(rr)
+            if math.sqrt(max(rr, 0.0)) <= tol:
+                return x, 0
+        rv = float(rv)
+        if rv == 0.0:
+            return x, -11
+        alpha = rho / rv
+        s = r - alpha * v
+        shat = apply(psolve, s)
+        t = op.matvec(shat)
+        s, shat, t, ts, tt, rs, rt, ss = xp.compute(
+            s, shat, t, xp.vecdot(t, s), xp.vecdot(t, t), xp.vecdot(rhat, s),
+            xp.vecdot(rhat, t), xp.vecdot(s, s))
+        if math.sqrt(max(float(ss), 0.0)) <= tol:
+            return xp.compute(x + alpha * phat), 0
+        tt = float(tt)
+        omega = float(ts) / tt if tt != 0.0 else 0.0
+        x = x + alpha * phat + omega * shat
+        r = s - omega * t
+        rho_old, rho = rho, float(rs) - omega * float(rt)
+        rr = _speculative_norm2(float(ss), float(ts), tt, omega)
+        if callback is not None:
+            x, r = xp.compute(x, r)
+            callback(x)
+    x, r, rr = xp.compute(x, r, xp.vecdot(r, r))
+    return x, (0 if math.sqrt(max(float(rr), 0.0)) <= tol else maxiter)
+
+
+def _speculative_norm2(ss: float, ts: float, tt: float, omega: float) -> float:
+    """``||s - omega t||^2`` from the dot products, for the breakdown test only (the
+    convergence test reads the computed residual's norm)."""
+    return max(ss - 2.0 * omega * ts + omega * omega * tt, 0.0)

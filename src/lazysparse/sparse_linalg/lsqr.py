@@ -1,0 +1,184 @@
+"""LSQR for least squares ``min ||A x - b||`` (and damped, ``min ||A x - b||^2 + damp^2
+||x||^2``) with a rectangular ``A``: Paige and Saunders' algorithm, ported from
+scipy.sparse.linalg.lsqr with its stopping tests and its 10-tuple result.
+
+An iteration is two ``xp.compute`` calls: ``u = A v - alpha u, ||u||^2`` (with the
+previous iteration's ``x``, ``w`` and ``||w||^2``) and ``v = A^T u - beta v, ||v||^2``;
+the normalizations ``u / beta`` and ``v / alpha`` fuse into the next products.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from lazysparse.api.lazy_array import LazyArray
+from lazysparse.sparse_linalg.operators import (
+    as_operator,
+    as_vector,
+    iterations,
+    result_dtype,
+    xp,
+    zeros,
+)
+
+
+class LsqrResult(NamedTuple):
+    """scipy's ``lsqr`` result (a 10-tuple), with its fields named."""
+
+    x: LazyArray
+    istop: int
+    itn: int
+    r1norm: float
+    r2norm: float
+    anorm: float
+    acond: float
+    arnorm: float
+    xnorm: float
+    var: LazyArray
+
+
+def _sym_ortho(a: float, b: float) -> tuple[float, float, float]:
+    """A stable Givens rotation ``(c, s, r)`` with ``[c s; -s c] [a; b] = [r; 0]``."""
+    if b == 0:
+        return math.copysign(1.0, a) if a != 0 else 1.0, 0.0, abs(a)
+    if a == 0:
+        return 0.0, math.copysign(1.0, b), abs(b)
+    r = math.hypot(a, b)
+    return a / r, b / r, r
+
+
+@dataclass
+class _State:
+    """The host scalars of the bidiagonalization and the norm estimates."""
+
+    alpha: float
+    beta: float
+    rhobar: float
+    phibar: float
+    bnorm: float
+    anorm: float = 0.0
+    ddnorm: float = 0.0
+    res2: float = 0.0
+    xxnorm: float = 0.0
+    z: float = 0.0
+    cs2: float = -1.0
+    sn2: float = 0.0
+    acond: float = 0.0
+    rnorm: float = 0.0
+    arnorm: float = 0.0
+    xnorm: float = 0.0
+    r1norm: float = 0.0
+
+    def rotate(self, damp: float, ww: float) -> tuple[float, float]:
+        """One step's rotations: the ``x`` and ``w`` coefficients ``t1``, ``t2``."""
+        if damp > 0:
+            rhobar1 = math.hypot(self.rhobar, damp)
+            cs1, sn1 = self.rhobar / rhobar1, damp / rhobar1
+            psi, self.phibar = sn1 * self.phibar, cs1 * self.phibar
+        else:
+            rhobar1, psi = self.rhobar, 0.0
+        cs, sn, rho = _sym_ortho(rhobar1, self.beta)
+        theta = sn * self.alpha
+        self.rhobar = -cs * self.alpha
+        phi = cs * self.phibar
+        self.phibar = sn * self.phibar
+        tau = sn * phi
+        self.ddnorm += ww / rho ** 2
+        delta, gambar = self.sn2 * rho, -self.cs2 * rho
+        rhs = phi - delta * self.z
+        zbar = rhs / gambar
+        self.xnorm = math.sqrt(self.xxnorm + zbar ** 2)
+        gamma = math.hypot(gambar, theta)
+        self.cs2, self.sn2, self.z = gambar / gamma, theta / gamma, rhs / gamma
+        self.xxnorm += self.z ** 2
+        self.acond = self.anorm * math.sqrt(self.ddnorm)
+        self.res2 += psi ** 2
+        self.rnorm = math.sqrt(self.phibar ** 2 + self.res2)
+        self.arnorm = self.alpha * abs(tau)
+        r1sq = self.rnorm ** 2 - damp ** 2 * self.xxnorm
+        self.r1norm = math.copysign(math.sqrt(abs(r1sq)), r1sq)
+        return phi / rho, -theta / rho
+
+    def istop(self, itn: int, iter_lim: int, atol: float, btol: float, ctol: float,
+              eps: float) -> int:
+        """scipy's stopping rule (0: go on)."""
+        test1 = self.rnorm / self.bnorm
+        test2 = self.arnorm / (self.anorm * self.rnorm + eps)
+        test3 = 1 / (self.acond + eps)
+        t1 = test1 / (1 + self.anorm * self.xnorm / self.bnorm)
+        rtol = btol + atol * self.anorm * self.xnorm / self.bnorm
+        istop = 7 if itn >= iter_lim else 0
+        for cond, code in ((1 + test3 <= 1, 6), (1 + test2 <= 1, 5), (1 + t1 <= 1, 4),
+                           (test3 <= ctol, 3), (test2 <= atol, 2), (test1 <= rtol, 1)):
+            if cond:
+                istop = code
+        return istop
+
+
+def lsqr(A: Any, b: Any, damp: float = 0.0, atol: float = 1e-6, btol: float = 1e-6,
+         conlim: float = 1e8, iter_lim: int | None = None, show: bool = False,
+         calc_var: bool = False, x0: Any = None) -> LsqrResult:
+    """LSQR: the least-squares solution of ``A x = b`` for an ``m x n`` ``A`` (a matrix or
+    an object with ``matvec`` and ``rmatvec``). Returns scipy's ``(x, istop, itn, r1norm,
+    r2norm, anorm, acond, arnorm, xnorm, var)``; ``calc_var`` is not supported (``var``
+    is zeros) and ``show`` prints nothing."""
+    bdev = b.device if isinstance(b, LazyArray) else None
+    op = as_operator(A, "lsqr", device=bdev)
+    if op.rmatvec is None:
+        raise TypeError("lsqr: A needs rmatvec (A^T v); pass a matrix or a LinearOperator")
+    if calc_var:
+        raise ValueError("lsqr: calc_var=True is not supported by the native lsqr")
+    m, n = op.shape
+    b = as_vector(b, m, None, op.device, "b", "lsqr")
+    dtype = result_dtype(op, b)
+    b = b if b.dtype == dtype else xp.astype(b, dtype)
+    iter_lim = iterations(iter_lim, 2 * n, "lsqr")
+    eps = float(np.finfo(dtype).eps)
+    ctol = 1.0 / conlim if conlim > 0 else 0.0
+    zeros_n = zeros(n, b)
+    x = zeros_n if x0 is None else as_vector(x0, n, dtype, op.device, "x0", "lsqr")
+    u = b if x0 is None else b - op.matvec(x)
+    u, uu, bb = xp.compute(u, xp.vecdot(u, u), xp.vecdot(b, b))
+    beta, bnorm = math.sqrt(float(uu)), math.sqrt(float(bb))
+    alpha = 0.0
+    v = x
+    if beta > 0:
+        u = u / beta
+        v = op.rmatvec(u)
+        v, vv = xp.compute(v, xp.vecdot(v, v))
+        alpha = math.sqrt(max(float(vv), 0.0))
+    if alpha > 0:
+        v = v / alpha
+    w = v
+    s = _State(alpha, beta, rhobar=alpha, phibar=beta, bnorm=bnorm, rnorm=beta,
+               r1norm=beta, arnorm=alpha * beta)
+    if s.arnorm == 0:
+        x = xp.compute(x)
+        return LsqrResult(x, 0, 0, beta, beta, 0.0, 0.0, 0.0, 0.0, zeros_n)
+    itn = istop = 0
+    while itn < iter_lim:
+        itn += 1
+        u = op.matvec(v) - s.alpha * u
+        x, w, ww, u, uu = xp.compute(x, w, xp.vecdot(w, w), u, xp.vecdot(u, u))
+        s.beta = math.sqrt(max(float(uu), 0.0))
+        if s.beta > 0:
+            u = u / s.beta
+            s.anorm = math.sqrt(s.anorm ** 2 + s.alpha ** 2 + s.beta ** 2 + damp ** 2)
+            v = op.rmatvec(u) - s.beta * v
+            v, vv = xp.compute(v, xp.vecdot(v, v))
+            s.alpha = math.sqrt(max(float(vv), 0.0))
+            if s.alpha > 0:
+                v = v / s.alpha
+        t1, t2 = s.rotate(damp, float(ww))
+        x = x + t1 * w
+        w = v + t2 * w
+        istop = s.istop(itn, iter_lim, atol, btol, ctol, eps)
+        if istop != 0:
+            break
+    x = xp.compute(x)
+    return LsqrResult(x, istop, itn, s.r1norm, s.rnorm, s.anorm, s.acond, s.arnorm,
+                      s.xnorm, zeros_n)
