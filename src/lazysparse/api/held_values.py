@@ -18,7 +18,9 @@ cost more than recomputing it), that are
   uncomputed history reads a value this plan computes and runs a reduction of its own
   (gradient descent's new ``w``, built before the loop observes its loss: left lazy, the
   next iterations would run its ``X.T @ (p - y)`` again, and every earlier one with it),
-  found within a walk budget.
+  found within a walk budget; a held array built before all of the plan's uncomputed part
+  cannot read it and is ruled out without a walk (a loop holding one lazy result per
+  iteration pays no walk per compute).
 
 A held elementwise expression of stored data read once (``Y = X * 2``) stays fused: running
 it again costs one pass over its inputs, as reading it would. Temporaries of an expression
