@@ -42,6 +42,14 @@ def fresh_alias() -> Alias:
     return Alias(f"A{next(_counter)}")
 
 
+def alias_serial(alias: Alias) -> int | None:
+    """When a :func:`fresh_alias` was made (its counter value; None for another name). An
+    uncomputed subquery is built after the subqueries it reads, so its serial is larger
+    than theirs."""
+    digits = alias.name[1:]
+    return int(digits) if alias.name[:1] == "A" and digits.isdigit() else None
+
+
 def identify(body: LogicNode) -> Subquery:
     """Wrap ``body`` in a subquery with a fresh alias, giving the result a DAG identity."""
     return Subquery(fresh_alias(), body)

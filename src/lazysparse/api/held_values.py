@@ -18,7 +18,9 @@ cost more than recomputing it), that are
   uncomputed history reads a value this plan computes and runs a reduction of its own
   (gradient descent's new ``w``, built before the loop observes its loss: left lazy, the
   next iterations would run its ``X.T @ (p - y)`` again, and every earlier one with it),
-  found within a walk budget.
+  found within a walk budget; a held array built before all of the plan's uncomputed part
+  cannot read it and is ruled out without a walk (a loop holding one lazy result per
+  iteration pays no walk per compute).
 
 A held elementwise expression of stored data read once (``Y = X * 2``) stays fused: running
 it again costs one pass over its inputs, as reading it would. Temporaries of an expression
@@ -33,6 +35,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING
 
+from lazysparse.api.building import alias_serial
 from lazysparse.api.memo import memoized
 from lazysparse.logic.nodes import Aggregate, LogicNode, Reformat, Relabel, Reorder, Subquery, Table
 
@@ -201,10 +204,12 @@ def _sharing_history(hist: _History, skip: set[int], same: set[int]) -> list[Laz
     ``SHARED_WALK_BUDGET`` visited nodes)."""
     found: list[LazyArray] = []
     budget = SHARED_WALK_BUDGET
+    oldest = _oldest_serial(hist)
     for key in list(itertools.islice(reversed(_PENDING), SHARED_SCAN_ARRAYS)):
         arr = _pending(key)
         if arr is None or id(arr) in skip or id(arr._expr) in hist.nodes \
-                or id(arr._expr) in same or not arr.runs_reduction():
+                or id(arr._expr) in same or not arr.runs_reduction() \
+                or _built_before(arr._expr, oldest):
             continue
         if arr._size > budget:
             break
@@ -212,6 +217,21 @@ def _sharing_history(hist: _History, skip: set[int], same: set[int]) -> list[Laz
         if _reads_and_reduces(arr._expr.arg, hist.nodes):
             found.append(arr)
     return found
+
+
+def _oldest_serial(hist: _History) -> int | None:
+    """The smallest alias serial of the plan's uncomputed subqueries (None: one has an alias
+    of another kind, so no array can be ruled out by age)."""
+    serials = [alias_serial(n.lhs) for n in hist.nodes.values()]
+    return None if any(s is None for s in serials) else min(serials, default=None)
+
+
+def _built_before(expr: Subquery, oldest: int | None) -> bool:
+    """Whether ``expr`` was built before every uncomputed subquery of the plan, so its
+    history cannot read one (a held value a loop built in an earlier iteration, such as
+    the statistics scipy's permutation_test collects: no walk of its history per compute)."""
+    serial = alias_serial(expr.lhs)
+    return oldest is not None and serial is not None and serial < oldest
 
 
 def _reads_and_reduces(root: LogicNode, nodes: dict[int, Subquery]) -> bool:

@@ -41,14 +41,14 @@ def _arr(x: Any, fname: str, arg: str = "x") -> LazyArray:
 
 
 def normalize_axis(axis: Any, ndim: int, fname: str) -> int:
-    """``axis`` in ``[0, ndim)``; IndexError naming the bounds when out of range."""
+    """``axis`` in ``[0, ndim)``; NumPy's AxisError (an IndexError and a ValueError, with
+    NumPy's wording, which clients match) when out of range."""
     try:
         a = operator.index(axis)
     except TypeError:
         raise TypeError(f"{fname}: axis must be an integer, got {axis!r}") from None
     if not -ndim <= a < ndim:
-        raise IndexError(f"{fname}: axis {a} is out of bounds for an array of {ndim} "
-                         "dimension(s)")
+        raise np.exceptions.AxisError(a, ndim, fname)
     return a % ndim
 
 

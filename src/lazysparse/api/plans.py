@@ -58,8 +58,7 @@ def normalize_axis(axis: Any, ndim: int, fname: str) -> int:
         raise TypeError(f"{fname}: axis must be an int, got {type(axis).__name__}")
     a = operator.index(axis)
     if not -ndim <= a < ndim:
-        raise np.exceptions.AxisError(
-            f"{fname}: axis {a} is out of bounds for an array of dimension {ndim}")
+        raise np.exceptions.AxisError(a, ndim, fname)
     return a % ndim if ndim else a
 
 
