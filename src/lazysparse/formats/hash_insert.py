@@ -30,12 +30,14 @@ from .specs import infer_spec
 from .tensor import Tensor
 
 
-def _make_inserter(combine: Callable[..., Any] | None, cache: bool) -> Any:
-    """A compiled insert loop that overwrites (``combine is None``) or combines values."""
+def _make_inserter(combine: Callable[..., Any] | None) -> Any:
+    """A compiled insert loop that overwrites (``combine is None``) or combines values.
+    Not disk-cached: a closure's cells enter Numba's cache key, which then never matches
+    again (the index only grew), and Numba's own cache would write beside the package."""
     overwrite = combine is None
     op = combine if combine is not None else _first
 
-    @numba.njit(cache=cache, nogil=True)
+    @numba.njit(nogil=True)
     def insert(bp, bc, bv, table, shift, n, size, parents, coords, values,
                start):  # pragma: no cover - compiled
         """Insert entries ``start..`` until done or until the arrays or the table would
@@ -110,9 +112,9 @@ _NAMED_OPS: dict[Any, Any] = {
     "or": _or, np.logical_or: _or, np.bitwise_or: _or,
     "and": _and, np.logical_and: _and, np.bitwise_and: _and,
 }
-_INSERTERS: dict[Any, Any] = {None: _make_inserter(None, True)}
+_INSERTERS: dict[Any, Any] = {None: _make_inserter(None)}
 for _op in {id(f): f for f in _NAMED_OPS.values()}.values():
-    _INSERTERS[_op] = _make_inserter(_op, True)
+    _INSERTERS[_op] = _make_inserter(_op)
 
 
 @helper_jit(nogil=True)
@@ -154,7 +156,7 @@ def _inserter(combine: Any) -> Any:
     if not callable(op):
         raise TypeError(f"combine must be None, a name or a binary function, got {combine!r}")
     jitted = op if is_jitted(op) else numba.njit(op)
-    _INSERTERS[op] = _make_inserter(jitted, False)
+    _INSERTERS[op] = _make_inserter(jitted)
     return _INSERTERS[op]
 
 
