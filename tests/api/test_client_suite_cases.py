@@ -85,3 +85,13 @@ def test_held_value_sharing_history_still_found() -> None:
         wn = wn - 0.1 * (a.T @ (pn - t))
         assert loss == pytest.approx(float(np.sum((pn - t) ** 2)), rel=1e-12)
     np.testing.assert_allclose(np.asarray(w), wn, rtol=1e-12)
+
+
+def test_logspace_like_numpy() -> None:
+    """scipy.differentiate's tests call ``xp.logspace`` (NumPy's, not the standard's)."""
+    np.testing.assert_allclose(np.asarray(xp.logspace(-3, 0, 10)), np.logspace(-3, 0, 10))
+    got = xp.logspace(0, 3, 4, base=2.0, endpoint=False, dtype=xp.float32)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(np.asarray(got), np.logspace(0, 3, 4, base=2.0, endpoint=False),
+                               rtol=1e-6)
+    assert xp.logspace(0, 1, 0).shape == (0,)

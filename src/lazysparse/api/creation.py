@@ -335,6 +335,15 @@ def linspace(start: int | float | complex, stop: int | float | complex, /, num: 
     return LazyArray.from_tensor(T.dense(arr), dev)
 
 
+def logspace(start: int | float, stop: int | float, /, num: int = 50, *, endpoint: bool = True,
+             base: float = 10.0, dtype: Any = None, device: Any = None) -> LazyArray:
+    """NumPy's ``logspace``: ``base ** linspace(start, stop, num)`` (dense; not in the
+    standard, but scipy's and NumPy users' code calls ``xp.logspace``)."""
+    exponents = linspace(start, stop, num, dtype=dtype, device=device, endpoint=endpoint)
+    arr = np.power(np.asarray(base, dtype=exponents.dtype), exponents.tensor().to_numpy())
+    return LazyArray.from_tensor(T.dense(arr.astype(exponents.dtype)), exponents.device)
+
+
 def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> LazyArray:
     """An array from a DLPack-exporting object (no copy unless ``copy``)."""
     dev = _check_device(device, "from_dlpack")
