@@ -44,8 +44,8 @@ DTYPES = {name: np.dtype(name) for name in (
 CONSTANTS = {"e": math.e, "inf": math.inf, "nan": math.nan, "pi": math.pi, "newaxis": None}
 
 CREATION = ("arange", "asarray", "empty", "empty_like", "eye", "from_dlpack", "full",
-            "full_like", "linspace", "logspace", "meshgrid", "ones", "ones_like", "tril", "triu", "zeros",
-            "zeros_like", "random")
+            "full_like", "linspace", "logspace", "meshgrid", "ones", "ones_like", "tril",
+            "triu", "zeros", "zeros_like", "random")
 MANIPULATION = ("broadcast_arrays", "broadcast_to", "concat", "expand_dims", "flip",
                 "moveaxis", "permute_dims", "repeat", "reshape", "roll", "squeeze", "stack",
                 "tile", "unstack", "matrix_transpose", "transpose")
