@@ -18,20 +18,9 @@ import os
 import sys
 import tempfile
 
+from bench_threads import pin_threads  # noqa: E402 - before NumPy/Numba
 
-def _threads_from_argv() -> int:
-    """``--threads`` must be known before NumPy/Numba are imported."""
-    for i, a in enumerate(sys.argv):
-        if a == "--threads" and i + 1 < len(sys.argv):
-            return int(sys.argv[i + 1])
-        if a.startswith("--threads="):
-            return int(a.split("=", 1)[1])
-    return 1
-
-
-_NT = str(_threads_from_argv())
-for _v in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_v] = _NT
+pin_threads()
 os.environ.setdefault("LAZYSPARSE_CACHE_DIR", tempfile.mkdtemp(prefix="lsk-bench-fused-"))
 
 import statistics  # noqa: E402

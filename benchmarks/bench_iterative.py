@@ -26,20 +26,9 @@ import os
 import sys
 import tempfile
 
+from bench_threads import pin_threads  # noqa: E402 - before NumPy/Numba
 
-def _threads_from_argv() -> str:
-    """``--threads N`` has to reach the environment before NumPy/Numba are imported."""
-    args = sys.argv[1:]
-    for i, a in enumerate(args):
-        if a.startswith("--threads="):
-            return a.split("=", 1)[1]
-        if a == "--threads" and i + 1 < len(args):
-            return args[i + 1]
-    return "1"
-
-
-for _var in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_var] = _threads_from_argv()
+pin_threads()
 os.environ.setdefault("LAZYSPARSE_CACHE_DIR", tempfile.mkdtemp(prefix="lsk-bench-iter-"))
 
 import argparse  # noqa: E402

@@ -21,19 +21,9 @@ import os
 import sys
 import tempfile
 
+from bench_threads import pin_threads  # noqa: E402 - before NumPy/Numba
 
-def _threads_from_argv() -> str:
-    """``--threads`` must be known before Numba is imported."""
-    for i, a in enumerate(sys.argv):
-        if a == "--threads" and i + 1 < len(sys.argv):
-            return sys.argv[i + 1]
-        if a.startswith("--threads="):
-            return a.split("=", 1)[1]
-    return "1"
-
-
-for _v in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_v] = _threads_from_argv()
+pin_threads()
 os.environ.setdefault("LAZYSPARSE_CACHE_DIR", tempfile.mkdtemp(prefix="lsk-bench-margins-"))
 
 import time  # noqa: E402

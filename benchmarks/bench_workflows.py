@@ -39,21 +39,9 @@ import os
 import sys
 import tempfile
 
+from bench_threads import pin_threads  # noqa: E402 - before NumPy/Numba
 
-def _threads_from_argv() -> str:
-    """``--threads N`` has to reach the environment before NumPy/Numba are imported (a
-    list ``1,2`` runs one child process per count; this process then only merges)."""
-    args = sys.argv[1:]
-    for i, a in enumerate(args):
-        if a.startswith("--threads="):
-            return a.split("=", 1)[1]
-        if a == "--threads" and i + 1 < len(args):
-            return args[i + 1]
-    return os.environ.get("NUMBA_NUM_THREADS", "1")
-
-
-for _var in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_var] = _threads_from_argv().split(",")[0]
+pin_threads(os.environ.get("NUMBA_NUM_THREADS", "1"))
 if "--fresh-cache" in sys.argv:
     os.environ["LAZYSPARSE_CACHE_DIR"] = tempfile.mkdtemp(prefix="lsk-bench-workflows-")
 

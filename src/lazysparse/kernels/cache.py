@@ -48,14 +48,9 @@ _LOCK = threading.Lock()
 _MEMORY_FILE = "<lazysparse kernel {digest}>"  # the file name of a memory-only module
 
 
-def _configured_dir() -> Path:
-    """The kernel cache directory the environment names (it may not exist or be usable)."""
-    return cache_root()
-
-
 def cache_dir() -> Path:
     """The on-disk kernel cache directory (created on demand when possible; never raises)."""
-    base = _configured_dir()
+    base = cache_root()
     try:
         base.mkdir(parents=True, exist_ok=True)
     except OSError:
@@ -66,7 +61,7 @@ def cache_dir() -> Path:
 def _usable_dir() -> Path | None:
     """The cache directory, or None (with one warning) when it is not a directory and
     cannot be made one: a regular file, a missing parent that cannot be created."""
-    base = _configured_dir()
+    base = cache_root()
     try:
         base.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -170,7 +165,7 @@ def clear_cache() -> None:
     with _LOCK:
         _MEMORY.clear()
         _MODULES.clear()
-        d = _configured_dir()
+        d = cache_root()
         if d.is_dir():
             for p in [*d.glob("lsk_*.py"), *d.glob("lsk_*.tmp")]:
                 try:
