@@ -7,7 +7,7 @@ a convection–diffusion matrix (bicgstab, gmres with restart 20), the tall ``[L
 per iteration: the best of ``--repeat`` runs after a warm-up run (compiles, caches) of
 each, scipy and lazysparse alternating so both share the machine's load; the ratio is
 lazysparse / scipy (< 1: lazysparse faster). "computes/it" counts ``xp.compute`` calls per
-iteration and "kernels/it" generated-kernel runs (a profiled extra run): each compute pays
+iteration and "backends/it" generated-kernel runs (a profiled extra run): each compute pays
 a per-call overhead, each kernel a pass over its operands and a fresh output.
 Single thread unless ``--threads``.
 
@@ -214,7 +214,7 @@ def main() -> None:
     print(f"threads={os.environ['NUMBA_NUM_THREADS']} side={args.side} "
           f"iters={args.iters} repeat={args.repeat}")
     print("| solver | problem | lazysparse ms/it | scipy ms/it | ratio ls/scipy "
-          "| computes/it | kernels/it | first call s |")
+          "| computes/it | backends/it | first call s |")
     print("|---|---|---|---|---|---|---|---|")
     for case in cases(args.side):
         if only and case.name not in only:

@@ -37,11 +37,11 @@ def pytest_configure(config: pytest.Config) -> None:
 def gpu(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """``"device"``: a real GPU through CuPy (skip without one); ``"emulated"`` under
     ``LAZYSPARSE_GPU_TESTS=emulate``: CuPy and NVRTC replaced by NumPy and the kernel
-    emulator for this test (``tests/kernels/cuda/emulator.py``)."""
-    import lazysparse.kernels.cuda.runtime as rt  # the CUDA backend loads for gpu tests only
+    emulator for this test (``tests/backends/cuda/emulator.py``)."""
+    import lazysparse.backends.cuda.runtime as rt  # the CUDA backend loads for gpu tests only
 
     if GPU_TESTS == "emulate":
-        from tests.kernels.cuda.emulator import CXX, EMULATION
+        from tests.backends.cuda.emulator import CXX, EMULATION
 
         if CXX is None:
             pytest.skip("no host C++ compiler for the kernel emulator")
@@ -51,7 +51,7 @@ def gpu(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
         yield "emulated"
         rt.clear_cache()
         return
-    from lazysparse.kernels.cuda.device import cuda_available
+    from lazysparse.formats.device import cuda_available
 
     if not cuda_available():
         pytest.skip("needs CuPy and a CUDA device")

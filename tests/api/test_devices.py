@@ -6,7 +6,7 @@ Three kinds of tests:
 - plain ones run everywhere (no CuPy needed);
 - ``emulated`` ones run the api end to end on "device" arrays with NumPy standing in for
   CuPy and the CPU emulator of the generated CUDA kernels standing in for
-  ``cupy.RawModule`` (``tests/kernels/cuda/emulator.py``): this checks the api wiring
+  ``cupy.RawModule`` (``tests/backends/cuda/emulator.py``): this checks the api wiring
   (placement, executor choice, results coming back), not a GPU;
 - ``gpu``-marked ones need CuPy and a CUDA device (skipped otherwise).
 """
@@ -25,12 +25,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import lazysparse as xp
-import lazysparse.kernels.cuda.device as dev
-import lazysparse.kernels.cuda.runtime as rt
+import lazysparse.backends.cuda.runtime as rt
+import lazysparse.formats.device as dev
 from lazysparse.api import execution
 from lazysparse.api.building import fresh_alias, fresh_fields
 from lazysparse.api.lazy_array import CPU, Device, LazyArray
-from lazysparse.kernels.cuda.device import DeviceTensor
+from lazysparse.formats.device import DeviceTensor
 from lazysparse.logic.nodes import Immediate, Subquery, Table
 from tests.api.test_random_expressions import PHASES as RANDOM_PHASES
 from tests.api.test_random_expressions import programs as random_programs
@@ -181,7 +181,7 @@ def test_same_device_builds() -> None:
 def _emulation(monkeypatch: pytest.MonkeyPatch) -> None:
     """EMULATION: CuPy replaced by NumPy, ``RawModule`` by the CPU emulator of the
     generated CUDA source; checks the api wiring, not a GPU."""
-    from tests.kernels.cuda.emulator import CXX, EMULATION
+    from tests.backends.cuda.emulator import CXX, EMULATION
 
     if CXX is None:
         pytest.skip("no host C++ compiler for the kernel emulator")

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from numba import njit
 
-from lazysparse.logic.operators import NUMBA_GLOBALS, OPERATORS, Operator, astype_op
+from lazysparse.backends.numba.codegen import NUMBA_GLOBALS
+from lazysparse.logic.operators import OPERATORS, Operator, astype_op
 from tests.logic.op_samples import REPRESENTATIVE_DTYPES, accepts, operand_grid
 
 ALL_OPS: list[Operator] = [*OPERATORS.values(),

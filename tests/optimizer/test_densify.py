@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 import lazysparse as xp
+from lazysparse.backends import execute_plan
 from lazysparse.formats import DensifyError, Tensor, set_densify_limit
-from lazysparse.kernels import execute_plan
 from lazysparse.logic.nodes import Plan, Query, Table
 from lazysparse.optimizer import optimize
 from tests.optimizer.plans import Lz, dense, ew, leaf, oracle, plan_of, reduce, sparse

@@ -46,8 +46,8 @@ def _from_cupy(obj: Any) -> Any:
     import cupy
     import cupyx.scipy.sparse as cps
 
+    from lazysparse.formats.device import DeviceTensor, from_cupyx
     from lazysparse.formats.specs import format_spec
-    from lazysparse.kernels.cuda.device import DeviceTensor, from_cupyx
 
     if cps.issparse(obj):
         return from_cupyx(obj)

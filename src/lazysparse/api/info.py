@@ -41,7 +41,7 @@ class Info:
 
     def devices(self) -> list[Device]:
         """The cpu, then the CUDA device when CuPy sees a GPU (asks CuPy only here)."""
-        from lazysparse.kernels.cuda.device import cuda_devices
+        from lazysparse.formats.device import cuda_devices
 
         return [CPU, *(Device(name) for name in cuda_devices())]
 

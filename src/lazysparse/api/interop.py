@@ -75,7 +75,7 @@ def to_cupyx(x: Any, /) -> Any:
     x = as_array(x, "to_cupyx")
     if x.ndim != 2:
         raise ValueError(f"to_cupyx: cupyx.scipy.sparse holds 2-D arrays, got shape {x.shape}")
-    from lazysparse.kernels.cuda.device import to_cupyx as _to_cupyx
+    from lazysparse.formats.device import to_cupyx as _to_cupyx
 
     if x.device.name != "cuda":
         x = x.to_device("cuda")

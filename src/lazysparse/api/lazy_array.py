@@ -68,7 +68,7 @@ def as_device(device: Any, fname: str) -> Device | None:
         raise ValueError(f"{fname}: unsupported device {device!r}; lazysparse knows 'cpu' "
                          "and 'cuda'")
     if dev.name == "cuda":
-        from lazysparse.kernels.cuda.device import cuda_available
+        from lazysparse.formats.device import cuda_available
 
         if not cuda_available():
             raise ValueError(f"{fname}: {CUDA_REQUIRED}")
@@ -76,7 +76,7 @@ def as_device(device: Any, fname: str) -> Device | None:
 
 
 def is_device_tensor(t: Any) -> bool:
-    """Whether ``t`` is a ``kernels.cuda.DeviceTensor`` (checked without importing CuPy)."""
+    """Whether ``t`` is a ``backends.cuda.DeviceTensor`` (checked without importing CuPy)."""
     return type(t).__name__ == "DeviceTensor" and getattr(t, "device", None) == "cuda"
 
 
@@ -239,11 +239,11 @@ class LazyArray(NumpyMethods, ScipyMethods):
         if device is None:
             device = Device("cuda") if on_gpu else CPU
         if device.name == "cuda" and not on_gpu:
-            from lazysparse.kernels.cuda.device import to_cuda
+            from lazysparse.formats.device import to_cuda
 
             tensor = to_cuda(tensor)
         elif device.name == "cpu" and on_gpu:
-            from lazysparse.kernels.cuda.device import to_host
+            from lazysparse.formats.device import to_host
 
             tensor = to_host(tensor)
 
@@ -378,14 +378,14 @@ class LazyArray(NumpyMethods, ScipyMethods):
         cuda, a host copy of it (the device tensor is ``stored()``)."""
         t = self.stored()
         if is_device_tensor(t):
-            from lazysparse.kernels.cuda.device import to_host
+            from lazysparse.formats.device import to_host
 
             return to_host(t)
         return t
 
     def stored(self) -> Tensor | Any:
         """Compute (once) and return the stored tensor where it lives (a ``Tensor``, or a
-        ``kernels.cuda.DeviceTensor`` on device cuda)."""
+        ``backends.cuda.DeviceTensor`` on device cuda)."""
         self._sync()
         if self._result is None:
             execution.compute(self)
@@ -552,7 +552,7 @@ class LazyArray(NumpyMethods, ScipyMethods):
                    copy: bool | None = None) -> Any:
         kwargs: dict[str, Any] = {}
         if self._device.name == "cuda":
-            from lazysparse.kernels.cuda.device import dense_array
+            from lazysparse.formats.device import dense_array
 
             arr = dense_array(self.stored())
             if stream is not None:
@@ -577,7 +577,7 @@ class LazyArray(NumpyMethods, ScipyMethods):
 
     def to_device(self, device: Any, /, *, stream: Any = None) -> LazyArray:
         """This array on ``device`` (computes it: moving data needs values). ``"cuda"``
-        copies the storage arrays to the GPU (``kernels.cuda.device.to_cuda``), ``"cpu"``
+        copies the storage arrays to the GPU (``formats.device.to_cuda``), ``"cpu"``
         back (``to_host``)."""
         dev = as_device(device, "to_device") if device != self._device else self._device
         if dev is None:

@@ -21,9 +21,9 @@ from lazysparse.engine.plan_cache import clear_plan_cache
 
 
 def clear_cache(*args: object, **kwargs: object) -> object:
-    """Drop compiled kernels from the kernel cache (``lazysparse.kernels.clear_cache``) and
+    """Drop compiled kernels from the kernel cache (``lazysparse.backends.clear_cache``) and
     the optimized plans cached by structure."""
-    from lazysparse.kernels import clear_cache as clear_kernels  # the backend loads lazily
+    from lazysparse.backends import clear_cache as clear_kernels  # the backend loads lazily
 
     clear_plan_cache()
     return clear_kernels(*args, **kwargs)

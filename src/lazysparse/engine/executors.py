@@ -33,8 +33,8 @@ def reference_executor(plan: Plan) -> tuple[Tensor, ...]:
 
 def compiled_executor(plan: Plan) -> tuple[Tensor, ...]:
     """Run ``plan`` through the optimizer (cached by structure) and the generated kernels;
-    a plan of a shape seen before runs its cached program (``kernels.program``)."""
-    from lazysparse.kernels.program import run_cached  # the backend loads on first use
+    a plan of a shape seen before runs its cached program (``backends.program``)."""
+    from lazysparse.backends.program import run_cached  # the backend loads on first use
 
     entry, inputs, params = lookup(plan)
     return run_cached(entry, inputs, params)
@@ -42,8 +42,8 @@ def compiled_executor(plan: Plan) -> tuple[Tensor, ...]:
 
 def cuda_executor(plan: Plan) -> tuple[Tensor, ...]:
     """Run ``plan`` on the GPU: its cached ``cuda`` optimization, host constants moved to
-    the device, the CUDA backend (``kernels.cuda.runtime``); results are ``DeviceTensor`` s."""
-    from lazysparse.kernels.cuda.runtime import execute_plan_cuda  # imports no CuPy
+    the device, the CUDA backend (``backends.cuda.runtime``); results are ``DeviceTensor`` s."""
+    from lazysparse.backends.cuda.runtime import execute_plan_cuda  # imports no CuPy
 
     entry, inputs, params = lookup(plan, "cuda")
     return execute_plan_cuda(_inputs_to_device(entry.plan(inputs, params)))
@@ -53,7 +53,7 @@ def _inputs_to_device(plan: Plan) -> Plan:
     """``plan`` (normal form) with host tensors it reads copied to the GPU: constants the
     api made on the host for a cuda expression (e.g. ``broadcast_to``'s extent); arrays of
     the user were checked to share one device when the expression was built."""
-    from lazysparse.kernels.cuda.device import DeviceTensor, to_cuda
+    from lazysparse.formats.device import DeviceTensor, to_cuda
 
     bodies = []
     for body in plan.bodies:

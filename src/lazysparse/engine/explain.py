@@ -97,10 +97,10 @@ def placeholder(shape: tuple[int, ...], spec: FormatSpec, dtype: Any, fill: Any)
 
 def explain_plan(plan: Plan) -> Explanation:
     """Optimize ``plan`` and describe every kernel of the result."""
-    from lazysparse.kernels import compile_query  # the backend loads on first use
-    from lazysparse.kernels.ordering import sorted_operands
-    from lazysparse.kernels.relayout import is_relayout
-    from lazysparse.kernels.structured_inputs import converted_aliases
+    from lazysparse.backends import compile_query  # the backend loads on first use
+    from lazysparse.compile.ordering import sorted_operands
+    from lazysparse.compile.runners import is_relayout
+    from lazysparse.compile.structured_inputs import converted_aliases
 
     after = optimize(plan)
     schedules = schedule_reports(plan)
@@ -129,8 +129,8 @@ def explain_plan(plan: Plan) -> Explanation:
         if (names := converted_aliases(body, env)):  # structured levels it cannot walk
             line = ((line + "; ") if line else "") + (
                 f"reads {', '.join(names)} as csr-like (a structured level it cannot walk "
-                "here: kernels.structured_inputs)")
-        if is_relayout(k.info):  # kernels.execute.choose_runner picks formats.convert
+                "here: compile.structured_inputs)")
+        if is_relayout(k.info):  # backends.execute.choose_runner picks formats.convert
             line = ((line + "; ") if line else "") + ("runs as a relayout (one counting-sort "
                                                       "pass, formats.convert); the kernel "
                                                       "below is not used")

@@ -10,22 +10,21 @@ Code-form conventions:
   (``"({0} + {1})"``) or callables ``(operand_dtypes) -> template`` when the form depends on
   the dtypes. Arguments are already cast to :meth:`Operator.operand_dtypes`; the kernel casts
   the value to :meth:`Operator.result_dtype`.
-- Numba forms may use the names in :data:`NUMBA_GLOBALS` (``np``, ``math``, ``cmath``, ``lsops`` =
-  :mod:`lazysparse.logic.numba_ops`) and assume ``njit(error_model="numpy")``.
-- CUDA forms may use the ``__device__`` helpers of :data:`lazysparse.logic.cuda_ops.CUDA_PRELUDE`.
+- Numba forms may use the names in ``backends.numba.codegen.NUMBA_GLOBALS`` (``np``,
+  ``math``, ``cmath``, ``lsops`` = :mod:`lazysparse.backends.numba.ops`) and assume
+  ``njit(error_model="numpy")``.
+- CUDA forms may use the ``__device__`` helpers of
+  :data:`lazysparse.backends.cuda.ops.CUDA_PRELUDE`.
 """
 
 from __future__ import annotations
 
-import cmath
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from lazysparse.logic import numba_ops
 from lazysparse.logic.dtypes import (
     BOOL,
     accepts_kind,
@@ -39,8 +38,6 @@ from lazysparse.logic.dtypes import (
     result_type,
     scalar_as,
 )
-
-NUMBA_GLOBALS: dict[str, Any] = {"np": np, "math": math, "cmath": cmath, "lsops": numba_ops}
 
 DtypeValue = Callable[[np.dtype], Any]
 CodeForm = str | Callable[[tuple[np.dtype, ...]], str]
@@ -475,7 +472,7 @@ REDUCTIONS = _internal_ops.REDUCTIONS
 astype_op = _internal_ops.astype_op
 
 __all__ = [
-    "ELEMENTWISE_FUNCTIONS", "NUMBA_GLOBALS", "OPERATORS", "REDUCTIONS", "ElementwiseFunction",
+    "ELEMENTWISE_FUNCTIONS", "OPERATORS", "REDUCTIONS", "ElementwiseFunction",
     "Operator", "Selection", "aggregate_dtype", "aggregate_fill", "astype_op", "get_operator",
     "mapjoin_fill", "register",
 ]
