@@ -245,7 +245,8 @@ def test_combine_runs_one_thread_per_output() -> None:
 
 def test_importing_the_backend_does_not_import_cupy() -> None:
     code = ("import sys, lazysparse, lazysparse.backends.cuda as c; "
-            "from lazysparse.backends.cuda import runtime, nvcc; from lazysparse.formats import device; "
+            "from lazysparse.backends.cuda import runtime, nvcc; "
+            "from lazysparse.formats import device; "
             "assert 'cupy' not in sys.modules; print(c.cuda_available())")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120)
