@@ -12,7 +12,7 @@ import pytest
 from helpers import F, acc, agg, compute, dense, mj, plan, tensor
 
 from lazysparse.backends import compile_query, execute_plan
-from lazysparse.backends.execute import structure_key
+from lazysparse.backends.numba.kernel import structure_key
 from lazysparse.compile.analysis import analyze_query
 from lazysparse.compile.workspace import OutputMode
 from lazysparse.logic import check_normal_form, interpret

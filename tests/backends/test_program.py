@@ -23,13 +23,13 @@ def compiled(monkeypatch: pytest.MonkeyPatch) -> None:
 def analyses(monkeypatch: pytest.MonkeyPatch) -> list[object]:
     """Counts the full-path analyses the program makes."""
     calls: list[object] = []
-    real = program.analyze_readable
+    real = program.decide_query
 
     def counting(query: object, env: object) -> object:
         calls.append(query)
         return real(query, env)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(program, "analyze_readable", counting)
+    monkeypatch.setattr(program, "decide_query", counting)
     return calls
 
 

@@ -1,191 +1,34 @@
-"""Public entry points: ``compile_query(query, env) -> Kernel`` and ``execute_plan(plan)``.
+"""Public entry points: ``compile_query(query, env) -> Kernel`` and ``execute_plan(plan)``,
+and the one place a query's runner is chosen (:func:`choose_runner`).
 
-A :class:`Kernel` is keyed by the query's structure (operand formats, dtypes and fill
-values, operators, loop order, output format) — never by data or by the values of scalar
-constants, which are passed as arguments. Small all-dense kernels run on NumPy instead.
+Each compute query's decisions are taken once (:func:`decide_query`: operand layouts,
+``compile.decisions.QueryDecisions``) and its runner chosen once and recorded there: NumPy
+for small all-dense queries, run-length execution, the formats stage for a relayout, else
+the compiled Numba kernel (``backends.numba.kernel``).
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
-from lazysparse.backends import host
 from lazysparse.backends.host import run_plan
 from lazysparse.backends.numba import cache
-from lazysparse.backends.numba.codegen import eval_size, hoist_workspaces, module_src
-from lazysparse.backends.numba.cpu_host import WorkspacePool, chunks, no_workspaces, run_chunks
+from lazysparse.backends.numba.kernel import Kernel, cached_kernel, compiles
 from lazysparse.backends.numpy_executor import run_numpy
 from lazysparse.backends.relayout import run_relayout
 from lazysparse.backends.run_length import run_run_length
-from lazysparse.compile.analysis import (
-    DENSE_FILL,
-    KernelInfo,
-    PAccess,
-    PApply,
-    PConst,
-    PNode,
-    QueryData,
-    fill_key,
+from lazysparse.compile.analysis import KernelInfo, QueryData
+from lazysparse.compile.decisions import QueryDecisions
+from lazysparse.compile.runners import (
+    Runner,
+    is_relayout,
+    numpy_eligible,
+    run_length_eligible,
 )
-from lazysparse.compile.coiterate import fold_levels, fold_value
-from lazysparse.compile.hash_workspace import prefer_hash_workspace
-from lazysparse.compile.loop_ir import Alloc, format_function
-from lazysparse.compile.lower import Lowered, lower
-from lazysparse.compile.params import bind
-from lazysparse.compile.runners import is_relayout, numpy_eligible, run_length_eligible
-from lazysparse.compile.stored_fill import drop_stored_fills
-from lazysparse.compile.structured_inputs import analyze_readable
-from lazysparse.compile.workspace import OutputMode
-from lazysparse.formats.specs import FormatSpec
+from lazysparse.compile.structured_inputs import decide_layouts
 from lazysparse.formats.tensor import Tensor
 from lazysparse.logic.nodes import Alias, Plan, Query
-
-# the dispatcher statistics already counted into cache.STATS, by dispatcher (generated
-# modules live as long as the process, so their dispatchers' ids stay theirs)
-_COUNTED: dict[int, tuple[int, int]] = {}
-
-
-def _stat_sums(disp: Any) -> tuple[int, int]:
-    st = disp.stats
-    return sum(st.cache_hits.values()), sum(st.cache_misses.values())
-
-
-@dataclass
-class Kernel:
-    """A compiled normal-form query: its loop order, output format, inputs and source."""
-
-    key: str
-    info: KernelInfo
-    lowered: Lowered
-    source: str
-    loop_ir: str
-    inputs: tuple[str, ...]
-    # per function name, the workspaces the host passes as trailing arguments
-    # (``codegen_numba.hoist_workspaces``)
-    host_ws: dict[str, tuple[Alloc, ...]] = field(default_factory=dict, repr=False)
-    _mod: Any = field(default=None, repr=False)
-    _ws_pool: WorkspacePool = field(default_factory=WorkspacePool, repr=False)
-
-    def workspaces(self, fn: str, args: list[Any]) -> Callable[[], tuple[Any, ...]]:
-        """A maker of one worker's workspace arrays for function ``fn`` (see
-        :class:`~lazysparse.backends.numba.cpu_host.WorkspacePool`: reused across calls)."""
-        allocs = self.host_ws.get(fn, ())
-        if not allocs:
-            return no_workspaces
-        env = dict(zip(self.lowered.params, args, strict=True))
-        specs = tuple((eval_size(a.size, env), np.dtype(a.dtype), a.fill) for a in allocs)
-        return self._ws_pool.maker(fn, specs)
-
-    @property
-    def loop_order(self) -> tuple[str, ...]:
-        """Loop fields, outermost first."""
-        return self.info.loop_order
-
-    @property
-    def output_format(self) -> FormatSpec:
-        """The result's storage format."""
-        return self.info.out_spec
-
-    @property
-    def module(self) -> Any:
-        """The generated module (imported from the disk cache on first use)."""
-        if self._mod is None:
-            self._mod = cache.load_module(self.key, self.source)
-        return self._mod
-
-    def chunks(self, data: QueryData) -> int:
-        """How many chunks a call on ``data`` splits the outermost loop into at the current
-        thread count (1: it runs in order; ``compile.parallel.chunk_count``)."""
-        return chunks(self, data, kernel_args(self, data))
-
-    def __call__(self, data: QueryData) -> Tensor:
-        """Run on the query's data and assemble the result tensor."""
-        args = kernel_args(self, data)
-        fns = [getattr(self.module, f.name) for f in self.lowered.functions]
-        counts = [len(f.overloads) for f in fns]
-        res = run_chunks(self, data, args)
-        for f, c in zip(fns, counts, strict=True):
-            if len(f.overloads) != c:  # a new specialization: compiled or loaded from disk
-                h0, m0 = _COUNTED.get(id(f), (0, 0))
-                h1, m1 = _COUNTED[id(f)] = _stat_sums(f)
-                cache.STATS["disk_loaded"] += h1 - h0
-                cache.STATS["compiled"] += m1 - m0
-        return assemble(self, data, res)
-
-
-def structure_key(info: KernelInfo, data: QueryData) -> tuple[Any, ...]:
-    """In-memory cache key: the kernel structure, the result fill value's identity and
-    whether skipped reduction entries may be folded in by the host (needs the runtime
-    constants to agree on the skipped value; see ``coiterate.fold_value``). An epilogue's
-    result fill follows its constants, which no loop compares: the reduction's is keyed.
-    Last, whether a scattered row goes through a hash workspace (``compile.hash_workspace``)."""
-    return (info, out_fill_key(info, data), fold_ok(info, data),
-            prefer_hash_workspace(info, data))
-
-
-def out_fill_key(info: KernelInfo, data: QueryData) -> Any:
-    """The result fill's part of the kernel key: only loops over sparse operands compare
-    it (``coiterate._may_skip``), so an all-dense kernel with a dense output ignores it."""
-    if all(p.full for p in info.out_spec.level_properties()) and \
-            all(k == DENSE_FILL for k in info.fill_keys):
-        return DENSE_FILL
-    return fill_key(data.init if info.epilogue is not None else data.out_fill)
-
-
-def fold_ok(info: KernelInfo, data: QueryData) -> bool:
-    """Whether this call's reduction may skip coordinates and fold their value in on the
-    host (``coiterate.fold_levels``, with the constants agreeing: ``fold_value``)."""
-    if info.reduce_op is None:
-        return False
-    fills = tuple(t.fill_value for t in data.tensors)
-    levels = fold_levels(info, fills, data.out_fill)
-    return levels is not None and fold_value(info, levels, fills, data.consts)[0]
-
-
-def reassoc_ok(info: KernelInfo) -> bool:
-    """Whether the kernel may let LLVM reassociate float arithmetic: a real float sum of
-    products of same-dtype operands and constants, or ``where`` choosing between such
-    products (a masked contraction: ``where(S != 0, U @ V.T, 0) * S``); only the summation
-    order changes, as in any BLAS."""
-    rop = info.reduce_op
-    if rop is None or rop.name != "add" or info.acc_dtype.kind != "f":
-        return False
-
-    def products(n: PNode) -> bool:
-        if isinstance(n, PAccess | PConst):
-            return n.dtype == info.acc_dtype
-        if isinstance(n, PApply) and n.dtype == info.acc_dtype:
-            if n.op.name == "multiply":
-                return all(products(a) for a in n.args)
-            if n.op.name == "where":  # the condition takes no part in the arithmetic
-                return all(products(a) for a in n.args[1:])
-        return False
-
-    return products(info.expr)
-
-
-def build_kernel(info: KernelInfo, data: QueryData, key: tuple[Any, ...]) -> Kernel:
-    """Lower, generate and wrap the kernel of ``info`` (``key``: its ``structure_key``;
-    the module compiles, or loads from the disk cache, on its first call)."""
-    fills = tuple(t.fill_value for t in data.tensors)
-    lowered = lower(info, fills, data.out_fill, fold=bool(key[2]), hash_ws=bool(key[3]),
-                    drop_fill=True)
-    text = "\n\n".join(format_function(f) for f in lowered.functions)
-    # only a scalar accumulator's loop can become a vector reduction; in-place scatters
-    # (A^T x) measured no faster, so they keep strict order
-    fast = reassoc_ok(info) and lowered.output.acc_depth is not None
-    fns, host_ws = hoist_workspaces(lowered.functions, lowered.signature.extent_names())
-    digest = cache.source_hash(module_src(fns, "", fast))
-    source = module_src(fns, digest, fast)
-    cache.STATS["generated"] += 1
-    return Kernel(digest, info, lowered, source, text,
-                  tuple(o.alias for o in info.operands), host_ws)
-
 
 HostRunner = Callable[[KernelInfo, QueryData], Tensor]
 
@@ -195,70 +38,85 @@ def _numpy(info: KernelInfo, data: QueryData) -> Tensor:
     return run_numpy(info, data)
 
 
-def cached_kernel(info: KernelInfo, data: QueryData) -> Kernel:
-    """The compiled kernel of a query, from the in-memory cache or built once."""
-    key = structure_key(info, data)
-    k = cache.memory_get(key)
-    if k is None:
-        k = build_kernel(info, data, key)
-        cache.memory_put(key, k)
-    return k
+def host_runner(runner: Runner) -> HostRunner:
+    """The function that runs a query on ``runner`` where no compiled kernel does."""
+    match runner:
+        case Runner.NUMPY:
+            return _numpy
+        case Runner.RUN_LENGTH:
+            return run_run_length
+        case Runner.RELAYOUT:
+            return run_relayout
+    raise ValueError(f"runner {runner} runs a compiled kernel")
 
 
-def choose_runner(info: KernelInfo, data: QueryData, *, allow_numpy: bool = True
-                  ) -> tuple[Kernel | None, HostRunner | None]:
-    """What runs a query: NumPy for small all-dense ones, the formats stage for a
-    relayout, else the compiled kernel (exactly one of the two is not None)."""
+def _cheaper_runner(info: KernelInfo, data: QueryData, allow_numpy: bool) -> Runner | None:
+    """The runner other than a compiled kernel that takes the query, if one does."""
     if allow_numpy and numpy_eligible(info, data):
-        return None, _numpy
+        return Runner.NUMPY
     if allow_numpy and run_length_eligible(info, data):
-        return None, run_run_length
+        return Runner.RUN_LENGTH
     if is_relayout(info):
-        return None, run_relayout
-    k = cached_kernel(info, data)
+        return Runner.RELAYOUT
+    return None
+
+
+def choose_runner(d: QueryDecisions, *, allow_numpy: bool = True
+                  ) -> tuple[QueryDecisions, Kernel | None]:
+    """What runs a query, recorded in its decisions: NumPy for small all-dense ones,
+    run-length execution, the formats stage for a relayout, else the compiled kernel
+    (returned with it; None otherwise)."""
+    cheaper = _cheaper_runner(d.info, d.data, allow_numpy)
+    if cheaper is not None:
+        return d.with_runner(cheaper), None
+    k = cached_kernel(d)
     if compiles(k.source):
-        return k, None
+        return d.with_runner(Runner.COMPILED), k
     # Python refuses more than 20 nested blocks in a function (a loop per axis of a ~20-d
     # array): NumPy runs an all-dense kernel at any size; nothing runs a sparse one
-    if numpy_eligible(info, data, any_size=True):
-        return None, _numpy
+    if numpy_eligible(d.info, d.data, any_size=True):
+        return d.with_runner(Runner.NUMPY), None
     raise NotImplementedError(
-        f"a kernel of {len(info.loop_order)} nested loops is more than Python compiles "
+        f"a kernel of {len(d.info.loop_order)} nested loops is more than Python compiles "
         f"(too many statically nested blocks); compute the sparse operands with fewer "
         f"dimensions (reshape) or as dense arrays")
 
 
-# Python's limit on statically nested blocks in one function (CPython's CO_MAXBLOCKS)
-MAX_NESTED_BLOCKS = 20
+def decide_query(query: Query, env: dict[Alias, Any], *, allow_numpy: bool = True
+                 ) -> tuple[QueryDecisions, Kernel | None]:
+    """Every decision about one compute query, once: its operands' layouts, its runner,
+    and its compiled kernel where that runs it."""
+    return choose_runner(decide_layouts(query, env), allow_numpy=allow_numpy)
 
 
-@functools.lru_cache(maxsize=1024)
-def compiles(source: str) -> bool:
-    """Whether Python compiles a generated module: False only for ``too many statically
-    nested blocks`` (an indentation deeper than the limit is compiled to find out)."""
-    depth = max(((len(ln) - len(ln.lstrip(" "))) // 4 for ln in source.splitlines()
-                 if ln.strip()), default=0)
-    if depth - 1 <= MAX_NESTED_BLOCKS:  # the ``def`` body's level is not a block
-        return True
+def explain_query(query: Query, env: dict[Alias, Any]) -> tuple[QueryDecisions, Kernel]:
+    """A query's decisions and its compiled kernel, built even where another runner takes
+    the query (``xp.explain`` shows its source); the runner is None where nothing can
+    run it."""
+    d = decide_layouts(query, env)
     try:
-        compile(source, "<lazysparse kernel>", "exec")
-    except SyntaxError as exc:
-        if "too many statically nested blocks" in str(exc):
-            return False
-        raise
-    return True
+        d, k = choose_runner(d)
+    except NotImplementedError:
+        k = None
+    return d, k if k is not None else cached_kernel(d)
+
+
+def run_decided(d: QueryDecisions, kernel: Kernel | None) -> Tensor:
+    """Run a decided query on its runner (``kernel``: the compiled one's)."""
+    if kernel is not None:
+        return kernel(d.data)
+    assert d.runner is not None
+    return host_runner(d.runner)(d.info, d.data)
 
 
 def compile_query(query: Query, env: dict[Alias, Any]) -> Kernel:
     """The kernel of one normal-form compute query (env maps Alias -> Tensor)."""
-    return cached_kernel(*analyze_readable(query, env))
+    return cached_kernel(decide_layouts(query, env))
 
 
 def run_query(query: Query, env: dict[Alias, Any], *, allow_numpy: bool = True) -> Tensor:
     """Evaluate one compute query (see :func:`choose_runner`)."""
-    info, data = analyze_readable(query, env)
-    kernel, host = choose_runner(info, data, allow_numpy=allow_numpy)
-    return kernel(data) if kernel is not None else host(info, data)  # type: ignore[misc]
+    return run_decided(*decide_query(query, env, allow_numpy=allow_numpy))
 
 
 def _check_input(alias: Alias, t: Any) -> None:
@@ -271,24 +129,5 @@ def execute_plan(plan: Plan) -> tuple[Tensor, ...]:
     return run_plan(plan, run_query, _check_input)
 
 
-# ---------------------------------------------------------------------- arguments
-
-def kernel_args(k: Kernel, data: QueryData) -> list[Any]:
-    """Positional arguments of the kernel, in ``Lowered.signature`` order."""
-    return bind(k.lowered.signature, k.info, data, k.lowered.output)
-
-
-def _make_tensor(shape: tuple[int, ...], levels: list[Any], mode_order: Any, values: Any,
-                 fill: Any, spec: FormatSpec) -> Tensor:
-    return Tensor(shape, levels, mode_order, values, fill, format=spec, check=False)
-
-
-def assemble(k: Kernel, data: QueryData, res: tuple[Any, ...]) -> Tensor:
-    """Wrap the kernel's returned arrays as the result Tensor (a shared pattern's entries
-    that computed the fill are dropped: ``stored_fill.drop_stored_fills``)."""
-    lw = k.lowered
-    # a shared output also returns how many values each chunk found equal to the fill
-    some = (lw.output.mode is OutputMode.SHARED and lw.drop_fill is not None
-            and bool(res[1].any()))
-    return host.assemble(k.info, data, lw.output, res, _make_tensor,
-                         drop_stored_fills if some else None)
+__all__ = ["HostRunner", "Kernel", "choose_runner", "compile_query", "decide_query",
+           "execute_plan", "explain_query", "host_runner", "run_decided", "run_query"]

@@ -1,7 +1,7 @@
 """Re-running plans of a known shape: a :class:`Program` per cached optimized plan.
 
-The first run of a plan shape analyses each compute query (``analyze_query``), picks its
-kernel (or the NumPy executor) and derives a :class:`Recipe`: which environment entries
+The first run of a plan shape decides each compute query once (``execute.decide_query``:
+its layouts, runner and kernel) and derives a :class:`Recipe`: which environment entries
 are its operands, which plan parameters are its constants, where each loop extent comes
 from. Later runs bind tensors and constants by those recipes and call the kernel: no walk
 of the query, no dtype inference, no structural key. A recipe is used only while the
@@ -19,12 +19,12 @@ import numpy as np
 
 from lazysparse.backends.execute import (
     HostRunner,
-    Kernel,
-    choose_runner,
+    decide_query,
     execute_plan,
-    fold_ok,
-    out_fill_key,
+    host_runner,
+    run_decided,
 )
+from lazysparse.backends.numba.kernel import Kernel, fold_ok, out_fill_key
 from lazysparse.compile.analysis import (
     DENSE_FILL,
     KernelInfo,
@@ -33,7 +33,6 @@ from lazysparse.compile.analysis import (
     decisions_hold,
     eval_fill,
 )
-from lazysparse.compile.structured_inputs import analyze_readable
 from lazysparse.formats.dtypes import fill_key
 from lazysparse.formats.ordering import canonical, ordered
 from lazysparse.logic.nodes import (
@@ -308,12 +307,12 @@ class Program:
                    params: tuple[Any, ...]) -> Any:
         """Run ``query`` through the full path and remember its recipe (once per query:
         a query whose recipe failed its checks keeps the full path)."""
-        info, data = analyze_readable(query, env)
-        kernel, host = choose_runner(info, data)
+        d, kernel = decide_query(query, env)
         if j not in self.recipes:
+            host = None if kernel is not None else host_runner(d.runner)  # type: ignore[arg-type]
             aliases = {a.name: a for _, a in (*self.inputs, *self.queries)}
-            self.recipes[j] = _recipe(template, info, data, kernel, host, params, aliases)
-        return host(info, data) if kernel is None else kernel(data)
+            self.recipes[j] = _recipe(template, d.info, d.data, kernel, host, params, aliases)
+        return run_decided(d, kernel)
 
 
 def run_cached(entry: Any, inputs: list[Any], params: tuple[Any, ...]) -> tuple[Any, ...]:

@@ -244,29 +244,35 @@ def written_spec(spec: FormatSpec) -> FormatSpec:
     return FormatSpec(spec.name, out, spec.mode_order)
 
 
-def analyze_query(query: Query, env: dict[Alias, Any]) -> tuple[KernelInfo, QueryData]:
-    """Split a normal-form compute query into its structure and its runtime data."""
-    spec, body = _unwrap_query(query)
-    body, axes = result_reorder(body)
-    epi_body: Any = None
-    if isinstance(body, MapJoin) and epilogue_aggregate(body) is not None:
-        epi_body, body = body, epilogue_aggregate(body)
-    reduce_op: Operator | None = None
-    init: Any = None
-    reduced: tuple[str, ...] = ()
-    if isinstance(body, Aggregate):
-        if not (isinstance(body.op, Immediate) and isinstance(body.op.val, Operator)):
-            raise TypeError(f"Aggregate.op must be Immediate(Operator), got {body.op!r}")
-        reduce_op, init = body.op.val, body.init.val
-        if reduce_op.nargs != 2:
-            raise ValueError(f"reduction operator {reduce_op.name} is not binary")
-        reduced = tuple(f.name for f in body.idxs)
-        body = body.arg
-    if not isinstance(body, Reorder):
-        raise ValueError(f"normal form needs Reorder(pointwise, loop_order), got {body!r}")
-    loop_order = tuple(f.name for f in body.idxs)
-    if len(set(loop_order)) != len(loop_order):
-        raise ValueError(f"loop order {loop_order} repeats a field")
+@dataclass(frozen=True)
+class _Shape:
+    """A normal-form body taken apart: the pointwise body, an epilogue around the
+    reduction (or None), the reduction, the loop order and the result axes."""
+
+    body: Any  # the pointwise expression (``Reorder``'s argument)
+    epilogue: Any  # the ``MapJoin`` mapping the reduced value, or None
+    reduce_op: Operator | None
+    init: Any
+    reduced: tuple[str, ...]
+    loop_order: tuple[str, ...]
+    out_fields: tuple[str, ...]
+
+
+def _reduction(body: Any) -> tuple[Operator | None, Any, tuple[str, ...], Any]:
+    """``(op, init, reduced fields, argument)`` of an ``Aggregate`` body, else no reduction."""
+    if not isinstance(body, Aggregate):
+        return None, None, (), body
+    if not (isinstance(body.op, Immediate) and isinstance(body.op.val, Operator)):
+        raise TypeError(f"Aggregate.op must be Immediate(Operator), got {body.op!r}")
+    reduce_op, init = body.op.val, body.init.val
+    if reduce_op.nargs != 2:
+        raise ValueError(f"reduction operator {reduce_op.name} is not binary")
+    return reduce_op, init, tuple(f.name for f in body.idxs), body.arg
+
+
+def _result_fields(loop_order: tuple[str, ...], reduced: tuple[str, ...], axes: Any,
+                   spec: FormatSpec) -> tuple[str, ...]:
+    """The result's axes: the loop order less the reduced fields, or a RESULT reorder's."""
     for r in reduced:
         if r not in loop_order:
             raise ValueError(f"reduced field {r!r} is not in the loop order {loop_order}")
@@ -279,124 +285,187 @@ def analyze_query(query: Query, env: dict[Alias, Any]) -> tuple[KernelInfo, Quer
     if spec.ndim != len(out_fields):
         raise ValueError(f"output format {spec} has {spec.ndim} levels but the query has "
                          f"{len(out_fields)} result axes {out_fields}")
+    return out_fields
 
-    operands: list[OperandInfo] = []
-    tensors: list[Any] = []
-    consts: list[Any] = []
-    const_dtypes: list[np.dtype] = []
-    extents: dict[str, int] = {}
 
-    def note_extent(fld: str, n: int, what: str) -> None:
-        if extents.setdefault(fld, n) != n:
-            raise ValueError(f"field {fld!r} has extent {extents[fld]} but {what} gives {n}")
+def _shape(spec: FormatSpec, body: Any) -> _Shape:
+    """Take a normal-form body apart (see :class:`_Shape`), checking its form."""
+    body, axes = result_reorder(body)
+    epi_body: Any = None
+    if isinstance(body, MapJoin) and epilogue_aggregate(body) is not None:
+        epi_body, body = body, epilogue_aggregate(body)
+    reduce_op, init, reduced, body = _reduction(body)
+    if not isinstance(body, Reorder):
+        raise ValueError(f"normal form needs Reorder(pointwise, loop_order), got {body!r}")
+    loop_order = tuple(f.name for f in body.idxs)
+    if len(set(loop_order)) != len(loop_order):
+        raise ValueError(f"loop order {loop_order} repeats a field")
+    out_fields = _result_fields(loop_order, reduced, axes, spec)
+    return _Shape(body.arg, epi_body, reduce_op, init, reduced, loop_order, out_fields)
 
-    seen: dict[tuple[Alias, tuple[Field, ...]], PAccess] = {}
 
-    def walk(node: Any) -> PNode:
+def _operand_levels(t: Tensor, names: tuple[str, ...]) -> tuple[LevelInfo, ...]:
+    """Each level of operand ``t`` (relabelled with ``names``) as code generation sees it."""
+    return tuple(
+        LevelInfo(names[t.mode_order[k]], props, lv.capabilities, lv.kind,
+                  getattr(lv, "block", None))
+        for k, (lv, props) in enumerate(zip(t.levels, iteration_properties(t), strict=True)))
+
+
+class _Reader:
+    """Reads a pointwise tree into :class:`PNode` s, collecting the operands (one slot per
+    distinct access), their tensors, the scalar constants and every field's extent."""
+
+    def __init__(self, env: dict[Alias, Any], loop_order: tuple[str, ...]) -> None:
+        self.env = env
+        self.loop_order = loop_order
+        self.operands: list[OperandInfo] = []
+        self.tensors: list[Any] = []
+        self.consts: list[Any] = []
+        self.const_dtypes: list[np.dtype] = []
+        self.extents: dict[str, int] = {}
+        self.seen: dict[tuple[Alias, tuple[Field, ...]], PAccess] = {}
+        self.result: PResult | None = None  # what an epilogue's Aggregate reads
+
+    def note_extent(self, fld: str, n: int, what: str) -> None:
+        """Record field ``fld``'s extent ``n`` (from ``what``); all must agree."""
+        if self.extents.setdefault(fld, n) != n:
+            raise ValueError(f"field {fld!r} has extent {self.extents[fld]} but {what} "
+                             f"gives {n}")
+
+    def walk(self, node: Any) -> PNode:
+        """The pointwise tree of ``node``."""
         match node:
-            case Relabel(arg=Alias() as alias, idxs=idxs) if (alias, idxs) in seen:
+            case Relabel(arg=Alias() as alias, idxs=idxs) if (alias, idxs) in self.seen:
                 # the same access read twice (``where(S != 0, x, 0) * S``) is one operand:
                 # one driver instead of a merge of a level with itself
-                return seen[(alias, idxs)]
+                return self.seen[(alias, idxs)]
             case Relabel(arg=Alias() as alias, idxs=idxs):
-                if alias not in env:
-                    raise ValueError(f"alias {alias.name!r} is not bound in the environment")
-                t = env[alias]
-                if not (hasattr(t, "levels") and hasattr(t, "mode_order")):
-                    raise TypeError(f"alias {alias.name!r} is bound to a "
-                                    f"{type(t).__name__}, expected a lazysparse Tensor")
-                names = tuple(f.name for f in idxs)
-                if len(names) != t.ndim:
-                    raise ValueError(f"{alias.name} has ndim {t.ndim}, relabelled with {names}")
-                for ax, fld in enumerate(names):
-                    if fld not in loop_order:
-                        raise ValueError(f"field {fld!r} of {alias.name} is not in the loop "
-                                         f"order {loop_order}")
-                    note_extent(fld, t.shape[ax], f"axis {ax} of {alias.name}")
-                lvls = tuple(
-                    LevelInfo(names[t.mode_order[k]], props, lv.capabilities, lv.kind,
-                              getattr(lv, "block", None))
-                    for k, (lv, props) in enumerate(zip(t.levels, iteration_properties(t),
-                                                        strict=True)))
-                pos = [loop_order.index(lv.field) for lv in lvls]
-                if pos != sorted(pos):
-                    raise ValueError(
-                        f"access {alias.name}{names} is not concordant: its storage order "
-                        f"{tuple(lv.field for lv in lvls)} is not a subsequence of the loop "
-                        f"order {loop_order}")
-                slot = len(operands)
-                # a fully dense operand's fill value is never read by a kernel: leaving it
-                # out of the structure lets dense iterates whose fill drifts with constants
-                # (``r + beta * p``) share one kernel
-                fkey = (DENSE_FILL if all(lv.located for lv in lvls)
-                        else fill_key(t.fill_value))
-                operands.append(OperandInfo(slot, alias.name, names, lvls, np.dtype(t.dtype),
-                                            fkey))
-                tensors.append(t)
-                seen[(alias, idxs)] = PAccess(slot, np.dtype(t.dtype))
-                return seen[(alias, idxs)]
+                return self.access(alias, idxs)
             case Immediate(val=val):
-                if isinstance(val, Operator):
-                    raise ValueError("an operator Immediate cannot be a pointwise value")
-                arr = np.asarray(val)
-                if arr.ndim != 0 or arr.dtype.kind not in "biufc":
-                    raise TypeError(f"pointwise Immediate must be a numeric scalar, got {val!r}")
-                consts.append(val)
-                const_dtypes.append(arr.dtype)
-                return PConst(len(consts) - 1, arr.dtype)
+                return self.constant(val)
             case Field(name=name):
-                if name not in loop_order:
+                if name not in self.loop_order:
                     raise ValueError(f"field {name!r} used as a value is not in the loop order")
                 return PField(name)
-            case Aggregate() if epi_body is not None:
-                return PResult(acc_dtype)
+            case Aggregate() if self.result is not None:
+                return self.result
             case MapJoin(op=Immediate(val=Operator() as op), args=args):
-                if op.nargs == 2 and len(args) > 2 and op.associative:
-                    # n-ary mapjoin of an associative binary op: fold left
-                    return walk(MapJoin(node.op, (MapJoin(node.op, tuple(args[:-1])),
-                                                  args[-1])))
-                kids = tuple(walk(a) for a in args)
-                dts = tuple(_value_dtype(k, consts) for k in kids)
-                opds = tuple(np.dtype(d) for d in op.operand_dtypes(*dts))
-                ann, sel = _fill_algebra(op, kids, opds, tensors, consts)
-                return PApply(op, kids, opds, np.dtype(op.result_dtype(*dts)), ann, sel,
-                              _uniform_selection(op, kids, opds, tensors, consts))
+                return self.apply(node, op, args)
         raise ValueError(f"not a normal-form pointwise expression: {node!r}")
 
-    expr = walk(body.arg)
-    for fld in loop_order:
+    def _tensor(self, alias: Alias, idxs: tuple[Field, ...]) -> tuple[Any, tuple[str, ...]]:
+        """The tensor bound to ``alias`` and its access's field names, checked."""
+        if alias not in self.env:
+            raise ValueError(f"alias {alias.name!r} is not bound in the environment")
+        t = self.env[alias]
+        if not (hasattr(t, "levels") and hasattr(t, "mode_order")):
+            raise TypeError(f"alias {alias.name!r} is bound to a "
+                            f"{type(t).__name__}, expected a lazysparse Tensor")
+        names = tuple(f.name for f in idxs)
+        if len(names) != t.ndim:
+            raise ValueError(f"{alias.name} has ndim {t.ndim}, relabelled with {names}")
+        for ax, fld in enumerate(names):
+            if fld not in self.loop_order:
+                raise ValueError(f"field {fld!r} of {alias.name} is not in the loop "
+                                 f"order {self.loop_order}")
+            self.note_extent(fld, t.shape[ax], f"axis {ax} of {alias.name}")
+        return t, names
+
+    def access(self, alias: Alias, idxs: tuple[Field, ...]) -> PAccess:
+        """A new operand: ``alias`` read at ``idxs``."""
+        t, names = self._tensor(alias, idxs)
+        lvls = _operand_levels(t, names)
+        pos = [self.loop_order.index(lv.field) for lv in lvls]
+        if pos != sorted(pos):
+            raise ValueError(
+                f"access {alias.name}{names} is not concordant: its storage order "
+                f"{tuple(lv.field for lv in lvls)} is not a subsequence of the loop "
+                f"order {self.loop_order}")
+        slot = len(self.operands)
+        # a fully dense operand's fill value is never read by a kernel: leaving it out of
+        # the structure lets dense iterates whose fill drifts with constants
+        # (``r + beta * p``) share one kernel
+        fkey = DENSE_FILL if all(lv.located for lv in lvls) else fill_key(t.fill_value)
+        self.operands.append(OperandInfo(slot, alias.name, names, lvls, np.dtype(t.dtype),
+                                         fkey))
+        self.tensors.append(t)
+        self.seen[(alias, idxs)] = PAccess(slot, np.dtype(t.dtype))
+        return self.seen[(alias, idxs)]
+
+    def constant(self, val: Any) -> PConst:
+        """A scalar constant: the next kernel argument."""
+        if isinstance(val, Operator):
+            raise ValueError("an operator Immediate cannot be a pointwise value")
+        arr = np.asarray(val)
+        if arr.ndim != 0 or arr.dtype.kind not in "biufc":
+            raise TypeError(f"pointwise Immediate must be a numeric scalar, got {val!r}")
+        self.consts.append(val)
+        self.const_dtypes.append(arr.dtype)
+        return PConst(len(self.consts) - 1, arr.dtype)
+
+    def apply(self, node: MapJoin, op: Operator, args: tuple[Any, ...]) -> PNode:
+        """``op`` of its arguments' trees, with its fill-time algebra."""
+        if op.nargs == 2 and len(args) > 2 and op.associative:
+            # n-ary mapjoin of an associative binary op: fold left
+            return self.walk(MapJoin(node.op, (MapJoin(node.op, tuple(args[:-1])), args[-1])))
+        kids = tuple(self.walk(a) for a in args)
+        dts = tuple(_value_dtype(k, self.consts) for k in kids)
+        opds = tuple(np.dtype(d) for d in op.operand_dtypes(*dts))
+        ann, sel = _fill_algebra(op, kids, opds, self.tensors, self.consts)
+        return PApply(op, kids, opds, np.dtype(op.result_dtype(*dts)), ann, sel,
+                      _uniform_selection(op, kids, opds, self.tensors, self.consts))
+
+
+def analyze_query(query: Query, env: dict[Alias, Any]) -> tuple[KernelInfo, QueryData]:
+    """Split a normal-form compute query into its structure and its runtime data."""
+    spec, body = _unwrap_query(query)
+    shape = _shape(spec, body)
+    rd = _Reader(env, shape.loop_order)
+    expr = rd.walk(shape.body)
+    for fld in shape.loop_order:
         # a loop field no access indexes (an axis added by expand_dims/keepdims) has
         # extent 1 (docs/architecture.md, normal form); which fields these are is part of
         # the structure (operands' axis fields), so the cache key already tells them apart
-        extents.setdefault(fld, 1)
-    val_dtype = np.dtype(expr.dtype)
-    if reduce_op is not None:
-        acc_dtype = np.dtype(aggregate_dtype(reduce_op, init, val_dtype))
-        out_fill = np.asarray(init).astype(acc_dtype)[()]
+        rd.extents.setdefault(fld, 1)
+    val_dtype = np.dtype(expr.dtype)  # type: ignore[attr-defined]
+    if shape.reduce_op is not None:
+        acc_dtype = np.dtype(aggregate_dtype(shape.reduce_op, shape.init, val_dtype))
+        out_fill = np.asarray(shape.init).astype(acc_dtype)[()]
     else:
         acc_dtype = val_dtype
-        out_fill = eval_fill(expr, tensors, consts)
-    n_body = len(operands)
-    epilogue = None if epi_body is None else walk(epi_body)
-    if any(not lv.located for op in operands[n_body:] for lv in op.levels):
+        out_fill = eval_fill(expr, rd.tensors, rd.consts)
+    epilogue, out_dtype, out_fill = _epilogue(rd, shape, acc_dtype, out_fill)
+    extents = rd.extents
+    info = KernelInfo(
+        loop_order=shape.loop_order, operands=tuple(rd.operands), expr=expr,
+        reduce_op=shape.reduce_op, reduced=shape.reduced, out_fields=shape.out_fields,
+        out_spec=written_spec(spec), stored_spec=None if written_spec(spec) == spec else spec,
+        out_dtype=out_dtype, acc_dtype=acc_dtype,
+        fill_keys=tuple(o.fill_key for o in rd.operands),
+        const_dtypes=tuple(rd.const_dtypes), epilogue=epilogue,
+        fill_identity=_fill_identity(expr, shape.reduce_op, acc_dtype, rd.tensors, rd.consts),
+        unit_reduced=bool(shape.reduced) and all(extents[f] == 1 for f in shape.reduced),
+        wide=wide_fields(extents, shape.loop_order, acc_dtype))
+    data = QueryData(tuple(rd.tensors), tuple(rd.consts), shape.init, extents,
+                     tuple(extents[f] for f in shape.out_fields), out_fill)
+    return info, data
+
+
+def _epilogue(rd: _Reader, shape: _Shape, acc_dtype: np.dtype, out_fill: Any
+              ) -> tuple[PNode | None, np.dtype, Any]:
+    """The epilogue's tree (its operands join ``rd`` after the body's), the result dtype
+    and the result fill; without an epilogue, the accumulator's."""
+    if shape.epilogue is None:
+        return None, acc_dtype, out_fill
+    n_body = len(rd.operands)
+    rd.result = PResult(acc_dtype)
+    epilogue = rd.walk(shape.epilogue)
+    if any(not lv.located for op in rd.operands[n_body:] for lv in op.levels):
         raise ValueError("an epilogue's operands must be stored dense (the kernel locates "
                          "them by result coordinates)")
-    out_dtype = acc_dtype
-    if epilogue is not None:
-        out_dtype = np.dtype(epilogue.dtype)  # type: ignore[attr-defined]
-        out_fill = eval_fill(epilogue, tensors, consts, out_fill)
-    info = KernelInfo(
-        loop_order=loop_order, operands=tuple(operands), expr=expr, reduce_op=reduce_op,
-        reduced=reduced, out_fields=out_fields, out_spec=written_spec(spec),
-        stored_spec=None if written_spec(spec) == spec else spec, out_dtype=out_dtype,
-        acc_dtype=acc_dtype, fill_keys=tuple(o.fill_key for o in operands),
-        const_dtypes=tuple(const_dtypes), epilogue=epilogue,
-        fill_identity=_fill_identity(expr, reduce_op, acc_dtype, tensors, consts),
-        unit_reduced=bool(reduced) and all(extents[f] == 1 for f in reduced),
-        wide=wide_fields(extents, loop_order, acc_dtype))
-    data = QueryData(tuple(tensors), tuple(consts), init, extents,
-                     tuple(extents[f] for f in out_fields), out_fill)
-    return info, data
+    out_dtype = np.dtype(epilogue.dtype)  # type: ignore[attr-defined]
+    return epilogue, out_dtype, eval_fill(epilogue, rd.tensors, rd.consts, out_fill)
 
 
 def wide_fields(extents: dict[str, int], loop_order: tuple[str, ...],

@@ -207,12 +207,16 @@ def lower(info: KernelInfo, fills: tuple[Any, ...], out_fill: Any,
     visits instead (the host folds the skipped ones in; see ``coiterate.fold_levels``).
     ``drop_fill``: computed entries equal to the result fill are not stored (the fill phase
     tests them; its host compacts; see ``compile.stored_fill``)."""
-    plan = plan_kernel(info, fills, out_fill, fold, hash_ws, drop_fill)
+    return lower_plan(plan_kernel(info, fills, out_fill, fold, hash_ws, drop_fill))
+
+
+def lower_plan(plan: KernelPlan) -> Lowered:
+    """The loop IR of the kernel ``plan`` decides (``compile.decisions``: made once)."""
     ctx = LowerContext.of(plan)
-    sig = kernel_params(info, plan.output, ctx.cvar)
+    sig = kernel_params(plan.info, plan.output, ctx.cvar)
     return Lowered(kernel_functions(ctx, sig), plan.levels, plan.output, plan.choice, sig,
                    extent0(ctx), append_bounds(plan), plan.fold, workspace_bound(plan),
                    plan.row_count_depth() is not None, plan.epilogue, plan.drop_fill)
 
 
-__all__ = ["OUTPUTS", "Lowered", "kernel_functions", "lower", "replace"]
+__all__ = ["OUTPUTS", "Lowered", "kernel_functions", "lower", "lower_plan", "replace"]

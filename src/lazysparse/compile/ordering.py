@@ -10,16 +10,16 @@ across operands or promises it to the result:
   coordinates would come out in the operand's order).
 
 Those operands are sorted (``formats.ordering.ordered``) before the kernel is analysed
-again; everything else reads them as they are.
+again (the record's ``sorted`` names them); everything else reads them as they are.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from lazysparse.compile.analysis import KernelInfo, QueryData, analyze_query
+from lazysparse.compile.analysis import KernelInfo, analyze_query
 from lazysparse.compile.coiterate import LevelPlan, LoopKind
-from lazysparse.compile.plan import plan_kernel
+from lazysparse.compile.decisions import QueryDecisions
 from lazysparse.compile.workspace import OutputMode
 from lazysparse.formats.ordering import ordered
 from lazysparse.logic.nodes import Alias, Query
@@ -54,30 +54,21 @@ def has_unordered(info: KernelInfo) -> bool:
     return any(not lv.props.ordered for op in info.operands for lv in op.levels)
 
 
-def sorted_operands(query: Query, env: dict[Alias, Any]) -> tuple[str, ...]:
-    """The aliases :func:`analyze_ordered` sorts before this query's kernel (for explain)."""
-    info, data = analyze_query(query, env)
-    if not has_unordered(info):
-        return ()
-    plan = plan_kernel(info, tuple(t.fill_value for t in data.tensors), data.out_fill)
-    need = slots_needing_order(info, plan.levels, plan.output.mode)
-    return tuple(sorted({info.operands[s].alias for s in need}))
-
-
-def analyze_ordered(query: Query, env: dict[Alias, Any]) -> tuple[KernelInfo, QueryData]:
-    """``analyze_query``, after sorting the operands whose unordered levels the kernel would
-    read in order (see the module docstring); other operands are left as they are."""
-    info, data = analyze_query(query, env)
-    if not has_unordered(info):
-        return info, data
-    fills = tuple(t.fill_value for t in data.tensors)
-    plan = plan_kernel(info, fills, data.out_fill)
-    need = slots_needing_order(info, plan.levels, plan.output.mode)
+def decide_order(query: Query, env: dict[Alias, Any]) -> QueryDecisions:
+    """The query's analysis, after sorting the operands whose unordered levels the kernel
+    would read in order (see the module docstring; recorded in ``sorted``); other operands
+    are left as they are. Where nothing is sorted the plan that decided it is recorded."""
+    d = QueryDecisions(*analyze_query(query, env))
+    if not has_unordered(d.info):
+        return d
+    d = d.planned()
+    plan = d.layout_plan()
+    need = slots_needing_order(d.info, plan.levels, plan.output.mode)
     if not need:
-        return info, data
-    names = {info.operands[s].alias for s in need}
+        return d
+    names = tuple(sorted({d.info.operands[s].alias for s in need}))
     env = {a: (ordered(t) if a.name in names else t) for a, t in env.items()}
-    return analyze_query(query, env)
+    return QueryDecisions(*analyze_query(query, env), sorted=names)
 
 
-__all__ = ["analyze_ordered", "has_unordered", "slots_needing_order", "sorted_operands"]
+__all__ = ["decide_order", "has_unordered", "slots_needing_order"]

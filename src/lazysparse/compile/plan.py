@@ -8,7 +8,7 @@ where an epilogue runs. Lowering (:mod:`compile.lower`) reads the plan and decid
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
@@ -82,10 +82,17 @@ def plan_kernel(info: KernelInfo, fills: tuple[Any, ...], out_fill: Any,
         levels = tuple(plan_level(info, d, fills, out_fill) for d in range(k))
         out = plan_output(info, levels, hash_ws)
     choice = choose_parallel(info, levels, out)
-    return KernelPlan(info, levels, out, choice, folded,
+    plan = KernelPlan(info, levels, out, choice, folded,
                       epilogue_place(info, levels, out, folded, choice.partials),
-                      storage_major_depth(info, levels, out, folded, choice.partials),
-                      fill_test(info, out.mode, out_fill) if drop_fill else None)
+                      storage_major_depth(info, levels, out, folded, choice.partials))
+    return dropping_fill(plan, out_fill) if drop_fill else plan
+
+
+def dropping_fill(plan: KernelPlan, out_fill: Any) -> KernelPlan:
+    """``plan`` keeping computed entries equal to the result fill ``out_fill`` from being
+    stored (``compile.stored_fill``): the only decision ``plan_kernel``'s ``drop_fill``
+    changes, so a plan made without it is reused rather than made again."""
+    return replace(plan, drop_fill=fill_test(plan.info, plan.output.mode, out_fill))
 
 
 def storage_major_depth(info: KernelInfo, levels: tuple[LevelPlan, ...], out: OutputPlan,
@@ -237,5 +244,5 @@ def _product_drivers(plan: KernelPlan) -> tuple[int, int, int] | None:
     return a, la, b
 
 
-__all__ = ["EntryBound", "EpiloguePlace", "KernelPlan", "append_bounds", "epilogue_place",
-           "plan_kernel", "workspace_bound"]
+__all__ = ["EntryBound", "EpiloguePlace", "KernelPlan", "append_bounds", "dropping_fill",
+           "epilogue_place", "plan_kernel", "workspace_bound"]

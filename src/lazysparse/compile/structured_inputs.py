@@ -24,10 +24,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from lazysparse.compile.analysis import KernelInfo, QueryData
+from lazysparse.compile.analysis import KernelInfo
 from lazysparse.compile.coiterate import LoopKind
+from lazysparse.compile.decisions import QueryDecisions
 from lazysparse.compile.level_walks import walk_of
-from lazysparse.compile.ordering import analyze_ordered
+from lazysparse.compile.ordering import decide_order
 from lazysparse.compile.plan import KernelPlan, plan_kernel
 from lazysparse.compile.runners import is_relayout, run_length_eligible
 from lazysparse.compile.workspace import OutputMode, shared_operand
@@ -48,14 +49,14 @@ def written_layout(spec: FormatSpec) -> FormatSpec:
     return FormatSpec(infer_spec(kinds, spec.mode_order).name, kinds, spec.mode_order)
 
 
-def _plan(info: KernelInfo, data: QueryData) -> tuple[KernelPlan, int | None]:
+def _plan(d: QueryDecisions) -> tuple[KernelPlan, int | None]:
     """The kernel plan (a structured result planned as its csr-like layout) and the operand
     whose pattern a structured result can share (None: it cannot)."""
-    fills = tuple(t.fill_value for t in data.tensors)
+    info = d.info
     if not is_structured(info.out_spec):
-        return plan_kernel(info, fills, data.out_fill), None
+        return d.layout_plan(), None
     as_csr = replace(info, out_spec=written_layout(info.out_spec))
-    plan = plan_kernel(as_csr, fills, data.out_fill)
+    plan = plan_kernel(as_csr, d.fills, d.data.out_fill)
     return plan, shared_operand(info, plan.levels, plan.output.acc_depth)
 
 
@@ -79,50 +80,44 @@ def _native(info: KernelInfo, plan: KernelPlan, shared: int | None, slot: int) -
     return True
 
 
-def converted_operands(info: KernelInfo, data: QueryData) -> set[int]:
-    """Operand slots the kernel reads as their canonical layout (see the module doc)."""
-    slots = _structured_slots(info)
-    if not slots or is_relayout(info) or run_length_eligible(info, data):
-        return set()
-    plan, shared = _plan(info, data)
-    return {s for s in slots if not _native(info, plan, shared, s)}
-
-
 def _writing(query: Query, spec: FormatSpec) -> Query:
     rhs = query.rhs
     assert isinstance(rhs, Reformat)
     return Query(query.lhs, Reformat(Immediate(spec), rhs.arg))
 
 
-def analyze_readable(query: Query, env: dict[Alias, Any]) -> tuple[KernelInfo, QueryData]:
-    """``analyze_ordered``, after reading the structured operands this kernel cannot walk
-    as their canonical layout, and writing an unshareable structured result as csr-like
+def read_structured(d: QueryDecisions, query: Query, env: dict[Alias, Any]) -> QueryDecisions:
+    """``d`` (the query's ordered decisions, ``compile.ordering.decide_order``) after
+    reading the structured operands this kernel cannot walk as their canonical layout
+    (recorded in ``converted``), and writing an unshareable structured result as csr-like
     (converted by the host)."""
-    info, data = analyze_ordered(query, env)
+    info = d.info
     out_structured = is_structured(info.out_spec)
     slots = _structured_slots(info)
     if (not slots and not out_structured) or is_relayout(info):  # formats.convert reads all
-        return info, data
-    if run_length_eligible(info, data):  # merged a run at a time (backends.run_length)
-        return info, data
-    plan, shared = _plan(info, data)
+        return d
+    if run_length_eligible(info, d.data):  # merged a run at a time (backends.run_length)
+        return d
+    plan, shared = _plan(d)
     need = {s for s in slots if not _native(info, plan, shared, s)}
-    if need:
-        names = {info.operands[s].alias for s in need}
-        env = {a: (canonical(t) if a.name in names else t) for a, t in env.items()}
-    if out_structured and (shared is None or shared in need):
+    rewrite = out_structured and (shared is None or shared in need)
+    if not need and not rewrite:
+        return d if plan.info is not info else replace(d, plan=plan)
+    names = tuple(sorted({info.operands[s].alias for s in need}))
+    env = {a: (canonical(t) if a.name in names else t) for a, t in env.items()}
+    if rewrite:
         requested = info.out_spec
-        info, data = analyze_ordered(_writing(query, written_layout(requested)), env)
-        return replace(info, stored_spec=requested), data
-    if need:
-        return analyze_ordered(query, env)
-    return info, data
+        again = decide_order(_writing(query, written_layout(requested)), env)
+        again = replace(again, info=replace(again.info, stored_spec=requested), plan=None)
+    else:
+        again = decide_order(query, env)
+    return replace(again, sorted=tuple(sorted({*d.sorted, *again.sorted})), converted=names)
 
 
-def converted_aliases(query: Query, env: dict[Alias, Any]) -> tuple[str, ...]:
-    """The aliases :func:`analyze_readable` reads as their canonical layout (for explain)."""
-    info, data = analyze_ordered(query, env)
-    return tuple(sorted({info.operands[s].alias for s in converted_operands(info, data)}))
+def decide_layouts(query: Query, env: dict[Alias, Any]) -> QueryDecisions:
+    """The decisions about how a query's kernel reads its operands: sorted first where it
+    needs order, structured ones read as they are or as csr-like (see the module doc)."""
+    return read_structured(decide_order(query, env), query, env)
 
 
-__all__ = ["analyze_readable", "converted_aliases", "converted_operands", "written_layout"]
+__all__ = ["decide_layouts", "read_structured", "written_layout"]

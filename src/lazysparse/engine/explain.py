@@ -7,8 +7,8 @@ chosen format, which is all code generation looks at.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -19,6 +19,9 @@ from lazysparse.logic.nodes import Alias, Plan, Query, Reformat, Table
 from lazysparse.optimizer.analysis import plan_infos
 from lazysparse.optimizer.pipeline import optimize
 from lazysparse.optimizer.reports import schedule_reports
+
+if TYPE_CHECKING:
+    from lazysparse.compile.decisions import QueryDecisions
 
 
 @dataclass(frozen=True)
@@ -33,6 +36,8 @@ class KernelExplanation:
     source: str
     # how choose_loop_orders picked the loop order (None: a copy concordize inserted)
     schedule: str | None = None
+    # the query's decisions (operands sorted or read csr-like, its runner), as recorded
+    decisions: QueryDecisions | None = field(default=None, compare=False, repr=False)
 
     def __str__(self) -> str:
         fmt = self.output_format
@@ -95,12 +100,40 @@ def placeholder(shape: tuple[int, ...], spec: FormatSpec, dtype: Any, fill: Any)
     return Tensor(shape, levels, spec.mode_order, values, fill, check=False)
 
 
+def _decision_notes(d: QueryDecisions) -> list[str]:
+    """What the query's recorded decisions add to its schedule line."""
+    from lazysparse.compile.runners import Runner  # loaded with the backend, on first use
+
+    notes = []
+    if d.sorted:  # unordered levels this kernel merges
+        notes.append(f"sorts {', '.join(d.sorted)} first (an unordered level it merges, "
+                     "follows or appends in order)")
+    if d.converted:  # structured levels it cannot walk
+        notes.append(f"reads {', '.join(d.converted)} as csr-like (a structured level it "
+                     "cannot walk here: compile.structured_inputs)")
+    if d.runner is Runner.RELAYOUT:  # backends.execute.choose_runner picks formats.convert
+        notes.append("runs as a relayout (one counting-sort pass, formats.convert); the "
+                     "kernel below is not used")
+    return notes
+
+
+def _schedule_line(body: Query, schedules: dict[Any, Any], d: QueryDecisions) -> str | None:
+    """How the loop order was picked, and the query's recorded decisions."""
+    parts = []
+    if body.lhs in schedules:
+        report, names = schedules[body.lhs]
+        line = report.describe(names)
+        if tuple(names.get(f, f.name) for f in report.chosen) != d.info.loop_order:
+            line += "; a later pass reordered the loops (absorb_transposes)"
+        parts.append(line)
+    parts += _decision_notes(d)
+    return "; ".join(parts) if parts else None
+
+
 def explain_plan(plan: Plan) -> Explanation:
-    """Optimize ``plan`` and describe every kernel of the result."""
-    from lazysparse.backends import compile_query  # the backend loads on first use
-    from lazysparse.compile.ordering import sorted_operands
-    from lazysparse.compile.runners import is_relayout
-    from lazysparse.compile.structured_inputs import converted_aliases
+    """Optimize ``plan`` and describe every kernel of the result (each query decided once,
+    ``backends.execute.explain_query``; its record is the explanation's ``decisions``)."""
+    from lazysparse.backends.execute import explain_query  # the backend loads on first use
 
     after = optimize(plan)
     schedules = schedule_reports(plan)
@@ -115,28 +148,11 @@ def explain_plan(plan: Plan) -> Explanation:
             continue
         assert isinstance(body.rhs, Reformat)
         spec: FormatSpec = body.rhs.tns.val
-        k = compile_query(body, env)
-        line = None
-        if body.lhs in schedules:
-            report, names = schedules[body.lhs]
-            line = report.describe(names)
-            if tuple(names.get(f, f.name) for f in report.chosen) != tuple(k.loop_order):
-                line += "; a later pass reordered the loops (absorb_transposes)"
-        if (names := sorted_operands(body, env)):  # unordered levels this kernel merges
-            line = ((line + "; ") if line else "") + (
-                f"sorts {', '.join(names)} first (an unordered level it merges, follows or "
-                "appends in order)")
-        if (names := converted_aliases(body, env)):  # structured levels it cannot walk
-            line = ((line + "; ") if line else "") + (
-                f"reads {', '.join(names)} as csr-like (a structured level it cannot walk "
-                "here: compile.structured_inputs)")
-        if is_relayout(k.info):  # backends.execute.choose_runner picks formats.convert
-            line = ((line + "; ") if line else "") + ("runs as a relayout (one counting-sort "
-                                                      "pass, formats.convert); the kernel "
-                                                      "below is not used")
-        kernels.append(KernelExplanation(body.lhs.name, body, tuple(k.loop_order),
-                                         k.output_format, tuple(k.inputs), k.source, line))
+        d, k = explain_query(body, env)
+        kernels.append(KernelExplanation(body.lhs.name, body, d.info.loop_order,
+                                         d.info.out_spec, tuple(k.inputs), k.source,
+                                         _schedule_line(body, schedules, d), d))
         info = infos[body.lhs]
-        env[body.lhs] = placeholder(info.shape, spec, k.info.out_dtype, info.fill
+        env[body.lhs] = placeholder(info.shape, spec, d.info.out_dtype, info.fill
                                     if info.fill is not None else 0)
     return Explanation(plan, after, tuple(kernels))

@@ -69,7 +69,8 @@ def test_unfolded_gpu_kernels_match_folding_cpu_backend(name: str) -> None:
     """Reductions whose skipped entries the CPU backend folds in on the host (max over fill
     0, sum over NaN fill, a keepdims axis of extent 1) run unfolded on the GPU: every
     strategy still agrees with the CPU backend and with NumPy on the dense operand."""
-    from lazysparse.backends.execute import run_query, structure_key
+    from lazysparse.backends.execute import run_query
+    from lazysparse.backends.numba.kernel import structure_key
     from lazysparse.compile.analysis import analyze_query
 
     case = next(c for c in CASES if c.name == name)

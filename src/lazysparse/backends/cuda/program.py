@@ -16,13 +16,15 @@ from lazysparse.backends.cuda.codegen_cuda import CudaProgram, arg_types_of, gen
 from lazysparse.backends.cuda.render import CudaCodegenError
 from lazysparse.backends.cuda.strategies import LaunchMode
 from lazysparse.backends.cuda.workspaces import WorkspaceKind
-from lazysparse.backends.execute import kernel_args, structure_key
+from lazysparse.backends.numba.kernel import kernel_args, structure_key
 from lazysparse.compile.analysis import KernelInfo, QueryData
 from lazysparse.compile.coiterate import LoopKind
+from lazysparse.compile.decisions import QueryDecisions
 from lazysparse.compile.loop_ir import format_function
-from lazysparse.compile.lower import Lowered, lower
-from lazysparse.compile.ordering import analyze_ordered
+from lazysparse.compile.lower import Lowered, lower_plan
+from lazysparse.compile.ordering import decide_order
 from lazysparse.compile.params import Role
+from lazysparse.compile.runners import Runner
 from lazysparse.compile.workspace import OutputMode
 from lazysparse.logic.nodes import Alias, Query
 
@@ -55,17 +57,21 @@ class GpuKernelPlan:
     hash_operands: tuple[int, int, int, int] | None = None
     partials: bool = False  # a full reduction combining per-chunk partial results
     stats_arg: int | None = None  # the argument position of ``stats_ptr``
+    # the query's decisions (``compile.decisions``): its operands sorted where the kernel
+    # needs order, the plan lowered here, the runner (a compiled kernel on the GPU)
+    decisions: QueryDecisions | None = None
 
 
 def plan_query(query: Query, env: dict[Alias, Any]) -> GpuKernelPlan:
     """Analyze and lower a compute query exactly as the CPU backend does."""
-    info, data = analyze_ordered(query, env)
+    d = decide_order(query, env).with_runner(Runner.COMPILED)
+    info, data = d.info, d.data
     if info.epilogue is not None:  # optimize(plan, device="cuda") keeps maps separate
         raise CudaUnsupported("a map after a reduction (epilogue) runs on the CPU only")
     # fold=False: the GPU kernel visits every entry a reduction needs instead of counting
     # visits for a host-side fold (docs/kernels.md, "Folding skipped reduction entries");
     # the warp and nonzero-split strategies have no per-lane visit counter to combine
-    lw = lower(info, tuple(t.fill_value for t in data.tensors), data.out_fill, fold=False)
+    lw = lower_plan(d.kernel_plan(fold=False))
     if lw.fold is not None:
         raise CudaUnsupported("internal: a folded reduction reached the CUDA backend")
     text = "\n".join(format_function(f) for f in lw.functions)
@@ -91,7 +97,7 @@ def plan_query(query: Query, env: dict[Alias, Any]) -> GpuKernelPlan:
     base = strategies.Strategy(LaunchMode.THREAD, rop, ad, nz_ptr, nz_rows)
     stats_arg = None if nz_ptr is None else lw.signature.position(Role.LEVEL_PTR, s, 1)
     return GpuKernelPlan(kernel, info, data, base, frozenset(eligible), nz_ptr,
-                         _hash_operands(info, lw), bool(lw.partials), stats_arg)
+                         _hash_operands(info, lw), bool(lw.partials), stats_arg, d)
 
 
 def _hash_operands(info: KernelInfo, lw: Lowered) -> tuple[int, int, int, int] | None:
