@@ -4,6 +4,6 @@ Query analysis (``analysis``), co-iteration regions (``coiterate``), the kernel 
 decision that shapes a kernel (``plan``, ``workspace``, ``parallel``, ``params``), the loop
 IR (``loop_ir``) and lowering to it (``lower*``), plus the facts that say which runner may
 execute a query (``runners``). What is decided for one query is recorded once, in
-``decisions.QueryDecisions``, which lowering, the backends and ``xp.explain`` read. Nothing here imports a backend (Numba, CUDA); see
-docs/kernels.md and docs/architecture.md.
+``decisions.QueryDecisions``, which lowering, the backends and ``xp.explain`` read.
+Nothing here imports a backend (Numba, CUDA); see docs/kernels.md and docs/architecture.md.
 """
