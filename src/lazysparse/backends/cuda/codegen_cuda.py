@@ -193,7 +193,7 @@ def build_kernel(name: str, loop: For, types: dict[str, VarType],
                   f"{v} += ls_nworkers) {{", *pr.block(body, 2), "  }"]
     lines.append("}")
     pools = tuple(Pool(a.var, a.size, a.dtype, a.fill) for a in pools_a)
-    count: Expr = Const(1) if mode is LaunchMode.SERIAL else Bin("-", loop.stop, loop.start)
+    count: Expr = Const(1) if mode is LaunchMode.SERIAL else Bin(BinOp.SUB, loop.stop, loop.start)
     dts = tuple("" if types[n].pointer else str(types[n].dtype) for n in free)
     launch = Launch(name, mode, count, tuple(free) + tuple(f"{a.var}__pool" for a in pools_a),
                     pools, dts + ("",) * len(pools_a))
