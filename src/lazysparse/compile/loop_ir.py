@@ -319,24 +319,41 @@ Node = Expr | Stmt
 N = TypeVar("N", Expr, Stmt)
 
 
+_NODE_TYPES = ("Expr", "Stmt", "Node")
+
+
 @cache
-def _field_names(cls: type) -> tuple[str, ...]:
-    return tuple(f.name for f in fields(cls))
+def _child_fields(cls: type) -> tuple[tuple[str, bool], ...]:
+    """The fields of a node class that hold children, and whether each is a tuple: those
+    annotated with a node type (``Expr``, ``Stmt | None``, ``tuple[Stmt, ...]``); a backend's
+    own node classes follow the same rule."""
+    out = []
+    for f in fields(cls):
+        ann = f.type if isinstance(f.type, str) else repr(f.type)
+        if any(t in ann for t in _NODE_TYPES):
+            out.append((f.name, ann.startswith("tuple")))
+    return tuple(out)
 
 
 def _is_node(x: object) -> bool:
     return isinstance(x, Expr | Stmt)
 
 
-def children(node: Node) -> Iterator[Node]:
-    """The direct sub-expressions and sub-statements of ``node``, in field order (every
-    node, backend-specific ones included, is a dataclass of fields and tuples of nodes)."""
-    for name in _field_names(type(node)):
+def _kids(node: Node) -> list[Node]:
+    out: list[Node] = []
+    for name, many in _child_fields(type(node)):
         v = getattr(node, name)
-        if _is_node(v):
-            yield v
-        elif isinstance(v, tuple):
-            yield from (x for x in v if _is_node(x))
+        if many:
+            out.extend(v)
+        elif v is not None:
+            out.append(v)
+    return out
+
+
+def children(node: Node) -> Iterator[Node]:
+    """The direct sub-expressions and sub-statements of ``node``, in field order (the fields
+    annotated with a node type; backend-specific nodes follow the same rule)."""
+    return iter(_kids(node))
 
 
 def walk(roots: Node | Iterable[Node]) -> Iterator[Node]:
@@ -346,22 +363,43 @@ def walk(roots: Node | Iterable[Node]) -> Iterator[Node]:
     while stack:
         n = stack.pop()
         yield n
-        stack.extend(list(children(n))[::-1])
+        kids = _kids(n)
+        if kids:
+            kids.reverse()
+            stack.extend(kids)
+
+
+@cache
+def _block_fields(cls: type) -> tuple[str, ...]:
+    """The fields of a statement class that hold statement blocks."""
+    return tuple(f.name for f in fields(cls)
+                 if "Stmt" in (f.type if isinstance(f.type, str) else repr(f.type)))
+
+
+def statements(body: Iterable[Stmt]) -> Iterator[Stmt]:
+    """Every statement of a block and of the blocks nested in it, in program order (as
+    :func:`walk`, without descending into expressions)."""
+    stack = list(body)[::-1]
+    while stack:
+        s = stack.pop()
+        yield s
+        for name in reversed(_block_fields(type(s))):
+            stack.extend(reversed(getattr(s, name)))
 
 
 def map_children(node: N, fn: Callable[[Any], Any]) -> N:
     """``node`` with ``fn`` applied to each direct child (rebuilt only where one changed)."""
     changes: dict[str, Any] = {}
-    for name in _field_names(type(node)):
+    for name, many in _child_fields(type(node)):
         v = getattr(node, name)
-        if _is_node(v):
-            new = fn(v)
-        elif isinstance(v, tuple) and any(_is_node(x) for x in v):
-            new = tuple(fn(x) if _is_node(x) else x for x in v)
+        if v is None:
+            continue
+        if many:
+            new = tuple(fn(x) for x in v)
             if all(a is b for a, b in zip(new, v, strict=True)):
                 continue
         else:
-            continue
+            new = fn(v)
         if new is not v:
             changes[name] = new
     return replace(node, **changes) if changes else node  # type: ignore[type-var]
@@ -382,9 +420,9 @@ def map_blocks(stmt: Stmt, fn: Callable[[tuple[Stmt, ...]], tuple[Stmt, ...]]) -
     """``stmt`` with ``fn`` applied to each statement block it holds (loop bodies, both
     branches of an ``If``): for rewrites that turn one statement into several."""
     changes: dict[str, Any] = {}
-    for name in _field_names(type(stmt)):
+    for name, many in _child_fields(type(stmt)):
         v = getattr(stmt, name)
-        if isinstance(v, tuple) and v and all(isinstance(x, Stmt) for x in v):
+        if many and v and all(isinstance(x, Stmt) for x in v):
             new = fn(v)
             if new != v:
                 changes[name] = tuple(new)

@@ -57,6 +57,7 @@ from lazysparse.compile.loop_ir import (
     Stmt,
     Store,
     Var,
+    statements,
     walk,
 )
 from lazysparse.compile.lower import Lowered
@@ -110,7 +111,7 @@ def names_in(roots: Node | tuple[Node, ...], out: dict[str, None]) -> None:
 
 def written_arrays(stmts: tuple[Stmt, ...], out: set[str]) -> None:
     """Arrays a block stores into (or sorts)."""
-    for s in walk(stmts):
+    for s in statements(stmts):
         match s:
             case Store(array) | SortRange(array) | AtomicCombine(_, array):
                 out.add(array)
@@ -120,7 +121,7 @@ def written_arrays(stmts: tuple[Stmt, ...], out: set[str]) -> None:
 
 def allocs_in(stmts: tuple[Stmt, ...]) -> list[Alloc]:
     """Allocations anywhere inside a block."""
-    return [s for s in walk(stmts) if isinstance(s, Alloc)]
+    return [s for s in statements(stmts) if isinstance(s, Alloc)]
 
 
 # ---------------------------------------------------------------- kernels

@@ -41,7 +41,7 @@ from lazysparse.compile.loop_ir import (
     Store,
     Var,
     While,
-    walk,
+    statements,
 )
 from lazysparse.logic.internal_ops import cuda_type
 
@@ -174,9 +174,8 @@ class _Inference:
 def infer_types(body: tuple[Stmt, ...], types: dict[str, VarType]) -> dict[str, VarType]:
     """Types of the names ``body`` assigns (``types`` holds the names already known)."""
     inf = _Inference(types)
-    for s in walk(body):
-        if isinstance(s, Stmt):
-            inf.visit(s)
+    for s in statements(body):
+        inf.visit(s)
     return inf.local
 
 
