@@ -35,6 +35,7 @@ from lazysparse.compile.loop_ir import (
     format_function,
     map_blocks,
     map_children,
+    statements,
     transform,
     transform_block,
     walk,
@@ -115,6 +116,17 @@ def test_walk_is_pre_order_program_order() -> None:
     assert assigned == ["acc", "neg", "acc", "neg", "k", "k", "half"]
     loads = [n for n in walk(fn) if isinstance(n, Load)]
     assert len(loads) == 4 and all(ld.array == "x" for ld in loads)
+
+
+def test_statements_skip_expressions() -> None:
+    fn = _sum_positive()
+    stmts = list(statements(fn.body))
+    assert stmts == [n for n in walk(fn.body) if not isinstance(n, Bin | Load | Var | Const
+                                                              | Not | Select)]
+    assert [type(s).__name__ for s in stmts[:6]] == ["Assign", "Assign", "For", "If", "Assign",
+                                                     "Assign"]
+    lane = LaneFor("j", Const(0), N, (Comment("inner"),))
+    assert list(statements((lane,))) == [lane, Comment("inner")]
 
 
 def test_walk_sees_backend_nodes() -> None:
