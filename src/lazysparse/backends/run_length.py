@@ -65,56 +65,50 @@ STATS: dict[str, int] = {"calls": 0}
 # ---------------------------------------------------------------------- merge
 
 @helper_jit(nogil=True)
-def _segments(ptr: np.ndarray, idx: np.ndarray, end: np.ndarray, base: np.ndarray,
-              size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Split every row ``[0, size)`` at the run boundaries of all operands.
-
-    ``ptr[s, r]``: first run of operand ``s`` in row ``r`` in the concatenated ``idx``/``end``
-    (``base[s]``: operand ``s``'s first). Returns the segments' row pointers, starts and
-    lengths, and per operand its run covering each segment (local index) or -1 (a gap)."""
-    nops, nrows = ptr.shape[0], ptr.shape[1] - 1
-    total = 0
-    for s in range(nops):
-        total += ptr[s, nrows] - ptr[s, 0]
-    cap = 2 * total + nrows if size > 0 else 0
-    sptr = np.zeros(nrows + 1, np.int64)
-    start = np.empty(cap, np.int64)
-    length = np.empty(cap, np.int64)
-    runs = np.empty((nops, cap), np.int64)
-    q = np.empty(nops, np.int64)
+def _single_segments(ptr: np.ndarray, idx: np.ndarray, end: np.ndarray, base: int,
+                     size: int, out: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+                     ) -> int:
+    """One operand: each row's runs and the gaps between them, into ``out`` = (row
+    pointers, starts, lengths, covering run per segment or -1). The segment count."""
+    sptr, start, length, runs = out
     k = 0
-    if nops == 1:  # the runs and the gaps between them
-        for r in range(nrows):
-            sptr[r] = k
-            if size == 0:
-                continue
-            pos = 0
-            for p in range(ptr[0, r], ptr[0, r + 1]):
-                a = idx[p]
-                if a > pos:
-                    start[k] = pos
-                    length[k] = a - pos
-                    runs[0, k] = -1
-                    k += 1
-                start[k] = a
-                length[k] = end[p] - a
-                runs[0, k] = p - base[0]
-                k += 1
-                pos = end[p]
-            if pos < size:
+    for r in range(ptr.shape[0] - 1):
+        sptr[r] = k
+        pos = 0
+        for p in range(ptr[r], ptr[r + 1]):
+            a = idx[p]
+            if a > pos:
                 start[k] = pos
-                length[k] = size - pos
+                length[k] = a - pos
                 runs[0, k] = -1
                 k += 1
-        sptr[nrows] = k
-        return sptr, start[:k], length[:k], runs[:, :k]
-    hi = np.empty(nops, np.int64)
+            start[k] = a
+            length[k] = end[p] - a
+            runs[0, k] = p - base
+            k += 1
+            pos = end[p]
+        if pos < size:
+            start[k] = pos
+            length[k] = size - pos
+            runs[0, k] = -1
+            k += 1
+    return k
+
+
+@helper_jit(nogil=True)
+def _merged_segments(ptr: np.ndarray, idx: np.ndarray, end: np.ndarray, base: np.ndarray,
+                     size: int, out: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+                     ) -> int:
+    """Several operands: each row cut at every operand's run boundaries, into ``out`` (as
+    :func:`_single_segments`, ``runs[s]`` per operand). The segment count."""
+    sptr, start, length, runs = out
+    nops, nrows = ptr.shape[0], ptr.shape[1] - 1
+    q, hi = np.empty(nops, np.int64), np.empty(nops, np.int64)
     # per operand: the next boundary (its run's end or start) and whether inside a run
     nb = np.empty(nops, np.int64)
+    k = 0
     for r in range(nrows):
         sptr[r] = k
-        if size == 0:
-            continue
         for s in range(nops):
             q[s] = ptr[s, r]
             hi[s] = ptr[s, r + 1]
@@ -144,6 +138,32 @@ def _segments(ptr: np.ndarray, idx: np.ndarray, end: np.ndarray, base: np.ndarra
             for s in range(nops):
                 if runs[s, k - 1] >= 0 and nb[s] == pos:
                     q[s] += 1
+    return k
+
+
+@helper_jit(nogil=True)
+def _segments(ptr: np.ndarray, idx: np.ndarray, end: np.ndarray, base: np.ndarray,
+              size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Split every row ``[0, size)`` at the run boundaries of all operands.
+
+    ``ptr[s, r]``: first run of operand ``s`` in row ``r`` in the concatenated ``idx``/``end``
+    (``base[s]``: operand ``s``'s first). Returns the segments' row pointers, starts and
+    lengths, and per operand its run covering each segment (local index) or -1 (a gap)."""
+    nops, nrows = ptr.shape[0], ptr.shape[1] - 1
+    total = 0
+    for s in range(nops):
+        total += ptr[s, nrows] - ptr[s, 0]
+    cap = 2 * total + nrows if size > 0 else 0
+    sptr = np.zeros(nrows + 1, np.int64)
+    start = np.empty(cap, np.int64)
+    length = np.empty(cap, np.int64)
+    runs = np.empty((nops, cap), np.int64)
+    out = (sptr, start, length, runs)
+    k = 0
+    if size > 0 and nops == 1:
+        k = _single_segments(ptr[0], idx, end, base[0], size, out)
+    elif size > 0:
+        k = _merged_segments(ptr, idx, end, base, size, out)
     sptr[nrows] = k
     return sptr, start[:k], length[:k], runs[:, :k]
 

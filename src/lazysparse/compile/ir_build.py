@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from lazysparse.compile.loop_ir import Bin, Cast, Const, Expr, Select, Var
+from lazysparse.compile.loop_ir import Bin, BinOp, Cast, Const, Expr, Select, Var
 from lazysparse.compile.regions import And, Atom, Or, Region
 
 I64 = "int64"
@@ -30,9 +30,9 @@ def add(a: Expr, b: Expr) -> Expr:
         return a
     if isinstance(a, Const) and a.value == 0:
         return b
-    if isinstance(a, Bin) and a.op == "*" and isinstance(a.a, Const) and a.a.value == 0:
+    if isinstance(a, Bin) and a.op is BinOp.MUL and isinstance(a.a, Const) and a.a.value == 0:
         return b
-    return Bin("+", a, b)
+    return Bin(BinOp.ADD, a, b)
 
 
 def cast(dtype: Any, e: Expr, src: Any) -> Expr:
@@ -54,7 +54,7 @@ def land(a: Expr | None, b: Expr | None) -> Expr | None:
         return a
     if isinstance(a, Const) or isinstance(b, Const):
         return C(False)
-    return Bin("and", a, b)
+    return Bin(BinOp.AND, a, b)
 
 
 def sel(c: Expr | None, a: Expr, b: Expr) -> Expr:
@@ -74,7 +74,7 @@ def fold(region: Region, atom: Any) -> Expr:
     assert isinstance(region, And | Or), region
     parts = [fold(r, atom) for r in region.parts]
     conj = isinstance(region, And)
-    op = "and" if conj else "or"
+    op = BinOp.AND if conj else BinOp.OR
     if conj:
         if any(isinstance(p, Const) and p.value is False for p in parts):
             return C(False)

@@ -25,7 +25,19 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from lazysparse.compile.ir_build import I64, C, OpState, V, add, sel
-from lazysparse.compile.loop_ir import Assign, Bin, Cast, Const, Expr, For, Load, Stmt, Var, While
+from lazysparse.compile.loop_ir import (
+    Assign,
+    Bin,
+    BinOp,
+    Cast,
+    Const,
+    Expr,
+    For,
+    Load,
+    Stmt,
+    Var,
+    While,
+)
 from lazysparse.formats.levels.base import Walk
 from lazysparse.formats.levels.registry import walk_of_kind
 
@@ -36,7 +48,7 @@ Body = Callable[[Expr, OpState], list[Stmt]]  # statements at coordinate c, chil
 
 
 def _lt(a: Expr, b: Expr) -> Expr:
-    return Bin("<", a, b)
+    return Bin(BinOp.LT, a, b)
 
 
 class LevelWalk:
@@ -79,9 +91,9 @@ class LevelWalk:
              ) -> tuple[list[Stmt], Expr]:
         """A follower's cursor ``q`` moved to coordinate ``c``; whether it holds ``c``."""
         assert isinstance(q, Var)
-        move = While(Bin("and", _lt(q, hi), _lt(self.crd(ctx, s, k, q), c)),
+        move = While(Bin(BinOp.AND, _lt(q, hi), _lt(self.crd(ctx, s, k, q), c)),
                      (Assign(q.name, add(q, C(1))),))
-        return [move], Bin("and", _lt(q, hi), Bin("==", self.crd(ctx, s, k, q), c))
+        return [move], Bin(BinOp.AND, _lt(q, hi), Bin(BinOp.EQ, self.crd(ctx, s, k, q), c))
 
     def drive(self, ctx: LowerContext, s: int, k: int, o: OpState, lo: Expr, hi: Expr,
               c: str, body: Body) -> list[Stmt] | None:
@@ -96,7 +108,7 @@ class BytemapWalk(LevelWalk):
     def child(self, ctx: LowerContext, s: int, k: int, o: OpState, q: Expr,
               present: Expr | None) -> OpState:
         assert o.pos is not None
-        p = add(Bin("*", o.pos, V(ctx.arr(s, "n", k))), self.crd(ctx, s, k, q))
+        p = add(Bin(BinOp.MUL, o.pos, V(ctx.arr(s, "n", k))), self.crd(ctx, s, k, q))
         return OpState(k + 1, p, None, present)
 
 
@@ -113,21 +125,21 @@ class BandWalk(LevelWalk):
         off = ctx.arr(s, "off", k)
         par = _parent(s, k)
         stm, lo, hi = self._gated(s, k, o, C(0), V(ctx.arr(s, "nd", k)))
-        first = Bin("+", par, Cast(I64, Load(off, lo)))
-        last = Bin("+", par, Cast(I64, Load(off, Bin("-", hi, C(1)))))
+        first = Bin(BinOp.ADD, par, Cast(I64, Load(off, lo)))
+        last = Bin(BinOp.ADD, par, Cast(I64, Load(off, Bin(BinOp.SUB, hi, C(1)))))
         return [Assign(par.name, Cast(I64, o.pos)), *stm,  # type: ignore[attr-defined]
-                While(Bin("and", _lt(lo, hi), _lt(first, C(0))),
+                While(Bin(BinOp.AND, _lt(lo, hi), _lt(first, C(0))),
                       (Assign(lo.name, add(lo, C(1))),)),  # type: ignore[attr-defined]
-                While(Bin("and", _lt(lo, hi),
-                          Bin(">=", last, V(ctx.arr(s, "lim", k)))),
-                      (Assign(hi.name, Bin("-", hi, C(1))),))], lo, hi  # type: ignore[attr-defined]
+                While(Bin(BinOp.AND, _lt(lo, hi),
+                          Bin(BinOp.GE, last, V(ctx.arr(s, "lim", k)))),
+                      (Assign(hi.name, Bin(BinOp.SUB, hi, C(1))),))], lo, hi  # type: ignore[attr-defined]
 
     def crd(self, ctx: LowerContext, s: int, k: int, q: Expr) -> Expr:
-        return Bin("+", _parent(s, k), Cast(I64, Load(ctx.arr(s, "off", k), q)))
+        return Bin(BinOp.ADD, _parent(s, k), Cast(I64, Load(ctx.arr(s, "off", k), q)))
 
     def child(self, ctx: LowerContext, s: int, k: int, o: OpState, q: Expr,
               present: Expr | None) -> OpState:
-        p = Bin("+", Bin("*", q, V(ctx.arr(s, "len", k))), self.crd(ctx, s, k, q))
+        p = Bin(BinOp.ADD, Bin(BinOp.MUL, q, V(ctx.arr(s, "len", k))), self.crd(ctx, s, k, q))
         return OpState(k + 1, p, None, present)
 
 
@@ -138,11 +150,11 @@ class SlotWalk(LevelWalk):
                ) -> tuple[list[Stmt], Expr, Expr]:
         assert o.pos is not None
         w = V(ctx.arr(s, "w", k))
-        lo = Bin("*", o.pos, w)
-        stm, lo_v, hi_v = self._gated(s, k, o, lo, Bin("+", lo, w))
-        pad = _lt(Cast(I64, Load(ctx.arr(s, "idx", k), Bin("-", hi_v, C(1)))), C(0))
-        stm.append(While(Bin("and", _lt(lo_v, hi_v), pad),
-                         (Assign(hi_v.name, Bin("-", hi_v, C(1))),)))  # type: ignore[attr-defined]
+        lo = Bin(BinOp.MUL, o.pos, w)
+        stm, lo_v, hi_v = self._gated(s, k, o, lo, Bin(BinOp.ADD, lo, w))
+        pad = _lt(Cast(I64, Load(ctx.arr(s, "idx", k), Bin(BinOp.SUB, hi_v, C(1)))), C(0))
+        stm.append(While(Bin(BinOp.AND, _lt(lo_v, hi_v), pad),
+                         (Assign(hi_v.name, Bin(BinOp.SUB, hi_v, C(1))),)))  # type: ignore[attr-defined]
         return stm, lo_v, hi_v
 
 
@@ -164,37 +176,38 @@ class BlockWalk(LevelWalk):
         par = _parent(s, k)
         r, c = block_shape(ctx, s, k)
         ptr = ctx.arr(s, "ptr", k)
-        brow = Bin("//", par, r)
-        lo = Bin("*", Cast(I64, Load(ptr, brow)), c)
-        hi = Bin("*", Cast(I64, Load(ptr, add(brow, C(1)))), c)
+        brow = Bin(BinOp.FLOORDIV, par, r)
+        lo = Bin(BinOp.MUL, Cast(I64, Load(ptr, brow)), c)
+        hi = Bin(BinOp.MUL, Cast(I64, Load(ptr, add(brow, C(1)))), c)
         stm, lo_v, hi_v = self._gated(s, k, o, lo, hi)
         return [Assign(par.name, Cast(I64, o.pos)), *stm], lo_v, hi_v  # type: ignore[attr-defined]
 
     def crd(self, ctx: LowerContext, s: int, k: int, q: Expr) -> Expr:
         c = block_shape(ctx, s, k)[1]
-        blk = Cast(I64, Load(ctx.arr(s, "idx", k), Bin("//", q, c)))
-        return Bin("+", Bin("*", blk, c), Bin("%", q, c))
+        blk = Cast(I64, Load(ctx.arr(s, "idx", k), Bin(BinOp.FLOORDIV, q, c)))
+        return Bin(BinOp.ADD, Bin(BinOp.MUL, blk, c), Bin(BinOp.MOD, q, c))
 
     def _base(self, ctx: LowerContext, s: int, k: int, b: Expr) -> Expr:
         r, c = block_shape(ctx, s, k)
-        return Bin("*", Bin("+", Bin("*", b, r), Bin("%", _parent(s, k), r)), c)
+        row = Bin(BinOp.ADD, Bin(BinOp.MUL, b, r), Bin(BinOp.MOD, _parent(s, k), r))
+        return Bin(BinOp.MUL, row, c)
 
     def child(self, ctx: LowerContext, s: int, k: int, o: OpState, q: Expr,
               present: Expr | None) -> OpState:
         c = block_shape(ctx, s, k)[1]
-        p = Bin("+", self._base(ctx, s, k, Bin("//", q, c)), Bin("%", q, c))
+        p = Bin(BinOp.ADD, self._base(ctx, s, k, Bin(BinOp.FLOORDIV, q, c)), Bin(BinOp.MOD, q, c))
         return OpState(k + 1, p, None, present)
 
     def drive(self, ctx: LowerContext, s: int, k: int, o: OpState, lo: Expr, hi: Expr,
               c: str, body: Body) -> list[Stmt] | None:
         cw = block_shape(ctx, s, k)[1]
         b, j, base, pb = f"b{s}_{k}", f"j{s}_{k}", f"cb{s}_{k}", f"pb{s}_{k}"
-        inner = [Assign(c, Bin("+", V(base), V(j))),
-                 *body(V(c), OpState(k + 1, Bin("+", V(pb), V(j)), None, o.present))]
-        head = [Assign(base, Bin("*", Cast(I64, Load(ctx.arr(s, "idx", k), V(b))), cw)),
+        inner = [Assign(c, Bin(BinOp.ADD, V(base), V(j))),
+                 *body(V(c), OpState(k + 1, Bin(BinOp.ADD, V(pb), V(j)), None, o.present))]
+        head = [Assign(base, Bin(BinOp.MUL, Cast(I64, Load(ctx.arr(s, "idx", k), V(b))), cw)),
                 Assign(pb, self._base(ctx, s, k, V(b))),
                 For(j, C(0), cw, tuple(inner))]
-        return [For(b, Bin("//", lo, cw), Bin("//", hi, cw), tuple(head))]
+        return [For(b, Bin(BinOp.FLOORDIV, lo, cw), Bin(BinOp.FLOORDIV, hi, cw), tuple(head))]
 
 
 class RunWalk(LevelWalk):
@@ -206,9 +219,9 @@ class RunWalk(LevelWalk):
              ) -> tuple[list[Stmt], Expr]:
         assert isinstance(q, Var)
         end = Cast(I64, Load(ctx.arr(s, "end", k), q))
-        move = While(Bin("and", _lt(q, hi), Bin("<=", end, c)),
+        move = While(Bin(BinOp.AND, _lt(q, hi), Bin(BinOp.LE, end, c)),
                      (Assign(q.name, add(q, C(1))),))
-        return [move], Bin("and", _lt(q, hi), Bin("<=", self.crd(ctx, s, k, q), c))
+        return [move], Bin(BinOp.AND, _lt(q, hi), Bin(BinOp.LE, self.crd(ctx, s, k, q), c))
 
     def drive(self, ctx: LowerContext, s: int, k: int, o: OpState, lo: Expr, hi: Expr,
               c: str, body: Body) -> list[Stmt] | None:

@@ -17,7 +17,7 @@ from typing import Any
 from lazysparse.compile.analysis import KernelInfo
 from lazysparse.compile.coiterate import LevelPlan, LoopKind
 from lazysparse.compile.ir_build import I64, C, OpState, State, V, add
-from lazysparse.compile.loop_ir import Assign, Bin, Cast, Expr, Function, Load, Stmt, While
+from lazysparse.compile.loop_ir import Assign, Bin, BinOp, Cast, Expr, Function, Load, Stmt, While
 from lazysparse.compile.lower_context import LowerContext
 from lazysparse.compile.lower_epilogue import epilogue_function
 from lazysparse.compile.lower_loops import LoopNest
@@ -130,16 +130,17 @@ def chunk_bounds(ctx: LowerContext) -> tuple[list[Stmt], tuple[Expr, Expr] | Non
     if not ctx.plan.choice.parallel or lp.kind is LoopKind.MERGE:
         return pre, rng
     lo0, hi0 = rng if rng is not None else (C(0), ctx.extent(lp.field))
-    span = Bin("-", hi0, lo0)
+    span = Bin(BinOp.SUB, hi0, lo0)
     seek = lp.kind is LoopKind.DRIVER and not ctx.unique(lp.drivers[0], 0)
 
     def at(t: Expr, name: str) -> list[Stmt]:
-        res: list[Stmt] = [Assign(name, add(lo0, Bin("//", Bin("*", t, span), V("nch"))))]
+        share = Bin(BinOp.FLOORDIV, Bin(BinOp.MUL, t, span), V("nch"))
+        res: list[Stmt] = [Assign(name, add(lo0, share))]
         if seek:
             s, cur = lp.drivers[0], V(name)
-            same = Bin("==", ctx.crd(s, 0, cur), ctx.crd(s, 0, Bin("-", cur, C(1))))
-            inside = Bin("and", Bin(">", cur, lo0), Bin("<", cur, hi0))
-            res.append(While(Bin("and", inside, same), (Assign(name, add(cur, C(1))),)))
+            same = Bin(BinOp.EQ, ctx.crd(s, 0, cur), ctx.crd(s, 0, Bin(BinOp.SUB, cur, C(1))))
+            inside = Bin(BinOp.AND, Bin(BinOp.GT, cur, lo0), Bin(BinOp.LT, cur, hi0))
+            res.append(While(Bin(BinOp.AND, inside, same), (Assign(name, add(cur, C(1))),)))
         return res
 
     stm = pre + at(V("t"), "clo") + at(add(V("t"), C(1)), "chi")
@@ -156,7 +157,8 @@ def extent0(ctx: LowerContext) -> OuterExtent:
         return FieldExtent(lp.field, ctx.extent(lp.field))
     s = lp.drivers[0]
     ptr = ctx.arr(s, "ptr", 0)
-    return PositionsExtent(s, Bin("-", Cast(I64, Load(ptr, C(1))), Cast(I64, Load(ptr, C(0)))))
+    return PositionsExtent(s, Bin(BinOp.SUB, Cast(I64, Load(ptr, C(1))),
+                                  Cast(I64, Load(ptr, C(0)))))
 
 
 # ---------------------------------------------------------------------- functions
@@ -167,7 +169,7 @@ def phase_body(ctx: LowerContext, output: OutputLowering) -> list[Stmt]:
     bstm, bounds = chunk_bounds(ctx)
     body: list[Stmt] = [*bstm, *output.chunk_start()]
     if ctx.plan.partials:
-        body.append(Assign("obase", Bin("*", V("t"), V("osize"))))
+        body.append(Assign("obase", Bin(BinOp.MUL, V("t"), V("osize"))))
     body += LoopNest(ctx, output).nest(0, _root(ctx.info), bounds)
     return body + output.chunk_end()
 

@@ -16,7 +16,18 @@ and each diagonal adds ``f(A[i, i + o], x[i])`` into ``out[i + o]``.
 from __future__ import annotations
 
 from lazysparse.compile.ir_build import I64, C, OpState, State, V
-from lazysparse.compile.loop_ir import Assign, Bin, Cast, Comment, Expr, For, Load, Stmt, Store
+from lazysparse.compile.loop_ir import (
+    Assign,
+    Bin,
+    BinOp,
+    Cast,
+    Comment,
+    Expr,
+    For,
+    Load,
+    Stmt,
+    Store,
+)
 from lazysparse.compile.lower_context import LowerContext
 from lazysparse.compile.lower_outputs import OutputLowering
 
@@ -36,19 +47,19 @@ def band_major_nest(ctx: LowerContext, output: OutputLowering, d: int, st: State
     start = Cast(str(ctx.info.acc_dtype), V("init"))
     q, o = f"q{s}_1", f"o{s}_1"
     off, lim, length = ctx.arr(s, "off", 1), ctx.arr(s, "lim", 1), ctx.arr(s, "len", 1)
-    first = Bin("max", V(tb), Bin("-", C(0), V(o)))
-    last = Bin("min", V(te), Bin("-", V(lim), V(o)))
+    first = Bin(BinOp.MAX, V(tb), Bin(BinOp.SUB, C(0), V(o)))
+    last = Bin(BinOp.MIN, V(te), Bin(BinOp.SUB, V(lim), V(o)))
     body: list[Stmt] = []
     ops = dict(st.ops)
     for t in rows.located:
         ops[t], asg = ctx.locate(t, st, V(i))
         body.append(asg)
-    body.append(Assign(j, Bin("+", V(i), V(o))))
+    body.append(Assign(j, Bin(BinOp.ADD, V(i), V(o))))
     inner = State(ops, {**st.coords, rows.field: V(i)}, od)
     for t in cols.located:
         ops[t], asg = ctx.locate(t, inner, V(j))
         body.append(asg)
-    ops[s] = OpState(2, Bin("+", Bin("*", V(q), V(length)), V(j)), None, ops[s].present)
+    ops[s] = OpState(2, Bin(BinOp.ADD, Bin(BinOp.MUL, V(q), V(length)), V(j)), None, ops[s].present)
     point = State(ops, {**inner.coords, cols.field: V(j)}, od)
     if scatter:
         point.od = output.out_pos(cols.field, V(j), st.od)
@@ -58,9 +69,10 @@ def band_major_nest(ctx: LowerContext, output: OutputLowering, d: int, st: State
     diagonals = For(q, C(0), V(ctx.arr(s, "nd", 1)), (
         Assign(o, Cast(I64, Load(off, V(q)))),
         For(i, first, last, tuple(body))))
-    ntiles = Bin("//", Bin("+", Bin("-", hi, lo), C(BAND_TILE - 1)), C(BAND_TILE))
-    tile = (Assign(tb, Bin("+", lo, Bin("*", V(tt), C(BAND_TILE)))),
-            Assign(te, Bin("min", hi, Bin("+", V(tb), C(BAND_TILE)))),
+    ntiles = Bin(BinOp.FLOORDIV, Bin(BinOp.ADD, Bin(BinOp.SUB, hi, lo), C(BAND_TILE - 1)),
+                 C(BAND_TILE))
+    tile = (Assign(tb, Bin(BinOp.ADD, lo, Bin(BinOp.MUL, V(tt), C(BAND_TILE)))),
+            Assign(te, Bin(BinOp.MIN, hi, Bin(BinOp.ADD, V(tb), C(BAND_TILE)))),
             *(() if scatter else (For(i, V(tb), V(te), (Store("out", od, start),)),)),
             diagonals)
     return [Comment(f"loops {rows.field}, {cols.field}: diagonal-major over "

@@ -14,13 +14,24 @@ from __future__ import annotations
 
 from lazysparse.compile.ir_build import I64, C, OpState, State, V
 from lazysparse.compile.level_walks import block_shape
-from lazysparse.compile.loop_ir import Assign, Bin, Cast, Comment, Expr, For, Load, Stmt, Store
+from lazysparse.compile.loop_ir import (
+    Assign,
+    Bin,
+    BinOp,
+    Cast,
+    Comment,
+    Expr,
+    For,
+    Load,
+    Stmt,
+    Store,
+)
 from lazysparse.compile.lower_context import LowerContext
 from lazysparse.compile.lower_outputs import OutputLowering
 
 
 def _ceil_div(a: Expr, b: Expr) -> Expr:
-    return Bin("//", Bin("-", Bin("+", a, b), C(1)), b)
+    return Bin(BinOp.FLOORDIV, Bin(BinOp.SUB, Bin(BinOp.ADD, a, b), C(1)), b)
 
 
 def block_major_nest(ctx: LowerContext, output: OutputLowering, d: int, st: State,
@@ -36,27 +47,28 @@ def block_major_nest(ctx: LowerContext, output: OutputLowering, d: int, st: Stat
     start = Cast(str(ctx.info.acc_dtype), V("init"))
     ptr, idx = ctx.arr(s, "ptr", 1), ctx.arr(s, "idx", 1)
     ops = dict(st.ops)
-    row_stmts: list[Stmt] = [Assign(i, Bin("+", Bin("*", V(big), r_sz), V(r)))]
+    row_stmts: list[Stmt] = [Assign(i, Bin(BinOp.ADD, Bin(BinOp.MUL, V(big), r_sz), V(r)))]
     for t in rows.located:
         ops[t], asg = ctx.locate(t, st, V(i))
         row_stmts.append(asg)
     inner = State(ops, {**st.coords, rows.field: V(i)}, od)
-    point_stmts: list[Stmt] = [Assign(j, Bin("+", V(cb), V(c)))]
+    point_stmts: list[Stmt] = [Assign(j, Bin(BinOp.ADD, V(cb), V(c)))]
     for t in cols.located:
         ops[t], asg = ctx.locate(t, inner, V(j))
         point_stmts.append(asg)
-    pos = Bin("+", Bin("*", Bin("+", Bin("*", V(b), r_sz), V(r)), c_sz), V(c))
+    row = Bin(BinOp.ADD, Bin(BinOp.MUL, V(b), r_sz), V(r))
+    pos = Bin(BinOp.ADD, Bin(BinOp.MUL, row, c_sz), V(c))
     ops[s] = OpState(2, pos, None, ops[s].present)
     point = State(ops, {**inner.coords, cols.field: V(j)}, od)
     point_stmts.append(Assign("acc", ctx.reduce(V("acc"), ctx.value(ctx.info.expr, point))))
     per_row = (*row_stmts, Assign("acc", Load("out", od)),
                For(c, C(0), c_sz, tuple(point_stmts)), Store("out", od, V("acc")))
-    block = (Assign(cb, Bin("*", Cast(I64, Load(idx, V(b))), c_sz)),
+    block = (Assign(cb, Bin(BinOp.MUL, Cast(I64, Load(idx, V(b))), c_sz)),
              For(r, C(0), r_sz, per_row))
-    init = For(r, C(0), r_sz, (Assign(i, Bin("+", Bin("*", V(big), r_sz), V(r))),
+    init = For(r, C(0), r_sz, (Assign(i, Bin(BinOp.ADD, Bin(BinOp.MUL, V(big), r_sz), V(r))),
                                Store("out", od, start)))
-    blocks = For(b, Cast(I64, Load(ptr, V(big))), Cast(I64, Load(ptr, Bin("+", V(big), C(1)))),
-                 block)
+    blocks = For(b, Cast(I64, Load(ptr, V(big))),
+                 Cast(I64, Load(ptr, Bin(BinOp.ADD, V(big), C(1)))), block)
     return [Comment(f"loops {rows.field}, {cols.field}: block-row-major over "
                     f"{ctx.info.operands[s].alias}"),
             For(big, _ceil_div(lo, r_sz), _ceil_div(hi, r_sz), (init, blocks))]

@@ -24,10 +24,12 @@ from lazysparse.compile.loop_ir import (
     Apply,
     Assign,
     Bin,
+    BinOp,
     CallExpr,
     Cast,
     Const,
     Expr,
+    Intrinsic,
     Load,
     Stmt,
     Var,
@@ -168,7 +170,7 @@ class LowerContext:
                         if h is False:
                             return False
                         if h is not True:
-                            both = h if both is True else Bin("and", both, h)  # type: ignore
+                            both = h if both is True else Bin(BinOp.AND, both, h)  # type: ignore
                     return both
                 out: Expr | bool = False
                 for a in args:
@@ -176,7 +178,7 @@ class LowerContext:
                     if h is True:
                         return True
                     if h is not False:
-                        out = h if out is False else Bin("or", out, h)  # type: ignore[arg-type]
+                        out = h if out is False else Bin(BinOp.OR, out, h)  # type: ignore[arg-type]
                 return out
         return True
 
@@ -215,7 +217,7 @@ class LowerContext:
                 others = True
                 break
             if h is not False:
-                others = h if others is False else Bin("or", others, h)  # type: ignore
+                others = h if others is False else Bin(BinOp.OR, others, h)  # type: ignore
         if others is False:
             return value
         zc = Const(np.asarray(z).astype(node.dtype)[()].item(), str(node.dtype))
@@ -270,7 +272,8 @@ class LowerContext:
         """``e = end of the run of coordinate c starting at q`` for a non-unique level."""
         e = f"e{s}_{k}"
         return [Assign(e, add(q, C(1))),
-                While(Bin("and", Bin("<", V(e), hi), Bin("==", self.crd(s, k, V(e)), c)),
+                While(Bin(BinOp.AND, Bin(BinOp.LT, V(e), hi),
+                          Bin(BinOp.EQ, self.crd(s, k, V(e)), c)),
                       (Assign(e, add(V(e), C(1))),))]
 
     def child(self, s: int, st: State, q: Expr, present: Expr | None) -> OpState:
@@ -288,14 +291,14 @@ class LowerContext:
                              "level below a non-unique level is not supported")
         name = f"p{s}_{k}"
         if self.info.operands[s].levels[k].props.compact:  # hashed
-            q: Expr = CallExpr("hashed_locate_shift", (
+            q: Expr = CallExpr(Intrinsic.HASHED_LOCATE_SHIFT, (
                 V(self.arr(s, "ptr", k)), V(self.arr(s, "idx", k)), V(self.arr(s, "table", k)),
                 V(self.arr(s, "shift", k)), V(self.arr(s, "n", k)), o.pos, c))
             stm: list[Stmt] = [Assign(name, sel(o.present, q, C(-1)))]
-            has: Expr = Bin(">=", V(name), C(0))
+            has: Expr = Bin(BinOp.GE, V(name), C(0))
         else:  # bytemap: position p * size + c, stored where the mask says so
-            stm = [Assign(name, add(Bin("*", o.pos, V(self.arr(s, "n", k))), c))]
-            has = land(o.present, Bin("!=", Load(self.arr(s, "mask", k), V(name)), C(0)))
+            stm = [Assign(name, add(Bin(BinOp.MUL, o.pos, V(self.arr(s, "n", k))), c))]
+            has = land(o.present, Bin(BinOp.NE, Load(self.arr(s, "mask", k), V(name)), C(0)))
         pres = f"has{s}_{k}"
         stm.append(Assign(pres, has))
         return stm, OpState(k + 1, V(name), None, V(pres)), V(pres)
@@ -308,7 +311,7 @@ class LowerContext:
             raise ValueError(f"operand {self.info.operands[s].alias}: a dense level below a "
                              "non-unique level is not supported")
         name = f"p{s}_{k}"
-        p = add(Bin("*", o.pos, V(self.arr(s, "n", k))), c)
+        p = add(Bin(BinOp.MUL, o.pos, V(self.arr(s, "n", k))), c)
         return OpState(k + 1, V(name), None, o.present), Assign(name, p)
 
 

@@ -25,6 +25,7 @@ from lazysparse.compile.loop_ir import (
     Apply,
     Assign,
     Bin,
+    BinOp,
     Cast,
     Expr,
     For,
@@ -66,7 +67,7 @@ def dense_position(info: KernelInfo, s: int, coords: dict[str, Expr]) -> Expr:
     """Position of an all-dense operand's entry at ``coords`` (row-major in storage)."""
     p: Expr = C(0)
     for k, lv in enumerate(info.operands[s].levels):
-        p = add(Bin("*", p, V(f"a{s}_n{k}")), coords[lv.field])
+        p = add(Bin(BinOp.MUL, p, V(f"a{s}_n{k}")), coords[lv.field])
     return p
 
 
@@ -84,7 +85,7 @@ def epilogue_function(info: KernelInfo, cvar: dict[str, str],
         f = storage[m]
         c = V(cvar[f])
         coords[f] = c
-        inner: list[Stmt] = [Assign(f"od{m}", add(od, Bin("*", c, V(f"os{m}"))))]
+        inner: list[Stmt] = [Assign(f"od{m}", add(od, Bin(BinOp.MUL, c, V(f"os{m}"))))]
         inner += nest(m + 1, V(f"od{m}"))
         return [For(c.name, C(0), V(f"n_{c.name}"), tuple(inner))]
 

@@ -16,6 +16,7 @@ from lazysparse.compile.ir_build import C, OpState, State, V, land
 from lazysparse.compile.loop_ir import (
     Assign,
     Bin,
+    BinOp,
     Comment,
     Const,
     Expr,
@@ -117,7 +118,7 @@ class LoopNest:
             return [For(q.name, lo, hi, tuple(head + body_for(cstate)))]
         inner = head + ctx.seg_end(s, k, q, hi, c) + body_for(cstate)
         inner.append(Assign(q.name, V(f"e{s}_{k}")))
-        return [Assign(q.name, lo), While(Bin("<", q, hi), tuple(inner))]
+        return [Assign(q.name, lo), While(Bin(BinOp.LT, q, hi), tuple(inner))]
 
     def body(self, d: int, st: State, ranges: Ranges, c: Var,
              coord_state: dict[int, OpState]) -> list[Stmt]:

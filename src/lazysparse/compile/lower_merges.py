@@ -16,7 +16,19 @@ from itertools import combinations
 from lazysparse.compile.coiterate import LevelPlan
 from lazysparse.compile.coiterate import is_conjunction as is_conj
 from lazysparse.compile.ir_build import C, OpState, State, V, add, fold, land
-from lazysparse.compile.loop_ir import Assign, Bin, Cast, Const, Expr, For, If, Stmt, Var, While
+from lazysparse.compile.loop_ir import (
+    Assign,
+    Bin,
+    BinOp,
+    Cast,
+    Const,
+    Expr,
+    For,
+    If,
+    Stmt,
+    Var,
+    While,
+)
 from lazysparse.compile.lower_context import LowerContext
 
 # the loop body at one coordinate, given the states of the operands the loop moved
@@ -97,15 +109,15 @@ class Merge:
             return For(q.name, q, hi, tuple(head + self.body_for(cstate)))
         inner = head + self.seg_end(s) + self.body_for(cstate)
         inner.append(Assign(q.name, self.next_pos(s)))
-        return While(Bin("<", q, hi), tuple(inner))
+        return While(Bin(BinOp.LT, q, hi), tuple(inner))
 
     def min_merge(self, sub: tuple[int, ...], cstate: dict[int, OpState]) -> Stmt:
         """Drivers ``sub`` in range: the least coordinate, each driver present there."""
         lp, c = self.lp, self.c
         inner: list[Stmt] = [Assign(c.name, self.crd(sub[0]))]
-        inner += [Assign(c.name, Bin("min", c, self.crd(s))) for s in sub[1:]]
+        inner += [Assign(c.name, Bin(BinOp.MIN, c, self.crd(s))) for s in sub[1:]]
         for s in sub:
-            inner.append(Assign(self.has(s).name, Bin("==", self.crd(s), c)))
+            inner.append(Assign(self.has(s).name, Bin(BinOp.EQ, self.crd(s), c)))
             if not self.unique(s):
                 inner.append(If(self.has(s), tuple(self.seg_end(s))))
         conj = is_conj(lp.region)
@@ -120,9 +132,9 @@ class Merge:
         else:
             inner.append(If(cond, tuple(self.body_for(cstate))))
         inner += [If(self.has(s), (Assign(self.q(s).name, self.next_pos(s)),)) for s in sub]
-        alive: Expr = Bin("<", self.q(sub[0]), self.ranges[sub[0]][1])
+        alive: Expr = Bin(BinOp.LT, self.q(sub[0]), self.ranges[sub[0]][1])
         for s in sub[1:]:
-            alive = Bin("and", alive, Bin("<", self.q(s), self.ranges[s][1]))
+            alive = Bin(BinOp.AND, alive, Bin(BinOp.LT, self.q(s), self.ranges[s][1]))
         return While(alive, tuple(inner))
 
     def two_way(self, sub: tuple[int, ...]) -> Stmt:
@@ -138,10 +150,10 @@ class Merge:
             inner += self._intersect_step(sub, ja, jb)
         else:
             only_a, only_b = self._case(sub, {a}, ja), self._case(sub, {b}, jb)
-            inner.append(If(Bin("==", ja, jb), self._case(sub, {a, b}, ja),
-                            (If(Bin("<", ja, jb), only_a, only_b),)))
-        alive = Bin("and", Bin("<", self.q(a), self.ranges[a][1]),
-                    Bin("<", self.q(b), self.ranges[b][1]))
+            inner.append(If(Bin(BinOp.EQ, ja, jb), self._case(sub, {a, b}, ja),
+                            (If(Bin(BinOp.LT, ja, jb), only_a, only_b),)))
+        alive = Bin(BinOp.AND, Bin(BinOp.LT, self.q(a), self.ranges[a][1]),
+                    Bin(BinOp.LT, self.q(b), self.ranges[b][1]))
         return While(alive, tuple(inner))
 
     def _intersect_step(self, sub: tuple[int, ...], ja: Var, jb: Var) -> list[Stmt]:
@@ -151,9 +163,9 @@ class Merge:
         predictor loses (a sparse ``A * B`` with few matches: 26 -> 17 ms)."""
         a, b = sub
         body = self._case(sub, {a, b}, ja, advance=False)
-        return [If(Bin("==", ja, jb), body),
-                Assign(self.q(a).name, add(self.q(a), Cast("int64", Bin("<=", ja, jb)))),
-                Assign(self.q(b).name, add(self.q(b), Cast("int64", Bin("<=", jb, ja))))]
+        return [If(Bin(BinOp.EQ, ja, jb), body),
+                Assign(self.q(a).name, add(self.q(a), Cast("int64", Bin(BinOp.LE, ja, jb)))),
+                Assign(self.q(b).name, add(self.q(b), Cast("int64", Bin(BinOp.LE, jb, ja))))]
 
     def _case(self, sub: tuple[int, ...], live: set[int], crd: Var,
               advance: bool = True) -> tuple[Stmt, ...]:
@@ -176,15 +188,15 @@ class Merge:
         lp, c = self.lp, self.c
 
         def inrange(s: int) -> Expr:
-            return Bin("<", self.q(s), self.ranges[s][1])
+            return Bin(BinOp.LT, self.q(s), self.ranges[s][1])
 
         inner: list[Stmt] = [Assign(c.name, self.ctx.extent(lp.field))]
-        inner += [If(inrange(s), (Assign(c.name, Bin("min", c, self.crd(s))),))
+        inner += [If(inrange(s), (Assign(c.name, Bin(BinOp.MIN, c, self.crd(s))),))
                   for s in lp.drivers]
         cstate: dict[int, OpState] = {}
         for s in lp.drivers:
             inner.append(Assign(self.has(s).name,
-                                Bin("and", inrange(s), Bin("==", self.crd(s), c))))
+                                Bin(BinOp.AND, inrange(s), Bin(BinOp.EQ, self.crd(s), c))))
             if not self.unique(s):
                 inner.append(If(self.has(s), tuple(self.seg_end(s))))
             pres = self.st.ops[s].present

@@ -11,7 +11,7 @@ count phase, then a fill phase); the workspaces are in :mod:`compile.lower_works
 from __future__ import annotations
 
 from lazysparse.compile.ir_build import C, State, V, add
-from lazysparse.compile.loop_ir import Assign, Bin, Cast, Expr, If, Load, Not, Stmt, Store
+from lazysparse.compile.loop_ir import Assign, Bin, BinOp, Cast, Expr, If, Load, Not, Stmt, Store
 from lazysparse.compile.lower_context import LowerContext, Phase
 from lazysparse.compile.lower_epilogue import finish
 from lazysparse.compile.plan import EpiloguePlace
@@ -38,7 +38,7 @@ class OutputLowering:
         if m == self.out.dense_prefix - 1:  # the innermost dense level: unit stride
             return add(od, c)
         if m < self.out.dense_prefix:
-            return add(od, Bin("*", c, V(f"os{m}")))
+            return add(od, Bin(BinOp.MUL, c, V(f"os{m}")))
         return od
 
     def hooks_around(self, d: int, st: State) -> tuple[list[Stmt], list[Stmt]]:
@@ -216,7 +216,7 @@ class AppendOutput(OutputLowering):
         # count: entries of the first sparse group under this dense output position; fill:
         # where they end (measured 10% faster on a sparse add than storing the difference;
         # the host reads it in a single pass)
-        post = [Store("cntpd", st.od, cnt if ctx.fill else Bin("-", cnt, base))]
+        post = [Store("cntpd", st.od, cnt if ctx.fill else Bin(BinOp.SUB, cnt, base))]
         return pre, post
 
     def emit(self, st: State, val: Expr | None, coords: dict[str, Expr] | None = None,

@@ -18,12 +18,14 @@ from lazysparse.compile.loop_ir import (
     ArgSortRange,
     Assign,
     Bin,
+    BinOp,
     Call,
     CallExpr,
     Cast,
     Expr,
     For,
     If,
+    Intrinsic,
     Load,
     Not,
     Stmt,
@@ -101,7 +103,7 @@ class RowWorkspaceOutput(WorkspaceOutput):
         ctx = self.ctx
         n = ctx.extent(self.out.ws_fields[0])
         # the fill phase's list has room for sort_touched's scratch (no per-row alloc)
-        nl = add(Bin("*", n, C(2)), C(SCRATCH_EXTRA)) if ctx.fill and self.sorted_drain else n
+        nl = add(Bin(BinOp.MUL, n, C(2)), C(SCRATCH_EXTRA)) if ctx.fill and self.sorted_drain else n
         out: list[Stmt] = [Alloc(ctx.tag("ws_mark"), n, "bool", C(False)),
                            Alloc(ctx.tag("ws_list"), nl, I64, None)]
         if ctx.fill:
@@ -120,11 +122,11 @@ class RowWorkspaceOutput(WorkspaceOutput):
         if not ctx.fill:
             # count phase: clear the marks, then count the whole row at once
             return [For("u", C(0), nw, tuple(body)),
-                    If(Bin(">", nw, C(0)), tuple(self.emit(st, None, coords, step=nw)))]
+                    If(Bin(BinOp.GT, nw, C(0)), tuple(self.emit(st, None, coords, step=nw)))]
         body += self.emit(st, Load("ws_val", w), coords)
         drain: list[Stmt] = [For("u", C(0), nw, tuple(body))]
         if self.sorted_drain:
-            drain.insert(0, Call("sort_touched", (V(touched), nw, ctx.extent(f))))
+            drain.insert(0, Call(Intrinsic.SORT_TOUCHED, (V(touched), nw, ctx.extent(f))))
         return drain
 
 
@@ -142,12 +144,13 @@ class HashWorkspaceOutput(WorkspaceOutput):
         keys, slots = ctx.tag("hkeys"), ctx.tag("hslots")
         c = st.coords[self.out.ws_fields[0]]
         s = V(ctx.tag("hs"))
-        out: list[Stmt] = [If(Bin(">", Bin("*", add(nw, C(1)), C(2)), cap), tuple(self._grow())),
-                           Assign(s.name, CallExpr("ws_probe", (V(keys), c)))]
+        full = Bin(BinOp.GT, Bin(BinOp.MUL, add(nw, C(1)), C(2)), cap)
+        out: list[Stmt] = [If(full, tuple(self._grow())),
+                           Assign(s.name, CallExpr(Intrinsic.WS_PROBE, (V(keys), c)))]
         new: list[Stmt] = [Store(keys, s, c), Store(slots, nw, s), Assign(nw.name, add(nw, C(1)))]
         if ctx.fill:
             new.append(Store("hvals", s, Cast(acc, V("init"))))
-        out.append(If(Bin("<", Load(keys, s), C(0)), tuple(new)))
+        out.append(If(Bin(BinOp.LT, Load(keys, s), C(0)), tuple(new)))
         if ctx.fill:
             upd = (ctx.reduce(Load("hvals", s), val) if ctx.info.reduce_op  # type: ignore
                    else Cast(acc, val))  # type: ignore[arg-type]
@@ -162,11 +165,12 @@ class HashWorkspaceOutput(WorkspaceOutput):
         keys, slots = ctx.tag("hkeys"), ctx.tag("hslots")
         k2, sl2 = ctx.tag("hkeys2"), ctx.tag("hslots2")
         u, old, new = V("u"), V(ctx.tag("hso")), V(ctx.tag("hsn"))
-        move: list[Stmt] = [Assign(old.name, Load(slots, u)),
-                            Assign(new.name, CallExpr("ws_probe", (V(k2), Load(keys, old)))),
+        probe = CallExpr(Intrinsic.WS_PROBE, (V(k2), Load(keys, old)))
+        move: list[Stmt] = [Assign(old.name, Load(slots, u)), Assign(new.name, probe),
                             Store(k2, new, Load(keys, old)), Store(sl2, u, new)]
-        out: list[Stmt] = [Assign(cap.name, Bin("*", cap, C(2))),
-                           Alloc(k2, cap, I64, C(-1)), Alloc(sl2, Bin("//", cap, C(2)), I64)]
+        out: list[Stmt] = [Assign(cap.name, Bin(BinOp.MUL, cap, C(2))),
+                           Alloc(k2, cap, I64, C(-1)),
+                           Alloc(sl2, Bin(BinOp.FLOORDIV, cap, C(2)), I64)]
         if ctx.fill:
             out.append(Alloc("hvals2", cap, acc))
             move.append(Store("hvals2", new, Load("hvals", old)))
@@ -180,7 +184,7 @@ class HashWorkspaceOutput(WorkspaceOutput):
         cap = ctx.tag("hcap")
         out: list[Stmt] = [Assign(cap, C(HASH_WS_START)),
                            Alloc(ctx.tag("hkeys"), V(cap), I64, C(-1)),
-                           Alloc(ctx.tag("hslots"), Bin("//", V(cap), C(2)), I64)]
+                           Alloc(ctx.tag("hslots"), Bin(BinOp.FLOORDIV, V(cap), C(2)), I64)]
         if ctx.fill:
             out.append(Alloc("hvals", V(cap), str(ctx.info.acc_dtype)))
         return out
@@ -198,7 +202,7 @@ class HashWorkspaceOutput(WorkspaceOutput):
                             Store(keys, s, C(-1))]
         if not ctx.fill:
             return [For("u", C(0), nw, tuple(body)),
-                    If(Bin(">", nw, C(0)), tuple(self.emit(st, None, coords, step=nw)))]
+                    If(Bin(BinOp.GT, nw, C(0)), tuple(self.emit(st, None, coords, step=nw)))]
         body += self.emit(st, Load("hvals", s), coords)
         return [For("u", C(0), nw, tuple(body))]
 
@@ -213,9 +217,9 @@ class SortMergeOutput(WorkspaceOutput):
         nw = V(ctx.tag("nw"))
         key: Expr = C(0)
         for f in self.out.ws_fields:
-            key = add(Bin("*", key, ctx.extent(f)), st.coords[f])
+            key = add(Bin(BinOp.MUL, key, ctx.extent(f)), st.coords[f])
         keys, cap, keys2 = ctx.tag("ws_keys"), ctx.tag("ws_cap"), ctx.tag("ws_keys2")
-        grow: list[Stmt] = [Assign(cap, Bin("*", V(cap), C(2))),
+        grow: list[Stmt] = [Assign(cap, Bin(BinOp.MUL, V(cap), C(2))),
                             Alloc(keys2, V(cap), I64, None),
                             For("u", C(0), nw, (Store(keys2, V("u"), Load(keys, V("u"))),)),
                             Assign(keys, V(keys2))]
@@ -223,7 +227,7 @@ class SortMergeOutput(WorkspaceOutput):
             grow += [Alloc("ws_vals2", V(cap), acc, None),
                      For("u", C(0), nw, (Store("ws_vals2", V("u"), Load("ws_vals", V("u"))),)),
                      Assign("ws_vals", V("ws_vals2"))]
-        out: list[Stmt] = [If(Bin("==", nw, V(cap)), tuple(grow)), Store(keys, nw, key)]
+        out: list[Stmt] = [If(Bin(BinOp.EQ, nw, V(cap)), tuple(grow)), Store(keys, nw, key)]
         if ctx.fill:
             out.append(Store("ws_vals", nw, Cast(acc, val)))  # type: ignore[arg-type]
         out.append(Assign(nw.name, add(nw, C(1))))
@@ -248,13 +252,13 @@ class SortMergeOutput(WorkspaceOutput):
         decode: list[Stmt] = [Assign("key", Load(keys, Load(perm, u)))]
         for f in reversed(o.ws_fields):
             n = ctx.extent(f)
-            decode.append(Assign(ctx.cvar[f], Bin("%", V("key"), n)))
-            decode.append(Assign("key", Bin("//", V("key"), n)))
+            decode.append(Assign(ctx.cvar[f], Bin(BinOp.MOD, V("key"), n)))
+            decode.append(Assign("key", Bin(BinOp.FLOORDIV, V("key"), n)))
             coords[f] = V(ctx.cvar[f])
         od = st.od
         for m in range(o.dense_prefix):
             if ctx.storage[m] in o.ws_fields:
-                od = add(od, Bin("*", coords[ctx.storage[m]], V(f"os{m}")))
+                od = add(od, Bin(BinOp.MUL, coords[ctx.storage[m]], V(f"os{m}")))
         est = State(st.ops, coords, od)
         body = self._merge(nw, keys, perm) + decode + self._resets()
         body += self.emit(est, V("wv") if ctx.fill else None, coords)
@@ -262,7 +266,7 @@ class SortMergeOutput(WorkspaceOutput):
         body.append(Assign("u", e))
         init_prev = [Assign(f"prev_{ctx.cvar[f]}", C(-1)) for f in o.ws_fields]
         return [ArgSortRange(perm, keys, C(0), nw), *init_prev, Assign("u", C(0)),
-                While(Bin("<", u, nw), tuple(body))]
+                While(Bin(BinOp.LT, u, nw), tuple(body))]
 
     def _merge(self, nw: Expr, keys: str, perm: str) -> list[Stmt]:
         """``e`` past the run of keys equal to key ``u``, their values reduced into ``wv``."""
@@ -279,7 +283,8 @@ class SortMergeOutput(WorkspaceOutput):
             else:
                 step.insert(0, Assign("wv", v))
         ekey = Load(keys, Load(perm, e))
-        merge.append(While(Bin("and", Bin("<", e, nw), Bin("==", ekey, k)), tuple(step)))
+        same_key = Bin(BinOp.AND, Bin(BinOp.LT, e, nw), Bin(BinOp.EQ, ekey, k))
+        merge.append(While(same_key, tuple(step)))
         return merge
 
     def _resets(self) -> list[Stmt]:
@@ -295,8 +300,8 @@ class SortMergeOutput(WorkspaceOutput):
                 x = ctx.storage[m]
                 if x in o.ws_fields:
                     cv = ctx.cvar[x]
-                    same = land(same, Bin("==", V(f"prev_{cv}"), V(cv)))
-            reset.append(If(Bin("or", Bin("==", V("u"), C(0)), Not(same)),  # type: ignore
+                    same = land(same, Bin(BinOp.EQ, V(f"prev_{cv}"), V(cv)))
+            reset.append(If(Bin(BinOp.OR, Bin(BinOp.EQ, V("u"), C(0)), Not(same)),  # type: ignore
                             (Assign(ctx.tag(f"open{g}"), C(False)),)))
         return reset
 

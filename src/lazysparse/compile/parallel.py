@@ -29,6 +29,7 @@ from lazysparse.compile.ir_build import C, V, add, cast
 from lazysparse.compile.loop_ir import (
     Assign,
     Bin,
+    BinOp,
     Const,
     Expr,
     For,
@@ -157,7 +158,7 @@ def combine_functions(reduce: Callable[[Expr, Expr], Expr], acc_dtype: np.dtype
     od = str(acc_dtype)
     body: list[Stmt] = [Assign("acc", cast(od, V("init"), acc_dtype))]
     body.append(For("t", C(0), V("nch"), (Assign("acc", reduce(
-        V("acc"), Load("out", add(Bin("*", V("t"), V("osize")), V("o"))))),)))
+        V("acc"), Load("out", add(Bin(BinOp.MUL, V("t"), V("osize")), V("o"))))),)))
     body.append(Store("res", V("o"), V("acc")))
     params = ("out", "res", "nch", "osize", "init")
     note = "res[o] = init (+) partials of every chunk"
@@ -165,7 +166,7 @@ def combine_functions(reduce: Callable[[Expr, Expr], Expr], acc_dtype: np.dtype
                      (note,))
 
     def split(k: Expr) -> Expr:
-        return Bin("//", Bin("*", k, V("osize")), V("nct"))
+        return Bin(BinOp.FLOORDIV, Bin(BinOp.MUL, k, V("osize")), V("nct"))
 
     rng = Function("combine_range", (*params, "u", "nct"),
                    (Assign("olo", split(V("u"))), Assign("ohi", split(add(V("u"), C(1)))),

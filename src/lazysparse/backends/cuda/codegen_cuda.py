@@ -22,10 +22,9 @@ from lazysparse.backends.cuda.render import (
     I64,
     AtomicCombine,
     CudaCodegenError,
-    CudaStmtPrinter,
+    CudaPrinter,
     HashProbe,
     LaneFor,
-    LaneZero,
     VarType,
     WarpReduce,
     infer_types,
@@ -45,23 +44,21 @@ from lazysparse.backends.cuda.strategies import LaunchMode
 from lazysparse.backends.cuda.workspaces import WorkspaceKind
 from lazysparse.compile.loop_ir import (
     Alloc,
-    Apply,
     Assign,
     Bin,
+    BinOp,
     Call,
-    Cast,
     Const,
     Expr,
     For,
-    If,
     Load,
-    Not,
-    Select,
+    Node,
     SortRange,
     Stmt,
     Store,
     Var,
-    While,
+    statements,
+    walk,
 )
 from lazysparse.compile.lower import Lowered
 
@@ -88,100 +85,43 @@ class CudaProgram:
 # ---------------------------------------------------------------- analysis helpers
 
 
-def names_in_expr(e: Expr, out: dict[str, None]) -> None:
-    """Add every name an expression reads (variables and arrays), in first-use order."""
-    match e:
+def _names_of(n: Node) -> tuple[str, ...]:
+    """The names one node itself reads or binds (its children are walked separately)."""
+    match n:
         case Var(name):
+            return (name,)
+        case Load(array) | Store(array) | SortRange(array) | AtomicCombine(_, array):
+            return (array,)
+        case HashProbe(keys):
+            return (keys,)
+        case Assign(var) | Alloc(var) | For(var) | LaneFor(var):
+            return (var,)
+        case WarpReduce(var, other):
+            return (var, other)
+    return ()
+
+
+def names_in(roots: Node | tuple[Node, ...], out: dict[str, None]) -> None:
+    """Add every name a block or expression reads or writes, in first-use order (the
+    order of the names a kernel does not bind is the order of its parameters)."""
+    for n in walk(roots):
+        for name in _names_of(n):
             out.setdefault(name)
-        case Load(array, index):
-            out.setdefault(array)
-            names_in_expr(index, out)
-        case Bin(_, a, b):
-            names_in_expr(a, out)
-            names_in_expr(b, out)
-        case Not(a) | Cast(_, a):
-            names_in_expr(a, out)
-        case Select(c, a, b):
-            for x in (c, a, b):
-                names_in_expr(x, out)
-        case HashProbe(keys, cap, key):
-            out.setdefault(keys)
-            names_in_expr(cap, out)
-            names_in_expr(key, out)
-        case Apply(_, args, _):
-            for a in args:
-                names_in_expr(a, out)
-
-
-def names_in(stmts: tuple[Stmt, ...], out: dict[str, None]) -> None:
-    """Add every name a block reads or writes, in first-use order."""
-    for s in stmts:
-        match s:
-            case Assign(var, value):
-                names_in_expr(value, out)
-                out.setdefault(var)
-            case Store(array, index, value) | AtomicCombine(_, array, index, value):
-                out.setdefault(array)
-                names_in_expr(index, out)
-                names_in_expr(value, out)
-            case Alloc(var, size, _, fill):
-                names_in_expr(size, out)
-                if fill is not None:
-                    names_in_expr(fill, out)
-                out.setdefault(var)
-            case SortRange(array, lo, hi):
-                out.setdefault(array)
-                names_in_expr(lo, out)
-                names_in_expr(hi, out)
-            case Call(_, args):
-                for a in args:
-                    names_in_expr(a, out)
-            case For(var, start, stop, body) | LaneFor(var, start, stop, body):
-                names_in_expr(start, out)
-                names_in_expr(stop, out)
-                out.setdefault(var)
-                names_in(body, out)
-            case While(cond, body):
-                names_in_expr(cond, out)
-                names_in(body, out)
-            case If(cond, then, orelse):
-                names_in_expr(cond, out)
-                names_in(then, out)
-                names_in(orelse, out)
-            case LaneZero(body):
-                names_in(body, out)
-            case WarpReduce(var, other, combine):
-                out.setdefault(var)
-                out.setdefault(other)
-                names_in_expr(combine, out)
 
 
 def written_arrays(stmts: tuple[Stmt, ...], out: set[str]) -> None:
     """Arrays a block stores into (or sorts)."""
-    for s in stmts:
+    for s in statements(stmts):
         match s:
-            case Store(array, _, _) | SortRange(array, _, _) | AtomicCombine(_, array, _, _):
+            case Store(array) | SortRange(array) | AtomicCombine(_, array):
                 out.add(array)
             case Call(_, args):  # intrinsics may write every array they are given
                 out.update(a.name for a in args if isinstance(a, Var))
-            case For(_, _, _, body) | LaneFor(_, _, _, body) | While(_, body) | LaneZero(body):
-                written_arrays(body, out)
-            case If(_, then, orelse):
-                written_arrays(then, out)
-                written_arrays(orelse, out)
 
 
-def allocs_in(stmts: tuple[Stmt, ...], out: list[Alloc]) -> None:
+def allocs_in(stmts: tuple[Stmt, ...]) -> list[Alloc]:
     """Allocations anywhere inside a block."""
-    for s in stmts:
-        match s:
-            case Alloc():
-                out.append(s)
-            case For(_, _, _, body) | LaneFor(_, _, _, body) | While(_, body) | LaneZero(body):
-                allocs_in(body, out)
-            case If(_, then, orelse):
-                allocs_in(then, out)
-                allocs_in(orelse, out)
+    return [s for s in statements(stmts) if isinstance(s, Alloc)]
 
 
 # ---------------------------------------------------------------- kernels
@@ -222,8 +162,7 @@ def build_kernel(name: str, loop: For, types: dict[str, VarType],
                  mode: LaunchMode) -> _KernelBuild:
     """One ``__global__`` kernel running the iterations of a top-level loop."""
     body = loop.body
-    pools_a: list[Alloc] = []
-    allocs_in(body, pools_a)
+    pools_a = allocs_in(body)
     if mode is LaunchMode.WARP and pools_a:
         raise CudaCodegenError("warp-per-row kernels cannot hold per-worker workspaces")
     known = {**types, "ls_lane": VarType(np.dtype(np.int32))}
@@ -232,12 +171,12 @@ def build_kernel(name: str, loop: For, types: dict[str, VarType],
     used: dict[str, None] = {}
     names_in(whole, used)
     for a in pools_a:
-        names_in_expr(a.size, used)
+        names_in(a.size, used)
     free = [n for n in used if n not in local and n != "ls_lane"]
     for n in free:
         if n not in types:
             raise CudaCodegenError(f"internal: kernel {name} reads {n!r}, which has no type")
-    pr = CudaStmtPrinter({**known, **local}, {a.var: a.size for a in pools_a})
+    pr = CudaPrinter({**known, **local}, {a.var: a.size for a in pools_a})
     sig = ",\n    ".join(_params(free, types, body, pools_a, local))
     lines = [f'extern "C" __global__ void {name}(\n    {sig}) {{',
              "  const ls_i64 ls_gid = (ls_i64)blockIdx.x * blockDim.x + threadIdx.x;",
@@ -255,7 +194,7 @@ def build_kernel(name: str, loop: For, types: dict[str, VarType],
                   f"{v} += ls_nworkers) {{", *pr.block(body, 2), "  }"]
     lines.append("}")
     pools = tuple(Pool(a.var, a.size, a.dtype, a.fill) for a in pools_a)
-    count: Expr = Const(1) if mode is LaunchMode.SERIAL else Bin("-", loop.stop, loop.start)
+    count: Expr = Const(1) if mode is LaunchMode.SERIAL else Bin(BinOp.SUB, loop.stop, loop.start)
     dts = tuple("" if types[n].pointer else str(types[n].dtype) for n in free)
     launch = Launch(name, mode, count, tuple(free) + tuple(f"{a.var}__pool" for a in pools_a),
                     pools, dts + ("",) * len(pools_a))
@@ -307,7 +246,7 @@ class _Generator:
         """The partials allocation (``osize * nch``) shrunk to one output (``osize``)."""
         k, alloc = next((k, s) for k, s in enumerate(self.steps)
                         if isinstance(s, HostAlloc) and s.var == "out")
-        if not (isinstance(alloc.size, Bin) and alloc.size.op == "*"
+        if not (isinstance(alloc.size, Bin) and alloc.size.op is BinOp.MUL
                 and alloc.size.b == Var("nch")):
             raise CudaCodegenError("internal: partials allocation of unexpected shape")
         self.steps[k] = HostAlloc("out", alloc.size.a, alloc.dtype, alloc.fill)

@@ -53,39 +53,7 @@ def host_eval(e: Expr, env: dict[str, Any]) -> Any:
             v = env[array][int(host_eval(index, env))]
             return v.item() if hasattr(v, "item") else v
         case Bin(op, a, b):
-            x, y = host_eval(a, env), host_eval(b, env)
-            match op:
-                case "+":
-                    return x + y
-                case "-":
-                    return x - y
-                case "*":
-                    return x * y
-                case "//":
-                    return x // y
-                case "%":
-                    return x % y
-                case "min":
-                    return min(x, y)
-                case "max":
-                    return max(x, y)
-                case "and":
-                    return bool(x) and bool(y)
-                case "or":
-                    return bool(x) or bool(y)
-                case "<":
-                    return x < y
-                case "<=":
-                    return x <= y
-                case ">":
-                    return x > y
-                case ">=":
-                    return x >= y
-                case "==":
-                    return x == y
-                case "!=":
-                    return x != y
-            raise ValueError(f"unknown host operator {op!r}")
+            return op.evaluate(host_eval(a, env), host_eval(b, env))
         case Not(a):
             return not host_eval(a, env)
         case Select(c, a, b):

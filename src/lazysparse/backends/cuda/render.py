@@ -20,6 +20,7 @@ from lazysparse.compile.loop_ir import (
     ArgSortRange,
     Assign,
     Bin,
+    BinOp,
     Call,
     Cast,
     Comment,
@@ -27,7 +28,9 @@ from lazysparse.compile.loop_ir import (
     Expr,
     For,
     If,
+    Intrinsic,
     Load,
+    LoopPrinter,
     Not,
     NumThreads,
     Return,
@@ -38,17 +41,19 @@ from lazysparse.compile.loop_ir import (
     Store,
     Var,
     While,
+    statements,
 )
 from lazysparse.logic.internal_ops import cuda_type
 
 I64 = np.dtype(np.int64)
 BOOL = np.dtype(np.bool_)
-_CMP = {"<", "<=", ">", ">=", "==", "!="}
-_LOGIC = {"and": "&&", "or": "||"}
+#: C spellings of the loop-IR operators that C spells differently from Python (``//``: the
+#: loop IR divides non-negative indices only, where C's truncation is floor division)
+C_OPS = {BinOp.AND: "&&", BinOp.OR: "||", BinOp.FLOORDIV: "/"}
 
 
 #: loop-IR ``Call`` intrinsics -> CUDA helpers (prelude); same arguments as on the CPU.
-INTRINSICS = {"sort_touched": "ls_sort_touched"}
+INTRINSICS = {Intrinsic.SORT_TOUCHED: "ls_sort_touched"}
 
 
 class CudaCodegenError(ValueError):
@@ -100,7 +105,7 @@ def type_of(e: Expr, types: dict[str, VarType]) -> np.dtype:
                 raise CudaCodegenError(f"internal: array {array!r} has no type")
             return types[array].dtype
         case Bin(op, a, b):
-            if op in _CMP or op in _LOGIC:
+            if op.is_comparison or op.is_logical:
                 return BOOL
             ta, tb = type_of(a, types), type_of(b, types)
             return np.result_type(ta, tb) if ta != BOOL or tb != BOOL else I64
@@ -118,65 +123,60 @@ def type_of(e: Expr, types: dict[str, VarType]) -> np.dtype:
     raise CudaCodegenError(f"not a loop-IR expression: {e!r}")
 
 
+class _Inference:
+    """Types of the names a block assigns, in program order (``known``: typed already)."""
+
+    def __init__(self, known: dict[str, VarType]) -> None:
+        self.known = known
+        self.env = dict(known)
+        self.local: dict[str, VarType] = {}
+        self.weak: set[str] = set()  # typed by an untyped integer literal only
+
+    def bind(self, name: str, vt: VarType, is_weak: bool = False) -> None:
+        if name in self.known and name not in self.local:
+            raise CudaCodegenError(f"kernel assigns {name!r}, which is one of its inputs")
+        if name not in self.local or (name in self.weak and not is_weak):
+            self.local[name] = self.env[name] = vt
+            if is_weak:
+                self.weak.add(name)
+            else:
+                self.weak.discard(name)
+
+    def visit(self, s: Stmt) -> None:
+        """Bind what ``s`` itself assigns (its blocks come next in the walk)."""
+        match s:
+            case Assign(var, value):
+                if isinstance(value, Var) and self.env.get(value.name, VarType(I64)).pointer:
+                    raise CudaCodegenError("array re-binding (growable workspaces) is not "
+                                           "supported by the CUDA backend")
+                self.bind(var, VarType(type_of(value, self.env)),
+                          isinstance(value, Const) and not value.dtype)
+            case Alloc(var, _, dtype, _):
+                self.bind(var, VarType(np.dtype(dtype), True))
+            case For(var) | LaneFor(var):
+                self.bind(var, VarType(I64))
+            case WarpReduce(var, other, _):
+                self.bind(other, self.env[var])
+            case ArgSortRange() | Slice():
+                raise CudaCodegenError(
+                    f"{type(s).__name__} (insert-sort-merge workspaces, sliced results) is "
+                    "not supported by the CUDA backend")
+            case Call(name, _) if name not in INTRINSICS:
+                raise CudaCodegenError(f"loop-IR intrinsic {name!r} has no CUDA "
+                                       "implementation")
+            case (While() | If() | LaneZero() | AtomicCombine() | Call() | Store()
+                  | SortRange() | Comment() | Return()):
+                pass
+            case _:
+                raise CudaCodegenError(f"not a loop-IR statement: {s!r}")
+
+
 def infer_types(body: tuple[Stmt, ...], types: dict[str, VarType]) -> dict[str, VarType]:
     """Types of the names ``body`` assigns (``types`` holds the names already known)."""
-    env = dict(types)
-    local: dict[str, VarType] = {}
-    weak: set[str] = set()
-
-    def bind(name: str, vt: VarType, is_weak: bool) -> None:
-        if name in types and name not in local:
-            raise CudaCodegenError(f"kernel assigns {name!r}, which is one of its inputs")
-        if name not in local or (name in weak and not is_weak):
-            local[name] = env[name] = vt
-            if is_weak:
-                weak.add(name)
-            else:
-                weak.discard(name)
-
-    def walk(stmts: tuple[Stmt, ...]) -> None:
-        for s in stmts:
-            match s:
-                case Assign(var, value):
-                    if isinstance(value, Var) and env.get(value.name, VarType(I64)).pointer:
-                        raise CudaCodegenError("array re-binding (growable workspaces) is not "
-                                               "supported by the CUDA backend")
-                    bind(var, VarType(type_of(value, env)), isinstance(value, Const)
-                         and not value.dtype)
-                case Alloc(var, _, dtype, _):
-                    bind(var, VarType(np.dtype(dtype), True), False)
-                case For(var, _, _, inner, _):
-                    bind(var, VarType(I64), False)
-                    walk(inner)
-                case While(_, inner):
-                    walk(inner)
-                case If(_, then, orelse):
-                    walk(then)
-                    walk(orelse)
-                case LaneFor(var, _, _, inner):
-                    bind(var, VarType(I64), False)
-                    walk(inner)
-                case WarpReduce(var, other, _):
-                    bind(other, env[var], False)
-                case LaneZero(inner):
-                    walk(inner)
-                case AtomicCombine():
-                    pass
-                case ArgSortRange() | Slice():
-                    raise CudaCodegenError(
-                        f"{type(s).__name__} (insert-sort-merge workspaces, sliced results) is "
-                        "not supported by the CUDA backend")
-                case Call(name, _):
-                    if name not in INTRINSICS:
-                        raise CudaCodegenError(f"loop-IR intrinsic {name!r} has no CUDA "
-                                               "implementation")
-                case Store() | SortRange() | Comment() | Return():
-                    pass
-                case _:
-                    raise CudaCodegenError(f"not a loop-IR statement: {s!r}")
-
-    walk(body)
-    return local
+    inf = _Inference(types)
+    for s in statements(body):
+        inf.visit(s)
+    return inf.local
 
 
 # ---------------------------------------------------------------- expressions
@@ -246,101 +246,7 @@ def narrow(src: str, dtype: np.dtype) -> str:
 
 def expr_c(e: Expr, types: dict[str, VarType]) -> str:
     """CUDA C source of an expression."""
-    match e:
-        case Var(name):
-            return name
-        case Const(value, _):
-            return literal(value, const_dtype(e))
-        case Load(array, index):
-            return f"{array}[{expr_c(index, types)}]"
-        case Bin(op, a, b):
-            sa, sb = expr_c(a, types), expr_c(b, types)
-            if op in ("min", "max"):
-                cmp = "<" if op == "min" else ">"
-                return f"(({sa}) {cmp} ({sb}) ? ({sa}) : ({sb}))"
-            if op in _LOGIC:
-                return f"({sa} {_LOGIC[op]} {sb})"
-            if op == "//":
-                return narrow(f"({sa} / {sb})", type_of(e, types))  # indices are >= 0
-            return narrow(f"({sa} {op} {sb})", type_of(e, types))
-        case Not(a):
-            return f"(!{expr_c(a, types)})"
-        case Select(c, a, b):
-            t = type_of(e, types)
-            sa = cast_src(expr_c(a, types), type_of(a, types), t)
-            sb = cast_src(expr_c(b, types), type_of(b, types), t)
-            return f"({expr_c(c, types)} ? {sa} : {sb})"
-        case Apply(op, args, dtypes):
-            dts = tuple(np.dtype(d) for d in dtypes) or tuple(type_of(a, types) for a in args)
-            srcs = [cast_src(expr_c(a, types), type_of(a, types), d)
-                    for a, d in zip(args, dts, strict=True)]
-            return narrow("(" + op.cuda_expr(srcs, dts) + ")", type_of(e, types))
-        case Cast(dtype, a):
-            return cast_src(expr_c(a, types), type_of(a, types), np.dtype(dtype))
-        case NumThreads():
-            return "ls_nworkers"
-        case HashProbe(keys, cap, key):
-            return f"ls_hash_probe({keys}, {expr_c(cap, types)}, {expr_c(key, types)})"
-    raise CudaCodegenError(f"not a loop-IR expression: {e!r}")
-
-
-# ---------------------------------------------------------------- statements
-
-
-class StmtPrinter:
-    """Prints statements of one kernel body; ``pools`` maps in-kernel allocations to the
-    per-worker slices the host allocated for them."""
-
-    def __init__(self, types: dict[str, VarType], sizes: dict[str, Expr] | None = None) -> None:
-        self.types = types
-        self.sizes = sizes or {}  # element counts of in-kernel allocations
-        self.counter = 0
-
-    def expr(self, e: Expr) -> str:
-        return expr_c(e, self.types)
-
-    def block(self, body: tuple[Stmt, ...], ind: int) -> list[str]:
-        return [ln for s in body for ln in self.stmt(s, ind)]
-
-    def stmt(self, s: Stmt, ind: int) -> list[str]:
-        pad = "  " * ind
-        match s:
-            case Assign(var, value):
-                src = cast_src(self.expr(value), type_of(value, self.types),
-                               self.types[var].dtype)
-                return [f"{pad}{var} = {src};"]
-            case Store(array, index, value):
-                src = cast_src(self.expr(value), type_of(value, self.types),
-                               self.types[array].dtype)
-                return [f"{pad}{array}[{self.expr(index)}] = {src};"]
-            case Alloc(var, _, _, _):
-                # in-kernel allocations are per-worker pool slices bound at kernel entry
-                return [f"{pad}// {var}: per-worker workspace (bound at kernel entry)"]
-            case SortRange(array, lo, hi):
-                return [f"{pad}ls_sort_range({array}, {self.expr(lo)}, {self.expr(hi)});"]
-            case Call(name, args):
-                if name not in INTRINSICS:
-                    raise CudaCodegenError(f"loop-IR intrinsic {name!r} has no CUDA helper")
-                srcs = [self.expr(a) for a in args]
-                return [f"{pad}{INTRINSICS[name]}({', '.join(srcs)});"]
-            case For(var, start, stop, body, _):
-                self.counter += 1
-                end = f"{var}_end{self.counter}"
-                return [f"{pad}{{",
-                        f"{pad}  const ls_i64 {end} = {self.expr(stop)};",
-                        f"{pad}  for ({var} = {self.expr(start)}; {var} < {end}; ++{var}) {{",
-                        *self.block(body, ind + 2), f"{pad}  }}", f"{pad}}}"]
-            case While(cond, body):
-                return [f"{pad}while ({self.expr(cond)}) {{", *self.block(body, ind + 1),
-                        f"{pad}}}"]
-            case If(cond, then, orelse):
-                out = [f"{pad}if ({self.expr(cond)}) {{", *self.block(then, ind + 1)]
-                if orelse:
-                    out += [f"{pad}}} else {{", *self.block(orelse, ind + 1)]
-                return [*out, f"{pad}}}"]
-            case Comment(text):
-                return [f"{pad}// {text}"]
-        raise CudaCodegenError(f"{type(s).__name__} cannot appear inside a CUDA kernel")
+    return CudaPrinter(types).expr(e)
 
 
 # ---------------------------------------------------------------- CUDA-only nodes
@@ -399,29 +305,119 @@ class AtomicCombine(Stmt):
     value: Expr
 
 
-class CudaStmtPrinter(StmtPrinter):
-    """:class:`StmtPrinter` plus the CUDA-only statements above."""
+class CudaPrinter(LoopPrinter):
+    """The loop IR as CUDA C: typed locals (``types``), casts with NumPy semantics,
+    braces, and the CUDA-only statements above. In-kernel allocations are per-worker pool
+    slices bound at kernel entry (``sizes``: their element counts)."""
+
+    indent = "  "
+    comment_mark = "//"
+    end = ";"
+    empty_block = None
+    block_end = "}"
+
+    def __init__(self, types: dict[str, VarType], sizes: dict[str, Expr] | None = None) -> None:
+        self.types = types
+        self.sizes = sizes or {}  # element counts of in-kernel allocations
+        self.counter = 0
+
+    # ------------------------------------------------------------ statements
+
+    def head(self, keyword: str, cond: Expr) -> str:
+        return f"{keyword} ({self.expr(cond)}) {{"
+
+    def else_line(self) -> str:
+        return "} else {"
+
+    def stored(self, value: Expr, target: str) -> str:
+        return cast_src(self.expr(value), type_of(value, self.types), self.types[target].dtype)
+
+    def intrinsic(self, name: Intrinsic) -> str:
+        if name not in INTRINSICS:
+            raise CudaCodegenError(f"loop-IR intrinsic {name!r} has no CUDA helper")
+        return INTRINSICS[name]
+
+    def alloc(self, s: Alloc) -> list[str]:
+        return [f"// {s.var}: per-worker workspace (bound at kernel entry)"]
+
+    def slice_view(self, s: Slice) -> list[str]:
+        return self.unsupported(s)
+
+    def sort_range(self, s: SortRange) -> list[str]:
+        return [f"ls_sort_range({s.array}, {self.expr(s.lo)}, {self.expr(s.hi)});"]
+
+    def counted(self, var: str, start: str, stop: Expr, step: str, body: tuple[Stmt, ...],
+                ind: int) -> list[str]:
+        """``for (var = start; var < stop; step)`` with the bound evaluated once."""
+        pad, one = self.indent * ind, self.indent
+        self.counter += 1
+        end = f"{var}_end{self.counter}"
+        return [f"{pad}{{", f"{pad}{one}const ls_i64 {end} = {self.expr(stop)};",
+                f"{pad}{one}for ({var} = {start}; {var} < {end}; {step}) {{",
+                *self.block(body, ind + 2), f"{pad}{one}}}", f"{pad}}}"]
+
+    def for_loop(self, s: For, ind: int) -> list[str]:
+        return self.counted(s.var, self.expr(s.start), s.stop, f"++{s.var}", s.body, ind)
 
     def stmt(self, s: Stmt, ind: int) -> list[str]:
-        pad = "  " * ind
         match s:
             case LaneFor(var, start, stop, body):
-                self.counter += 1
-                end = f"{var}_end{self.counter}"
-                return [f"{pad}{{",
-                        f"{pad}  const ls_i64 {end} = {self.expr(stop)};",
-                        f"{pad}  for ({var} = {self.expr(start)} + ls_lane; {var} < {end}; "
-                        f"{var} += 32) {{",
-                        *self.block(body, ind + 2), f"{pad}  }}", f"{pad}}}"]
-            case WarpReduce(var, other, combine):
-                return [f"{pad}for (int ls_d = 16; ls_d > 0; ls_d >>= 1) {{",
-                        f"{pad}  {other} = ls_shfl_down({var}, ls_d);",
-                        f"{pad}  {var} = {cast_src(self.expr(combine), type_of(combine, self.types), self.types[var].dtype)};",  # noqa: E501
-                        f"{pad}}}"]
+                return self.counted(var, f"{self.expr(start)} + ls_lane", stop, f"{var} += 32",
+                                    body, ind)
             case LaneZero(body):
-                return [f"{pad}if (ls_lane == 0) {{", *self.block(body, ind + 1), f"{pad}}}"]
-            case AtomicCombine(helper, array, index, value):
-                src = cast_src(self.expr(value), type_of(value, self.types),
-                               self.types[array].dtype)
-                return [f"{pad}{helper}(&{array}[{self.expr(index)}], {src});"]
+                return self.nested("if (ls_lane == 0) {", body, ind)
         return super().stmt(s, ind)
+
+    def other_stmt(self, s: Stmt) -> list[str]:
+        match s:
+            case WarpReduce(var, other, combine):
+                return ["for (int ls_d = 16; ls_d > 0; ls_d >>= 1) {",
+                        f"  {other} = ls_shfl_down({var}, ls_d);",
+                        f"  {var} = {self.stored(combine, var)};", "}"]
+            case AtomicCombine(helper, array, index, value):
+                return [f"{helper}(&{array}[{self.expr(index)}], {self.stored(value, array)});"]
+        return self.unsupported(s)
+
+    def unsupported(self, s: Stmt) -> list[str]:
+        raise CudaCodegenError(f"{type(s).__name__} cannot appear inside a CUDA kernel")
+
+    # ------------------------------------------------------------ expressions
+
+    def const(self, c: Const) -> str:
+        return literal(c.value, const_dtype(c))
+
+    def binary(self, e: Bin) -> str:
+        sa, sb = self.expr(e.a), self.expr(e.b)
+        if e.op.is_call:
+            cmp = "<" if e.op is BinOp.MIN else ">"
+            return f"(({sa}) {cmp} ({sb}) ? ({sa}) : ({sb}))"
+        src = f"({sa} {C_OPS.get(e.op, e.op)} {sb})"
+        return src if e.op.is_logical else narrow(src, type_of(e, self.types))
+
+    def negate(self, a: Expr) -> str:
+        return f"(!{self.expr(a)})"
+
+    def select(self, e: Select) -> str:
+        t = type_of(e, self.types)
+        sa = cast_src(self.expr(e.a), type_of(e.a, self.types), t)
+        sb = cast_src(self.expr(e.b), type_of(e.b, self.types), t)
+        return f"({self.expr(e.cond)} ? {sa} : {sb})"
+
+    def apply(self, e: Apply) -> str:
+        dts = (tuple(np.dtype(d) for d in e.dtypes)
+               or tuple(type_of(a, self.types) for a in e.args))
+        srcs = [cast_src(self.expr(a), type_of(a, self.types), d)
+                for a, d in zip(e.args, dts, strict=True)]
+        return narrow("(" + e.op.cuda_expr(srcs, dts) + ")", type_of(e, self.types))
+
+    def cast(self, e: Cast) -> str:
+        return cast_src(self.expr(e.a), type_of(e.a, self.types), np.dtype(e.dtype))
+
+    def num_threads(self) -> str:
+        return "ls_nworkers"
+
+    def other_expr(self, e: Expr) -> str:
+        if isinstance(e, HashProbe):
+            return (f"ls_hash_probe({e.keys}, {self.expr(e.cap)}, "
+                    f"{self.expr(e.key)})")
+        raise CudaCodegenError(f"not a loop-IR expression: {e!r}")

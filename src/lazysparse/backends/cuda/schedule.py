@@ -22,7 +22,7 @@ import numpy as np
 
 from lazysparse.backends.cuda.render import I64, VarType
 from lazysparse.backends.cuda.strategies import LaunchMode
-from lazysparse.compile.loop_ir import Bin, Cast, Const, Expr, Load, Var
+from lazysparse.compile.loop_ir import Bin, BinOp, Cast, Const, Expr, Load, Var
 from lazysparse.compile.lower import Lowered
 from lazysparse.compile.params import Role
 
@@ -140,7 +140,8 @@ class _Builder:
         if lw.partials:
             self.arr("res", od)
             red_id = Var(lw.signature.named(Role.RED_ID))
-            self.steps += [HostAlloc("out", Bin("*", osize, Var("nch")), od, Cast(od, red_id)),
+            partial_size = Bin(BinOp.MUL, osize, Var("nch"))
+            self.steps += [HostAlloc("out", partial_size, od, Cast(od, red_id)),
                            Run("chunk"), HostAlloc("res", osize, od, None),
                            Run("combine", elementwise=True), HostReturn(("res",))]
         else:
@@ -155,12 +156,12 @@ class _Builder:
             self.arr(f"cc{g}", "int64")
             self.steps.append(HostAlloc(f"cc{g}", Var("nch"), "int64", Const(0)))
         self.arr("cntpd", "int64")
-        cnt_size = Bin("max", self.dsize, Const(1)) if out.dense_prefix else Const(1)
+        cnt_size = Bin(BinOp.MAX, self.dsize, Const(1)) if out.dense_prefix else Const(1)
         self.steps += [HostAlloc("cntpd", cnt_size, "int64", Const(0)), Run("count")]
         for g in range(len(out.groups)):
             self.arr(f"off{g}", "int64")
             self.types[f"tot{g}"] = VarType(I64)
-            self.steps += [HostAlloc(f"off{g}", Bin("+", Var("nch"), Const(1)), "int64",
+            self.steps += [HostAlloc(f"off{g}", Bin(BinOp.ADD, Var("nch"), Const(1)), "int64",
                                      Const(0)),
                            HostScan(f"off{g}", f"cc{g}", Var("nch")),
                            HostAssign(f"tot{g}", Load(f"off{g}", Var("nch")))]
@@ -173,14 +174,14 @@ class _Builder:
             ptr = f"o_ptr{grp[0]}"
             self.arr(ptr, "int64")
             if g == 0 and out.dense_prefix:
-                self.steps += [HostAlloc(ptr, Bin("+", self.dsize, Const(1)), "int64",
+                self.steps += [HostAlloc(ptr, Bin(BinOp.ADD, self.dsize, Const(1)), "int64",
                                          Const(0)),
                                HostScan(ptr, "cntpd", self.dsize)]
             elif g == 0:
                 self.steps += [HostAlloc(ptr, Const(2), "int64", Const(0)),
                                HostStore(ptr, Const(1), Var("tot0"))]
             else:
-                self.steps.append(HostAlloc(ptr, Bin("+", Var(f"tot{g - 1}"), Const(1)),
+                self.steps.append(HostAlloc(ptr, Bin(BinOp.ADD, Var(f"tot{g - 1}"), Const(1)),
                                             "int64", Const(0)))
             results.append(ptr)
             for m in grp:
@@ -197,7 +198,7 @@ def build(lw: Lowered, arg_types: dict[str, VarType], out_dtype: str,
     """The host schedule of a lowered kernel (see the module docstring)."""
     b = _Builder(lw, arg_types, out_dtype)
     if lw.parallel:
-        nch: Expr = Bin("max", Const(1), Bin("min", lw.extent0.expr, Var("ls_max_chunks")))
+        nch: Expr = Bin(BinOp.MAX, Const(1), Bin(BinOp.MIN, lw.extent0.expr, Var("ls_max_chunks")))
     else:
         nch = Const(1)
     b.steps.append(HostAssign("nch", nch))

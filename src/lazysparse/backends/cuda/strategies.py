@@ -35,6 +35,7 @@ from lazysparse.compile.loop_ir import (
     Apply,
     Assign,
     Bin,
+    BinOp,
     Cast,
     Const,
     Expr,
@@ -46,6 +47,8 @@ from lazysparse.compile.loop_ir import (
     Store,
     Var,
     While,
+    transform_block,
+    walk,
 )
 
 WARP_MEAN_ROW = 24.0  # mean row length from which a warp per row beats a thread per row
@@ -153,7 +156,7 @@ def _warp_block(block: tuple[Stmt, ...], st: Strategy) -> tuple[Stmt, ...] | Non
                 return None
             loop = block[j]
             assert isinstance(loop, For)
-            lane0 = Bin("==", Var("ls_lane"), Const(0))
+            lane0 = Bin(BinOp.EQ, Var("ls_lane"), Const(0))
             init = Assign("acc", Select(lane0, s.value, Cast(str(st.acc_dtype), Var("red_id"))))
             return (*block[:i], init, *block[i + 1:j],
                     LaneFor(loop.var, loop.start, loop.stop, loop.body),
@@ -184,12 +187,12 @@ def _search(name: str, ptr: str, lo: Expr, hi: Expr, key: Expr, strict: bool) ->
     """``name`` = first r in [lo, hi) with ptr[r + 1] > key (strict) / ptr[r] >= key."""
     a, b = f"{name}_lo", f"{name}_hi"
     mid = Var(f"{name}_mid")
-    probe = (Bin(">", Load(ptr, Bin("+", mid, Const(1))), key) if strict
-             else Bin(">=", Load(ptr, mid), key))
+    probe = (Bin(BinOp.GT, Load(ptr, Bin(BinOp.ADD, mid, Const(1))), key) if strict
+             else Bin(BinOp.GE, Load(ptr, mid), key))
     return [Assign(a, lo), Assign(b, hi),
-            While(Bin("<", Var(a), Var(b)), (
-                Assign(mid.name, Bin("//", Bin("+", Var(a), Var(b)), Const(2))),
-                If(probe, (Assign(b, mid),), (Assign(a, Bin("+", mid, Const(1))),)))),
+            While(Bin(BinOp.LT, Var(a), Var(b)), (
+                Assign(mid.name, Bin(BinOp.FLOORDIV, Bin(BinOp.ADD, Var(a), Var(b)), Const(2))),
+                If(probe, (Assign(b, mid),), (Assign(a, Bin(BinOp.ADD, mid, Const(1))),)))),
             Assign(name, Var(a))]
 
 
@@ -277,22 +280,23 @@ def nzsplit_rewrite(body: tuple[Stmt, ...], st: Strategy,
     lo, hi = Var(m.lo), Var(m.hi)
     new_row_body: list[Stmt] = [
         *blk[:m.acc_i], *blk[m.acc_i + 1:m.hi_i + 1],
-        Assign(full.name, Bin("and", Bin(">=", lo, qa), Bin("<=", hi, qb))),
-        Assign(m.lo, Bin("max", lo, qa)), Assign(m.hi, Bin("min", hi, qb)),
+        Assign(full.name, Bin(BinOp.AND, Bin(BinOp.GE, lo, qa), Bin(BinOp.LE, hi, qb))),
+        Assign(m.lo, Bin(BinOp.MAX, lo, qa)), Assign(m.hi, Bin(BinOp.MIN, hi, qb)),
         Assign("acc", Select(full, acc_s.value, Cast(str(ad), Var("red_id")))),
         *blk[m.hi_i + 1:m.loop_i + 1],
         If(full, (store,), (AtomicCombine(helper, store.array, store.index, Var("acc")),))]
     ptr, n, per = st.nz_ptr, Var(str(st.nz_rows)), Const(st.nz_per_item)
     base, end = Cast("int64", Load(ptr, Const(0))), Cast("int64", Load(ptr, n))
-    head: list[Stmt] = [Assign("ls_qa", Bin("+", base, Bin("*", Var("t"), per))),
-                        Assign("ls_qb", Bin("min", Bin("+", qa, per), end))]
+    head: list[Stmt] = [Assign("ls_qa", Bin(BinOp.ADD, base, Bin(BinOp.MUL, Var("t"), per))),
+                        Assign("ls_qb", Bin(BinOp.MIN, Bin(BinOp.ADD, qa, per), end))]
     head += _search("clo", ptr, Const(0), n, qa, strict=True)
     head += _search("ls_last", ptr, Var("clo"), n, qb, strict=False)
     head.append(Assign("chi", Var("ls_last")))
     new_body = (*head, For(m.row.var, Var("clo"), Var("chi"), tuple(new_row_body)))
     host: list[Assign] = [
-        Assign("ls_nnz", Bin("-", end, base)),
-        Assign("ls_items", Bin("//", Bin("+", Var("ls_nnz"), Const(st.nz_per_item - 1)), per))]
+        Assign("ls_nnz", Bin(BinOp.SUB, end, base)),
+        Assign("ls_items", Bin(BinOp.FLOORDIV,
+                               Bin(BinOp.ADD, Var("ls_nnz"), Const(st.nz_per_item - 1)), per))]
     return new_body, host, Var("ls_items")
 
 
@@ -317,32 +321,6 @@ def _atomic_store(s: Store, st: Strategy, helper: str) -> AtomicCombine | None:
     return None
 
 
-def _atomic_block(block: tuple[Stmt, ...], st: Strategy, helper: str) -> tuple[Stmt, ...] | None:
-    out: list[Stmt] = []
-    for s in block:
-        match s:
-            case Assign(var="obase"):
-                out.append(Assign("obase", Const(0)))  # one output, not a slice per chunk
-            case Store(array="out"):
-                at = _atomic_store(s, st, helper)
-                if at is None:
-                    return None
-                out.append(at)
-            case For(body=body) | While(body=body):
-                inner = _atomic_block(body, st, helper)
-                if inner is None:
-                    return None
-                out.append(replace(s, body=inner))
-            case If(then=then, orelse=orelse):
-                t, e = _atomic_block(then, st, helper), _atomic_block(orelse, st, helper)
-                if t is None or e is None:
-                    return None
-                out.append(replace(s, then=t, orelse=e))
-            case _:
-                out.append(s)
-    return tuple(out)
-
-
 def atomic_partials_rewrite(body: tuple[Stmt, ...], st: Strategy,
                             atomics: dict[str, str]) -> tuple[Stmt, ...] | None:
     """A partials chunk body (each chunk reduces its rows into its own slice ``obase`` of
@@ -351,9 +329,20 @@ def atomic_partials_rewrite(body: tuple[Stmt, ...], st: Strategy,
     if not atomic_capable(st.reduce_op, st.acc_dtype):
         return None
     helper = atomic_helper_name(st, atomics)
-    new = _atomic_block(body, st, helper)
-    if new is None or "Load(array='out'" in repr(new):  # out read outside the updates
+    # by identity: a store's children never change below, so ``transform`` keeps it
+    updates = {id(s): _atomic_store(s, st, helper) for s in walk(body)
+               if isinstance(s, Store) and s.array == "out"}
+    if any(u is None for u in updates.values()):
         return None
+
+    def atomic(n: Any) -> Any:
+        if isinstance(n, Assign) and n.var == "obase":
+            return Assign("obase", Const(0))  # one output, not a slice per chunk
+        return updates.get(id(n)) or n
+
+    new = transform_block(body, atomic)
+    if any(isinstance(n, Load) and n.array == "out" for n in walk(new)):
+        return None  # out read outside the updates
     return new
 
 

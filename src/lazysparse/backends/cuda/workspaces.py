@@ -16,7 +16,6 @@ produce, bounded from the operands' row lengths (:func:`spgemm_row_bound`):
 
 from __future__ import annotations
 
-from dataclasses import fields, is_dataclass, replace
 from enum import StrEnum
 from typing import Any
 
@@ -25,18 +24,22 @@ from lazysparse.compile.loop_ir import (
     Alloc,
     Assign,
     Bin,
+    BinOp,
     Call,
     Const,
     Expr,
     For,
     If,
+    Intrinsic,
     Load,
+    N,
     Not,
     SortRange,
     Stmt,
     Store,
     Var,
-    While,
+    map_blocks,
+    transform,
 )
 
 CAP = Var("ls_hcap")
@@ -49,24 +52,10 @@ class WorkspaceKind(StrEnum):
     HASH = "hash"
 
 
-def _names(tag: str) -> dict[str, str]:
-    return {k: f"{k}{tag}" for k in ("ws_mark", "ws_list")}
-
-
-def _sub_val(e: Expr, w: Expr, slot: Expr) -> Expr:
-    """``ws_val[w]`` -> ``ws_val[slot]`` inside an expression."""
-    if isinstance(e, Load) and e.array == "ws_val" and e.index == w:
-        return Load("ws_val", slot)
-    if not is_dataclass(e):
-        return e
-    changes: dict[str, Any] = {}
-    for f in fields(e):
-        v = getattr(e, f.name)
-        if isinstance(v, Expr):
-            changes[f.name] = _sub_val(v, w, slot)
-        elif isinstance(v, tuple) and v and all(isinstance(x, Expr) for x in v):
-            changes[f.name] = tuple(_sub_val(x, w, slot) for x in v)
-    return replace(e, **changes) if changes else e
+def _sub_val(node: N, w: Expr, slot: Expr) -> N:
+    """``ws_val[w]`` -> ``ws_val[slot]`` everywhere inside an expression or statement."""
+    here = Load("ws_val", w)
+    return transform(node, lambda n: Load("ws_val", slot) if n == here else n)
 
 
 class _Rewriter:
@@ -105,21 +94,15 @@ class _Rewriter:
                         case _:
                             new_then.append(t)
                 return [Assign(slot.name, HashProbe(f"ws_hkeys{tag}", CAP, w)),
-                        If(Bin("!=", Load(f"ws_hkeys{tag}", slot), w), tuple(new_then))]
+                        If(Bin(BinOp.NE, Load(f"ws_hkeys{tag}", slot), w), tuple(new_then))]
             case Store("ws_val", w, v) if w in slot_of:
                 slot = slot_of[w]
                 return [Store("ws_val", slot, _sub_val(v, w, slot))]
-            case Call("sort_touched", (Var(lst), n, _)):
+            case Call(Intrinsic.SORT_TOUCHED, (Var(lst), n, _)):
                 return [SortRange(lst, Const(0), n)]
             case For(u, Const(0), n, body, par) if self._is_drain(body):
                 return self.drain(u, n, body, par)
-            case For(var, start, stop, body, par):
-                return [For(var, start, stop, self.block(body), par)]
-            case While(cond, body):
-                return [While(cond, self.block(body))]
-            case If(cond, then, orelse):
-                return [If(cond, self.block(then), self.block(orelse))]
-        return [s]
+        return [map_blocks(s, self.block)]
 
     @staticmethod
     def _is_drain(body: tuple[Stmt, ...]) -> bool:
@@ -135,27 +118,13 @@ class _Rewriter:
         tag = mark.array[len("ws_mark"):]
         w = Var(first.var)
         slot = Var(f"ls_hs{tag}")
-        rest = [_sub_stmt(x, w, slot) for x in body[2:]]
+        rest = [_sub_val(x, w, slot) for x in body[2:]]
         clear = For(u, Const(0), n, (Store(f"ws_hkeys{tag}", Load(f"ws_hslots{tag}", Var(u)),
                                            Const(-1)),))
         if not rest:  # count phase: the drain only cleared marks
             return [clear]
         new_body = (first, Assign(slot.name, HashProbe(f"ws_hkeys{tag}", CAP, w)), *rest)
         return [For(u, Const(0), n, new_body, par), clear]
-
-
-def _sub_stmt(s: Stmt, w: Expr, slot: Expr) -> Stmt:
-    """``ws_val[w]`` -> ``ws_val[slot]`` in a statement (and nested blocks)."""
-    if not is_dataclass(s):
-        return s
-    changes: dict[str, Any] = {}
-    for f in fields(s):
-        v = getattr(s, f.name)
-        if isinstance(v, Expr):
-            changes[f.name] = _sub_val(v, w, slot)
-        elif isinstance(v, tuple) and v and all(isinstance(x, Stmt) for x in v):
-            changes[f.name] = tuple(_sub_stmt(x, w, slot) for x in v)
-    return replace(s, **changes) if changes else s  # type: ignore[type-var]
 
 
 def hash_rewrite(body: tuple[Stmt, ...]) -> tuple[Stmt, ...] | None:

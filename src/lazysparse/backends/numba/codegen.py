@@ -19,27 +19,17 @@ from lazysparse.compile.loop_ir import (
     Alloc,
     Apply,
     ArgSortRange,
-    Assign,
     Bin,
-    Call,
-    CallExpr,
+    BinOp,
     Cast,
-    Comment,
     Const,
     Expr,
-    For,
     Function,
-    If,
-    Load,
-    Not,
-    Return,
-    Select,
-    Slice,
+    Intrinsic,
+    LoopPrinter,
     SortRange,
     Stmt,
-    Store,
     Var,
-    While,
 )
 
 HEADER = '''"""lazysparse generated kernel (Numba). Structure key: {key}"""
@@ -71,38 +61,68 @@ def np_type(dtype: str) -> str:
     return _NP.get(name, f"np.{name}")
 
 
-def expr_src(e: Expr, types: dict[str, str] | None = None) -> str:
+class NumbaPrinter(LoopPrinter):
+    """The loop IR as Python source for Numba: NumPy scalar constructors, unsigned
+    indices, ``lsk.`` intrinsics, fill loops instead of NumPy constructors."""
+
+    def const(self, c: Const) -> str:
+        return f"{np_type(c.dtype)}({c.value!r})" if c.dtype else repr(c.value)
+
+    def index(self, e: Expr) -> str:
+        """Unsigned index source (constants stay literal)."""
+        return repr(e.value) if isinstance(e, Const) else f"_u({self.expr(e)})"
+
+    def apply(self, e: Apply) -> str:
+        return "(" + e.op.numba_expr(tuple(self.expr(a) for a in e.args),
+                                     tuple(np.dtype(d) for d in e.dtypes)) + ")"
+
+    def cast(self, e: Cast) -> str:
+        inner = self.expr(e.a)
+        if isinstance(e.a, Cast) and e.a.dtype == e.dtype:
+            return inner
+        if np.dtype(e.dtype).kind == "b":
+            return f"({inner} != 0)" if not _is_boolish(e.a) else inner
+        return f"{np_type(e.dtype)}({inner})"
+
+    def num_threads(self) -> str:
+        raise TypeError("not a loop-IR expression: NumThreads() (the Numba host passes "
+                        "the thread count)")
+
+    def intrinsic(self, name: Intrinsic) -> str:
+        return f"lsk.{name}"
+
+    def alloc(self, s: Alloc) -> list[str]:
+        var = s.var
+        out = [f"{var} = np.empty({self.expr(s.size)}, {np_type(s.dtype)})"]
+        if s.fill is not None:  # a loop, not np.zeros/np.full: each NumPy constructor
+            # overload Numba compiles costs a kernel's first call 50-250 ms
+            out += [f"for {var}_z in range({var}.shape[0]):",
+                    f"    {var}[_u({var}_z)] = {self.expr(Cast(s.dtype, s.fill))}"]
+        return out
+
+    def sort_range(self, s: SortRange) -> list[str]:
+        return [f"{s.array}[{self.expr(s.lo)}:{self.expr(s.hi)}].sort()"]
+
+    def argsort_range(self, s: ArgSortRange) -> list[str]:
+        return [f"{s.var} = np.argsort({s.array}[{self.expr(s.lo)}:{self.expr(s.hi)}], "
+                "kind='mergesort')"]
+
+    def ret(self, values: tuple[str, ...]) -> list[str]:
+        return [f"return ({', '.join(values)},)"]
+
+    def function(self, fn: Function, ind: int) -> list[str]:
+        """``fn`` as a plain ``def`` (:func:`module_src` adds the ``njit`` decorator)."""
+        pad = self.indent * ind
+        return [f"{pad}def {fn.name}({', '.join(fn.params)}):",
+                *[f"{pad}    # {n}" for n in fn.notes], *self.block(fn.body, ind + 1)]
+
+
+_PRINTER = NumbaPrinter()
+
+
+def expr_src(e: Expr) -> str:
     """Python source of an expression."""
-    match e:
-        case Var(name):
-            return name
-        case Const(value, dtype):
-            if dtype:
-                return f"{np_type(dtype)}({value!r})"
-            return repr(value)
-        case Load(array, index):
-            return f"{array}[{_index(index)}]"
-        case Bin(op, a, b):
-            if op in ("min", "max"):
-                return f"{op}({expr_src(a)}, {expr_src(b)})"
-            return f"({expr_src(a)} {op} {expr_src(b)})"
-        case Not(a):
-            return f"(not {expr_src(a)})"
-        case Select(c, a, b):
-            return f"({expr_src(a)} if {expr_src(c)} else {expr_src(b)})"
-        case Apply(op, args, dtypes):
-            return "(" + op.numba_expr(tuple(expr_src(a) for a in args),
-                                       tuple(np.dtype(d) for d in dtypes)) + ")"
-        case Cast(dtype, a):
-            inner = expr_src(a)
-            if isinstance(a, Cast) and a.dtype == dtype:
-                return inner
-            if np.dtype(dtype).kind == "b":
-                return f"({inner} != 0)" if not _is_boolish(a) else inner
-            return f"{np_type(dtype)}({inner})"
-        case CallExpr(name, args):
-            return f"lsk.{name}({', '.join(expr_src(a) for a in args)})"
-    raise TypeError(f"not a loop-IR expression: {e!r}")
+    return _PRINTER.expr(e)
 
 
 def _is_boolish(e: Expr) -> bool:
@@ -110,58 +130,14 @@ def _is_boolish(e: Expr) -> bool:
         isinstance(e, Const) and isinstance(e.value, bool))
 
 
-def _index(e: Expr) -> str:
-    """Unsigned index source (constants stay literal)."""
-    if isinstance(e, Const):
-        return repr(e.value)
-    return f"_u({expr_src(e)})"
-
-
 def stmt_src(s: Stmt, ind: int) -> list[str]:
     """Python source lines of a statement."""
-    pad = "    " * ind
-    match s:
-        case Assign(var, value):
-            return [f"{pad}{var} = {expr_src(value)}"]
-        case Store(array, index, value):
-            return [f"{pad}{array}[{_index(index)}] = {expr_src(value)}"]
-        case Alloc(var, size, dtype, fill):
-            out = [f"{pad}{var} = np.empty({expr_src(size)}, {np_type(dtype)})"]
-            if fill is not None:  # a loop, not np.zeros/np.full: each NumPy constructor
-                # overload Numba compiles costs a kernel's first call 50-250 ms
-                out += [f"{pad}for {var}_z in range({var}.shape[0]):",
-                        f"{pad}    {var}[_u({var}_z)] = {expr_src(Cast(dtype, fill))}"]
-            return out
-        case Slice(var, array, lo, hi):
-            return [f"{pad}{var} = {array}[{expr_src(lo)}:{expr_src(hi)}]"]
-        case SortRange(array, lo, hi):
-            return [f"{pad}{array}[{expr_src(lo)}:{expr_src(hi)}].sort()"]
-        case ArgSortRange(var, array, lo, hi):
-            return [f"{pad}{var} = np.argsort({array}[{expr_src(lo)}:{expr_src(hi)}], "
-                    "kind='mergesort')"]
-        case Call(name, args):
-            return [f"{pad}lsk.{name}({', '.join(expr_src(a) for a in args)})"]
-        case For(var, start, stop, body, _):
-            return [f"{pad}for {var} in range({expr_src(start)}, {expr_src(stop)}):",
-                    *block_src(body, ind + 1)]
-        case While(cond, body):
-            return [f"{pad}while {expr_src(cond)}:", *block_src(body, ind + 1)]
-        case If(cond, then, orelse):
-            out = [f"{pad}if {expr_src(cond)}:", *block_src(then, ind + 1)]
-            if orelse:
-                out += [f"{pad}else:", *block_src(orelse, ind + 1)]
-            return out
-        case Comment(text):
-            return [f"{pad}# {text}"]
-        case Return(values):
-            return [f"{pad}return ({', '.join(values)},)"]
-    raise TypeError(f"not a loop-IR statement: {s!r}")
+    return _PRINTER.stmt(s, ind)
 
 
 def block_src(body: tuple[Stmt, ...], ind: int) -> list[str]:
     """Lines of a block (``pass`` when empty)."""
-    lines = [ln for s in body for ln in stmt_src(s, ind)]
-    return lines or ["    " * ind + "pass"]
+    return _PRINTER.block(body, ind)
 
 
 def _sized_by_extents(e: Expr, extents: frozenset[str]) -> bool:
@@ -172,7 +148,7 @@ def _sized_by_extents(e: Expr, extents: frozenset[str]) -> bool:
         case Var(name):
             return name in extents
         case Bin(op, a, b):
-            return op in ("+", "*") and _sized_by_extents(a, extents) and \
+            return op in (BinOp.ADD, BinOp.MUL) and _sized_by_extents(a, extents) and \
                 _sized_by_extents(b, extents)
     return False
 
@@ -210,10 +186,8 @@ def eval_size(e: Expr, env: dict[str, Any]) -> int:
             return int(value)
         case Var(name):
             return int(env[name])
-        case Bin("+", a, b):
-            return eval_size(a, env) + eval_size(b, env)
-        case Bin("*", a, b):
-            return eval_size(a, env) * eval_size(b, env)
+        case Bin(BinOp.ADD | BinOp.MUL as op, a, b):
+            return int(op.evaluate(eval_size(a, env), eval_size(b, env)))
     raise ValueError(f"internal: not a workspace size {e!r}")
 
 
@@ -226,7 +200,5 @@ def module_src(fns: tuple[Function, ...], key: str, reassoc: bool = False) -> st
     fm = ", fastmath={'reassoc'}" if reassoc else ""
     for fn in fns:
         lines += ["", "", f"@njit(cache=True, error_model='numpy', nogil=True{fm})",
-                  f"def {fn.name}({', '.join(fn.params)}):"]
-        lines += [f"    # {n}" for n in fn.notes]
-        lines += block_src(fn.body, 1)
+                  *_PRINTER.function(fn, 0)]
     return "\n".join(lines) + "\n"
