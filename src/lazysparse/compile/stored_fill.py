@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from lazysparse.compile.analysis import KernelInfo, PAccess
-from lazysparse.compile.loop_ir import Bin, Expr, Not, Var
+from lazysparse.compile.loop_ir import Bin, BinOp, Expr, Not, Var
 from lazysparse.compile.workspace import OutputMode
 from lazysparse.formats.dtypes import is_nan_scalar
 from lazysparse.formats.jit import helper_jit
@@ -82,10 +82,11 @@ def keep_expr(test: FillTest, v: Expr) -> Expr:
     """The loop-IR condition under which an entry of value ``v`` is stored."""
     f = Var("ofill")
     if test is FillTest.EQUAL:
-        return Bin("!=", v, f)
+        return Bin(BinOp.NE, v, f)
     if test is FillTest.NAN:
-        return Bin("==", v, v)
-    return Bin("and", Bin("!=", v, f), Bin("or", Bin("==", v, v), Bin("==", f, f)))
+        return Bin(BinOp.EQ, v, v)
+    either_not_nan = Bin(BinOp.OR, Bin(BinOp.EQ, v, v), Bin(BinOp.EQ, f, f))
+    return Bin(BinOp.AND, Bin(BinOp.NE, v, f), either_not_nan)
 
 
 def same_expr(test: FillTest, v: Expr) -> Expr:

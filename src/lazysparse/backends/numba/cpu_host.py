@@ -39,7 +39,7 @@ from lazysparse.formats.config import (
 from lazysparse.formats.specs import is_structured
 
 if TYPE_CHECKING:
-    from lazysparse.backends.execute import Kernel
+    from lazysparse.backends.numba.kernel import Kernel
 
 PARALLEL_MIN_ITERATIONS = 2048  # outer iterations that go parallel whatever their work
 
