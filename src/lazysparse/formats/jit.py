@@ -44,10 +44,12 @@ class Helper:
         """The Numba dispatcher (made, with its disk cache, on first read)."""
         disp = self._dispatcher
         if disp is None:
+            # made outside the lock (a thread typing a kernel holds Numba's compiler lock
+            # and may ask for this one); two threads racing make two, one of them is kept
+            made = _numba().dispatcher(self._fn, self._options, self._disk_cache)
             with _LOCK:
                 if self._dispatcher is None:
-                    self._dispatcher = _numba().dispatcher(self._fn, self._options,
-                                                            self._disk_cache)
+                    self._dispatcher = made
                 disp = self._dispatcher
         return disp
 
@@ -83,10 +85,11 @@ def _numba() -> Any:
     global _PENDING_OVERLOADS
     from . import jit_numba  # deferred: Numba costs ~0.2 s at import (issue 26)
 
-    if _PENDING_OVERLOADS is not None:
-        for fn, typer in _PENDING_OVERLOADS:
-            jit_numba.register_overload(fn, typer)
-        _PENDING_OVERLOADS = None
+    with _LOCK:
+        if _PENDING_OVERLOADS is not None:
+            for fn, typer in _PENDING_OVERLOADS:
+                jit_numba.register_overload(fn, typer)
+            _PENDING_OVERLOADS = None
     return jit_numba
 
 
