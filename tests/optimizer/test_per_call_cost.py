@@ -21,7 +21,8 @@ from lazysparse.formats.levels import Compressed, Dense
 from lazysparse.formats.validation import as_values_array, check_shape
 from lazysparse.logic.dtypes import scalar_as
 from lazysparse.logic.nodes import Table, _scalar_key
-from lazysparse.logic.operators import _aggregate_dtype, aggregate_dtype, get_operator
+from lazysparse.logic.operator_registry import _aggregate_dtype
+from lazysparse.logic.operators import aggregate_dtype, get_operator
 from lazysparse.logic.structural_key import _SUBQUERY_KEYS, scalar_kind
 from lazysparse.logic.traversal import walk
 

@@ -17,6 +17,7 @@ from .levels.hashed import build_table
 from .levels.registry import LEVEL_PROPERTIES, level_class
 from .sortkernels import stable_perm_pass
 from .specs import STRUCTURED_KINDS, FormatSpec
+from .structured import build_structured
 from .tensor import Tensor
 
 
@@ -105,8 +106,6 @@ def _structured(shape: tuple[int, ...], spec: FormatSpec, dims: tuple[int, ...],
                 ) -> Tensor:
     """A structured layout (dia, bsr, ell, rle) from sorted entries: the leading dense
     levels' coordinates make one parent position (``formats.structured`` lays them out)."""
-    from .structured import build_structured
-
     parent = np.zeros(values.size, dtype=np.int64)
     for c, d in zip(coords[:-1], dims[:-1], strict=True):
         parent *= d

@@ -8,8 +8,9 @@ from typing import Any
 import numpy as np
 
 from .assemble import build_tensor, expand, merge_duplicates, sort_coords
+from .convert_numpy import from_numpy, to_numpy
 from .dtypes import check_dtype, choose_index_dtype, equals_fill, normalize_fill
-from .levels import Compressed, Dense
+from .levels import Blocked, Compressed, Dense
 from .levels.registry import (
     COO_LAYOUT,
     DENSE_KIND,
@@ -17,6 +18,7 @@ from .levels.registry import (
     ROW_LAYOUT,
     all_located,
     is_run_valued,
+    level_class,
 )
 from .sortkernels import (
     ptr_from_sorted,
@@ -28,6 +30,7 @@ from .sortkernels import (
     transpose_compressed,
 )
 from .specs import FormatSpec, format_spec, is_structured
+from .structured import build_structured, check_blocksize, runs_from_dense
 from .tensor import Tensor
 from .validation import as_index_array, check_range, check_shape
 
@@ -83,8 +86,6 @@ def convert(
         )
     source_dense = bool(t.levels) and isinstance(t.levels[-1], Dense)
     if all_located(spec.level_kinds) or all(isinstance(level, Dense) for level in t.levels):
-        from .convert_numpy import from_numpy, to_numpy
-
         return from_numpy(to_numpy(t), spec, t.fill_value)
     fast = _convert_2d(t, spec)
     if fast is not None:
@@ -104,15 +105,11 @@ def to_structured(t: Any, spec: FormatSpec | str, *,
                   blocksize: tuple[int, int] | None = None) -> Tensor:
     """``t`` in a structured layout (dia, bsr, ell, rle): its entries in storage order laid
     out by :mod:`formats.structured` (``blocksize``: bsr's block shape, else chosen)."""
-    from .structured import build_structured, runs_from_dense
-
     t = as_tensor(t)
     spec = format_spec(spec, t.ndim)
     if blocksize is None and spec == t.spec:
         return t
     if is_run_valued(spec.level_kinds[-1]) and all(isinstance(lv, Dense) for lv in t.levels):
-        from .convert_numpy import to_numpy
-
         return runs_from_dense(to_numpy(t), spec, t.fill_value)
     rows = (DENSE_KIND,) * (t.ndim - 1) + (PLAIN_KIND,)
     src = convert(t, FormatSpec("custom", rows, spec.mode_order))
@@ -125,6 +122,22 @@ def to_structured(t: Any, spec: FormatSpec | str, *,
     last = coords[-1] if coords else np.zeros(values.size, dtype=np.int64)
     return build_structured(t.shape, spec, parent, last, values, t.fill_value,
                             blocksize=blocksize)
+
+
+def asformat(t: Tensor, format: str | FormatSpec,  # noqa: A002 - the target format
+             mode_order: tuple[int, ...] | None = None, *,
+             blocksize: tuple[int, int] | None = None) -> Tensor:
+    """``t`` in ``format`` (``Tensor.asformat``): :func:`convert`, or with ``blocksize``
+    a ``"bsr"`` result of that block shape."""
+    if blocksize is None:
+        return convert(t, format, mode_order=mode_order)
+    spec = format_spec(format, t.ndim, mode_order)
+    if not spec.level_kinds or level_class(spec.level_kinds[-1]) is not Blocked:
+        raise ValueError(f"blocksize is for format 'bsr' only, got format {spec.name!r}")
+    block = check_blocksize(blocksize, t.shape)
+    if isinstance(t.levels[-1], Blocked) and t.levels[-1].block == block:
+        return t
+    return to_structured(t, spec, blocksize=block)
 
 
 def _sorted_from(source_order: tuple[int, ...], target_order: tuple[int, ...]) -> int:

@@ -9,6 +9,7 @@ import numpy as np
 from .assemble import build_tensor, expand
 from .config import check_densify
 from .dtypes import check_dtype, equals_fill, normalize_fill
+from .levels import Dense
 from .levels.registry import all_located, is_located
 from .specs import FormatSpec, format_spec
 from .tensor import Tensor
@@ -32,7 +33,7 @@ def from_numpy(
         values = np.ascontiguousarray(stored).reshape(-1)
         return Tensor(
             arr.shape,
-            [_dense(n) for n in stored.shape],
+            [Dense(n) for n in stored.shape],
             spec.mode_order,
             values,
             fill,
@@ -42,12 +43,6 @@ def from_numpy(
     keep = ~equals_fill(stored, fill)
     coords = list(np.nonzero(keep))  # C order of `stored`: sorted in storage order
     return build_tensor(arr.shape, spec, coords, stored[keep], fill, what="from_numpy")
-
-
-def _dense(n: int) -> Any:
-    from .levels import Dense
-
-    return Dense(n)
 
 
 def to_numpy(t: Tensor) -> np.ndarray:

@@ -6,6 +6,9 @@ from typing import Any
 
 import numpy as np
 
+from .convert import convert, from_coords
+from .convert_numpy import from_numpy
+from .convert_scipy import coo_levels
 from .dtypes import check_dtype
 from .levels import Compressed, Dense, Level
 from .tensor import Tensor
@@ -30,8 +33,6 @@ def from_pydata(s: Any) -> Tensor:
         raise TypeError(f"from_pydata expects a pydata sparse array, got {type(s).__name__}")
     check_dtype(s.dtype, "from_pydata")
     if s.ndim == 0:
-        from .convert_numpy import from_numpy
-
         return from_numpy(s.todense(), "dense", s.fill_value)
     if isinstance(s, sparse.GCXS) and s.ndim == 2 and tuple(s.compressed_axes) in ((0,), (1,)):
         axis = s.compressed_axes[0]
@@ -50,8 +51,6 @@ def from_pydata(s: Any) -> Tensor:
             s = s.tocoo()  # unsorted or duplicate indices: canonicalize through COO
     if not isinstance(s, sparse.COO):
         s = s.asformat("coo")
-    from .convert_scipy import coo_levels
-
     coords = tuple(s.coords)
     try:
         return Tensor(
@@ -63,8 +62,6 @@ def from_pydata(s: Any) -> Tensor:
             format="coo",
         )
     except ValueError:
-        from .convert import from_coords
-
         return from_coords(
             coords, s.data, s.shape, format="coo", fill_value=s.fill_value, sum_duplicates=True
         )
@@ -73,8 +70,6 @@ def from_pydata(s: Any) -> Tensor:
 def to_pydata(t: Tensor, format: str = "coo") -> Any:  # noqa: A002
     """``t`` as a pydata ``sparse.COO`` (``format="coo"``) or ``sparse.GCXS`` (``"gcxs"``)."""
     sparse = _sparse()
-    from .convert import convert
-
     fmt = format.lower()
     if fmt not in ("coo", "gcxs"):
         raise ValueError(f"to_pydata format must be 'coo' or 'gcxs', got {format!r}")

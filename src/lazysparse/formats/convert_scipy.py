@@ -9,9 +9,11 @@ import numpy as np
 
 from . import checkkernels as K
 from .checkkernels import check_coo_chain
+from .convert import convert, from_coords
 from .dtypes import check_dtype, equals_fill
 from .levels import STRUCTURED_LEVELS, Banded, Blocked, Compressed, Dense, Level, Singleton
 from .levels.registry import DENSE_KIND, UNORDERED_KIND
+from .ordering import canonical
 from .tensor import Tensor
 from .validation import CoordinateError, as_index_array
 
@@ -62,8 +64,6 @@ def from_scipy(m: Any) -> Tensor:
         # scipy may hold strided views (unravel_index rows): levels get contiguous arrays
         coords = tuple(np.ascontiguousarray(c) for c in m.coords)
         if not m.has_canonical_format and not _coo_is_canonical(coords):
-            from .convert import from_coords
-
             return from_coords(coords, m.data, m.shape, format="coo", sum_duplicates=True)
         return Tensor(
             m.shape, coo_levels(m.shape, coords), tuple(range(m.ndim)), m.data, 0, format="coo"
@@ -202,8 +202,6 @@ def to_scipy(t: Tensor, format: str | None = None, *, matrix: bool = False) -> A
     """
     import scipy.sparse as sp
 
-    from .convert import convert
-
     if bool(~equals_fill(np.asarray(t.fill_value), t.dtype.type(0))):
         raise ValueError(
             f"scipy.sparse has no fill values, and this tensor's fill value is {t.fill_value!r} "
@@ -217,8 +215,6 @@ def to_scipy(t: Tensor, format: str | None = None, *, matrix: bool = False) -> A
             "dia", "bsr")):
         # structured levels have ptr/idx arrays of other meanings (block columns, run
         # starts): read a csr-like layout of theirs instead
-        from .ordering import canonical
-
         t = canonical(t)
     if format is None:
         format = (  # noqa: A001

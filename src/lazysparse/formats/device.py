@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from lazysparse.formats.config import get_densify_limit
+from lazysparse.formats.convert import convert
 from lazysparse.formats.levels import Compressed, Dense, Level
 from lazysparse.formats.ordering import canonical
 from lazysparse.formats.specs import FormatSpec, format_spec
@@ -183,8 +185,6 @@ def to_cupyx(t: DeviceTensor | Tensor) -> Any:
     import cupyx.scipy.sparse as cps
 
     if t.format not in ("csr", "csc"):
-        from lazysparse.formats.convert import convert
-
         t = to_cuda(convert(to_host(t), "csr"))
     dev = to_cuda(t)
     lv = dev.levels[1]
@@ -200,11 +200,7 @@ def dense_array(t: DeviceTensor) -> Any:
         arr = t.values.reshape(dims) if dims else t.values.reshape(())
         return cp.ascontiguousarray(cp.transpose(arr, np.argsort(t.mode_order))) if dims else arr
     size = math.prod(t.shape)
-    from lazysparse.formats.config import get_densify_limit
-
     limit = get_densify_limit()
     if limit is not None and size * t.dtype.itemsize > limit:
-        from lazysparse.formats.convert import convert
-
         convert(to_host(t), "dense")  # raises DensifyError with the standard message
     return cp.asarray(to_host(t).to_numpy())

@@ -15,11 +15,9 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numba
 import numpy as np
-from numba.extending import is_jitted
 
-from lazysparse.formats.jit import helper_jit
+from lazysparse.formats.jit import Helper, helper_jit
 
 from .config import check_bins
 from .dtypes import check_dtype, choose_index_dtype, normalize_fill
@@ -30,14 +28,14 @@ from .specs import infer_spec
 from .tensor import Tensor
 
 
-def _make_inserter(combine: Callable[..., Any] | None) -> Any:
+def _make_inserter(combine: Helper | None) -> Helper:
     """A compiled insert loop that overwrites (``combine is None``) or combines values.
     Not disk-cached: a closure's cells enter Numba's cache key, which then never matches
     again (the index only grew), and Numba's own cache would write beside the package."""
     overwrite = combine is None
     op = combine if combine is not None else _first
 
-    @numba.njit(nogil=True)
+    @helper_jit(nogil=True, disk_cache=False)
     def insert(bp, bc, bv, table, shift, n, size, parents, coords, values,
                start):  # pragma: no cover - compiled
         """Insert entries ``start..`` until done or until the arrays or the table would
@@ -155,7 +153,7 @@ def _inserter(combine: Any) -> Any:
         return _INSERTERS[op]
     if not callable(op):
         raise TypeError(f"combine must be None, a name or a binary function, got {combine!r}")
-    jitted = op if is_jitted(op) else numba.njit(op)
+    jitted = op if isinstance(op, Helper) else helper_jit(disk_cache=False)(op)
     _INSERTERS[op] = _make_inserter(jitted)
     return _INSERTERS[op]
 

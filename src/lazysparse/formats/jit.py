@@ -1,115 +1,125 @@
-"""``helper_jit``: Numba's ``njit`` for the package's own compiled helpers, with their
-on-disk cache under lazysparse's cache directory, or none at all.
+"""``helper_jit``: Numba's ``njit`` for the package's own compiled helpers, made when a
+helper is first used, so that ``import lazysparse`` does not import Numba.
 
-Numba's ``cache=True`` writes beside the module, else under ``$HOME``; when both are
-read-only (a system install, a container) it raises at import. The helpers here cache in
-``<cache dir>/helpers`` instead (``$LAZYSPARSE_CACHE_DIR``, else ``$XDG_CACHE_HOME`` or
-``~/.cache``, then ``lazysparse``, as the generated kernels do), and when that directory
-cannot be written they compile in memory each process: importing and running never depend
-on a writable disk. A damaged cache file is ignored (the helper compiles again).
+A decorated helper is a :class:`Helper`: called from Python it compiles (importing Numba
+and :mod:`.jit_numba`, which gives it its on-disk cache under lazysparse's cache directory,
+or none at all) and runs; referenced from compiled code (a helper calling another, a
+generated kernel calling ``lsk.<name>``) Numba types it through ``_numba_type_``, which
+makes the real dispatcher first, and reads ``targetoptions``/``py_func`` (``inline=``)
+from it. :func:`helper_overload` is ``numba.extending.overload`` for helpers' typing
+hooks, registered before the first helper compiles.
 """
 
 from __future__ import annotations
 
-import os
-import warnings
+import functools
+import threading
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-import numba
-from numba.core.caching import CompileResultCacheImpl, FunctionCache, UserProvidedCacheLocator
+from .cache_dir import cache_root
 
-ENV_VAR = "LAZYSPARSE_CACHE_DIR"
-_WARNED: set[str] = set()
-
-
-def cache_root() -> Path:
-    """The directory lazysparse caches compiled code in (it may not exist or be usable)."""
-    env = os.environ.get(ENV_VAR)
-    if env:
-        return Path(env)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "lazysparse"
+_LOCK = threading.Lock()
+# (function, typer) pairs for numba.extending.overload; None once registered with Numba
+_PENDING_OVERLOADS: list[tuple[Callable[..., Any], Callable[..., Any]]] | None = []
 
 
-def _helpers_dir() -> Path | None:
-    """``<cache root>/helpers`` when it exists or can be made and is writable, else None."""
-    path = cache_root() / "helpers"
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        return None
-    return path if os.access(path, os.W_OK | os.X_OK) else None
+class Helper:
+    """A package helper compiled by Numba on first use (call, typing or attribute read).
+
+    Until then it holds only the Python function and the ``njit`` options; afterwards
+    every call and attribute read goes to the Numba dispatcher (``.dispatcher``).
+    """
+
+    def __init__(self, fn: Callable[..., Any], options: dict[str, Any],
+                 disk_cache: bool = True) -> None:
+        self._fn = fn
+        self._options = options
+        self._disk_cache = disk_cache
+        self._dispatcher: Any = None
+        functools.update_wrapper(self, fn)  # __name__, __module__, __doc__ as Numba's own
+
+    @property
+    def dispatcher(self) -> Any:
+        """The Numba dispatcher (made, with its disk cache, on first read)."""
+        disp = self._dispatcher
+        if disp is None:
+            # made outside the lock (a thread typing a kernel holds Numba's compiler lock
+            # and may ask for this one); two threads racing make two, one of them is kept
+            made = _numba().dispatcher(self._fn, self._options, self._disk_cache)
+            with _LOCK:
+                if self._dispatcher is None:
+                    self._dispatcher = made
+                disp = self._dispatcher
+        return disp
+
+    @property
+    def _numba_type_(self) -> Any:
+        """What Numba's ``typeof`` reads: the dispatcher's type, so compiled callers link
+        the compiled helper."""
+        return self.dispatcher._numba_type_
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.dispatcher(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        """Dispatcher attributes (``py_func``, ``targetoptions``, ``overloads``, ...)."""
+        if name.startswith("__") or name in _OWN:
+            raise AttributeError(name)
+        return getattr(self.dispatcher, name)
+
+    def __reduce__(self) -> str:
+        """Pickled by reference, as the module-level name it is."""
+        return self.__qualname__
+
+    def __repr__(self) -> str:
+        state = "compiled on first use" if self._dispatcher is None else "dispatcher ready"
+        return f"<helper {self.__module__}.{self.__qualname__} ({state})>"
 
 
-class HelperLocator(UserProvidedCacheLocator):
-    """Numba cache locator of a package helper: ``<cache root>/helpers/<module path>``,
-    stamped by the source file like Numba's own locators."""
-
-    def __init__(self, py_func: Any, py_file: str) -> None:
-        self._py_file = py_file
-        self._lineno = py_func.__code__.co_firstlineno
-        base = _helpers_dir()
-        assert base is not None  # from_function checked it
-        self._cache_path = str(base / self.get_suitable_cache_subpath(py_file))
-
-    @classmethod
-    def from_function(cls, py_func: Any, py_file: str) -> HelperLocator | None:
-        """A locator when the helpers directory is usable and the source is a file."""
-        if _helpers_dir() is None or not os.path.isfile(py_file):
-            return None
-        return cls(py_func, py_file)
+_OWN = frozenset({"_fn", "_options", "_disk_cache", "_dispatcher"})
 
 
-class _HelperCacheImpl(CompileResultCacheImpl):
-    """Numba's compile-result cache looking in the helpers directory only."""
+def _numba() -> Any:
+    """:mod:`.jit_numba` (importing Numba), with the pending overloads registered."""
+    global _PENDING_OVERLOADS
+    from . import jit_numba  # deferred: Numba costs ~0.2 s at import (issue 26)
 
-    _locator_classes = [HelperLocator]  # noqa: RUF012 - Numba's class-level list
-
-
-class HelperFunctionCache(FunctionCache):
-    """The disk cache of one helper: an unreadable entry is a miss, a failed save a
-    warning (once per process); neither stops the helper from running."""
-
-    _impl_class = _HelperCacheImpl
-
-    def load_overload(self, sig: Any, target_context: Any) -> Any:
-        """The cached compile result of ``sig``, or None (Numba then compiles)."""
-        try:
-            return super().load_overload(sig, target_context)
-        except Exception:  # noqa: BLE001 - a damaged file makes pickle raise anything
-            return None
-
-    def save_overload(self, sig: Any, data: Any) -> None:
-        """Save a compile result; on failure warn once and keep it in memory."""
-        try:
-            super().save_overload(sig, data)
-        except Exception as exc:  # noqa: BLE001 - disk full, permissions, races
-            if self._cache_path not in _WARNED:
-                _WARNED.add(self._cache_path)
-                warnings.warn(f"lazysparse: cannot cache compiled helpers in "
-                              f"{self._cache_path} ({type(exc).__name__}: {exc}); they "
-                              f"compile again in the next process", RuntimeWarning,
-                              stacklevel=2)
+    with _LOCK:
+        if _PENDING_OVERLOADS is not None:
+            for fn, typer in _PENDING_OVERLOADS:
+                jit_numba.register_overload(fn, typer)
+            _PENDING_OVERLOADS = None
+    return jit_numba
 
 
-def helper_jit(**options: Any) -> Callable[[Callable[..., Any]], Any]:
-    """``numba.njit(**options)`` whose disk cache is :class:`HelperFunctionCache` (in the
-    helpers directory) when that directory is usable, and no disk cache otherwise."""
+def helper_jit(*, disk_cache: bool = True,
+               **options: Any) -> Callable[[Callable[..., Any]], Helper]:
+    """``numba.njit(**options)``, compiled on first use, disk-cached in the helpers
+    directory when that directory is usable and in memory otherwise (``disk_cache=False``:
+    always in memory, for closures, whose cells would enter the cache key)."""
     if "cache" in options:
         raise TypeError("helper_jit decides caching itself; drop cache=")
 
-    def decorate(fn: Callable[..., Any]) -> Any:
-        dispatcher = numba.njit(**options)(fn)
-        try:
-            cache = HelperFunctionCache(fn)
-        except RuntimeError:  # no usable directory (or no source file): memory only
-            return dispatcher
-        dispatcher._cache = cache  # noqa: SLF001 - what Dispatcher.enable_caching sets
-        return dispatcher
+    def decorate(fn: Callable[..., Any]) -> Helper:
+        return Helper(fn, dict(options), disk_cache)
 
     return decorate
 
 
-__all__ = ["HelperFunctionCache", "HelperLocator", "cache_root", "helper_jit"]
+def helper_overload(fn: Callable[..., Any]) -> Callable[[Callable[..., Any]], Any]:
+    """``numba.extending.overload(fn)``, registered before the first helper compiles (at
+    once when one already has)."""
+
+    def register(typer: Callable[..., Any]) -> Callable[..., Any]:
+        with _LOCK:
+            if _PENDING_OVERLOADS is not None:
+                _PENDING_OVERLOADS.append((fn, typer))
+                return typer
+        _numba().register_overload(fn, typer)
+        return typer
+
+    return register
+
+
+__all__ = ["Helper", "cache_root", "helper_jit", "helper_overload"]

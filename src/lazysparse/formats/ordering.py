@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from .assemble import build_tensor, expand, sort_coords
+from .config import check_densify
 from .levels import Bytemap, Compressed, Hashed, Level
 from .levels.hashed import build_table
 from .levels.registry import (
@@ -20,7 +21,7 @@ from .levels.registry import (
     level_class,
 )
 from .sortkernels import sort_segments
-from .specs import FormatSpec
+from .specs import FormatSpec, infer_spec
 from .tensor import Tensor
 
 
@@ -78,7 +79,6 @@ def canonical(t: Tensor) -> Tensor:
     if all(kind in CLASSIC_KINDS or kind in UNORDERED_KINDS for kind in t.spec.level_kinds):
         return ordered(t)
     from .convert import convert
-    from .specs import infer_spec
 
     kinds = tuple(PLAIN_KIND if k not in CLASSIC_KINDS else k for k in t.spec.level_kinds)
     if kinds[-1] == PLAIN_KIND and len(kinds) > 1 and t.spec.level_kinds[-1] in STRUCTURED_KINDS:
@@ -137,9 +137,6 @@ def _sorted_last(level: Compressed | Hashed, values: np.ndarray
 def _bytemap_of(level: Compressed, dtype: np.dtype) -> Level:
     """The bytemap level with ``level``'s (sorted) entries as its touched list (its mask
     and values span every position: DensifyError past the densify limit)."""
-    from .config import check_densify
-    from .levels import Bytemap
-
     npos = (level.ptr.size - 1) * level.size
     check_densify(npos * (1 + dtype.itemsize), (level.ptr.size - 1, level.size), dtype,
                   "a bytemap's mask and values")

@@ -25,10 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from numba import types
-from numba.extending import overload
 
-from lazysparse.formats.jit import helper_jit
+from lazysparse.formats.jit import helper_jit, helper_overload
 
 from .config import check_allocation
 from .levels import Compressed, Dense, Level, Singleton
@@ -104,10 +102,12 @@ def _source(vals, q):  # pragma: no cover - replaced in compiled code by the ove
     return q if vals is None else vals[q]
 
 
-@overload(_source)
+@helper_overload(_source)
 def _source_typed(vals, q):  # pragma: no cover - typing
     """One implementation per type of ``vals`` (None: the position), so the written type
     is the output array's own (a shared one would unify integers and words as floats)."""
+    from numba import types  # runs only while Numba compiles (imported by then)
+
     if isinstance(vals, types.NoneType):
         return lambda vals, q: q
     return lambda vals, q: vals[q]

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .dtypes import choose_index_dtype, fill_key, normalize_fill
 from .levels import Banded, Blocked, Compressed, Dense, Ell, Level, Singleton
-from .levels.registry import level_class
 from .specs import FormatSpec, format_spec, infer_spec
-from .validation import as_index_array, as_values_array, check_levels, check_shape
+from .validation import as_index_array, as_values_array, check_shape
+from .validation_levels import check_levels
 
 if TYPE_CHECKING:
     import scipy.sparse
@@ -161,7 +162,7 @@ class Tensor:
         out = self.to_numpy()
         return out if dtype is None else out.astype(dtype, copy=False)
 
-    # ---- constructors -------------------------------------------------------------------------
+    # ---- constructors (the converter modules' functions; see TensorConversions) --------------
     @classmethod
     def from_numpy(
         cls,
@@ -172,9 +173,7 @@ class Tensor:
         mode_order: Sequence[int] | None = None,
     ) -> Tensor:
         """Store ``a`` in ``format``; entries equal to ``fill_value`` (NaN-aware) are not stored."""
-        from .convert_numpy import from_numpy
-
-        return from_numpy(a, format, fill_value, mode_order=mode_order)
+        return _conversions().from_numpy(a, format, fill_value, mode_order=mode_order)
 
     @classmethod
     def from_coords(
@@ -192,9 +191,7 @@ class Tensor:
 
         Repeated coordinates raise ValueError unless ``sum_duplicates=True`` adds them.
         """
-        from .convert import from_coords
-
-        return from_coords(
+        return _conversions().from_coords(
             coords,
             values,
             shape,
@@ -207,53 +204,65 @@ class Tensor:
     @classmethod
     def from_scipy(cls, m: Any) -> Tensor:
         """Wrap a scipy.sparse array/matrix; csr/csc/coo share index and value arrays."""
-        from .convert_scipy import from_scipy
-
-        return from_scipy(m)
+        return _conversions().from_scipy(m)
 
     @classmethod
     def from_pydata(cls, s: Any) -> Tensor:
         """Wrap a pydata ``sparse`` COO/GCXS/DOK array, keeping its fill value."""
-        from .convert_pydata import from_pydata
-
-        return from_pydata(s)
+        return _conversions().from_pydata(s)
 
     # ---- exports ------------------------------------------------------------------------------
     def to_numpy(self) -> np.ndarray:
         """The dense NumPy array (DensifyError past the densify limit)."""
-        from .convert_numpy import to_numpy
-
-        return to_numpy(self)
+        return _conversions().to_numpy(self)
 
     def to_scipy(self, format: str | None = None, *, matrix: bool = False) -> scipy.sparse.sparray:  # noqa: A002
         """A scipy.sparse array (``matrix=True``: matrix); csr/csc/coo share memory."""
-        from .convert_scipy import to_scipy
-
-        return to_scipy(self, format, matrix=matrix)
+        return _conversions().to_scipy(self, format, matrix=matrix)
 
     def to_pydata(self, format: str = "coo") -> Any:  # noqa: A002
         """A pydata ``sparse`` array (``"coo"`` or ``"gcxs"``) with the same fill value."""
-        from .convert_pydata import to_pydata
-
-        return to_pydata(self, format)
+        return _conversions().to_pydata(self, format)
 
     def asformat(self, format: str | FormatSpec, mode_order: Sequence[int] | None = None,  # noqa: A002
                  *, blocksize: Sequence[int] | None = None) -> Tensor:
         """This tensor converted to ``format`` (same as ``convert(self, format)``);
         ``blocksize=(R, C)``: the block shape of a ``"bsr"`` result (else chosen)."""
-        from .convert import convert, to_structured
+        return _conversions().asformat(self, format, mode_order, blocksize=blocksize)
 
-        if blocksize is None:
-            return convert(self, format, mode_order=mode_order)
-        from .structured import check_blocksize
 
-        spec = format_spec(format, self.ndim, mode_order)
-        if not spec.level_kinds or level_class(spec.level_kinds[-1]) is not Blocked:
-            raise ValueError(f"blocksize is for format 'bsr' only, got format {spec.name!r}")
-        block = check_blocksize(blocksize, self.shape)
-        if isinstance(self.levels[-1], Blocked) and self.levels[-1].block == block:
-            return self
-        return to_structured(self, spec, blocksize=block)
+@dataclass(frozen=True)
+class TensorConversions:
+    """The functions behind Tensor's ``from_*``/``to_*``/``asformat`` methods.
+
+    They live in the converter modules, which build Tensors and so import this one; Tensor
+    reaches them through this record instead of importing them back (dependency
+    inversion). ``formats/__init__.py`` installs the record (:func:`install_conversions`)
+    before anything outside the formats package can hold a Tensor.
+    """
+
+    from_numpy: Callable[..., Tensor]
+    from_coords: Callable[..., Tensor]
+    from_scipy: Callable[[Any], Tensor]
+    from_pydata: Callable[[Any], Tensor]
+    to_numpy: Callable[[Tensor], np.ndarray]
+    to_scipy: Callable[..., Any]
+    to_pydata: Callable[[Tensor, str], Any]
+    asformat: Callable[..., Tensor]
+
+
+_INSTALLED: list[TensorConversions] = []
+
+
+def install_conversions(conversions: TensorConversions) -> None:
+    """Make ``conversions`` what Tensor's conversion methods call (formats/__init__.py)."""
+    _INSTALLED[:] = [conversions]
+
+
+def _conversions() -> TensorConversions:
+    if not _INSTALLED:
+        raise RuntimeError("Tensor conversions are not installed: import lazysparse.formats")
+    return _INSTALLED[0]
 
 
 def _unify_index_dtype(levels: tuple[Level, ...], shape: tuple[int, ...]
@@ -314,4 +323,4 @@ def _cast(a: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return a if a.dtype == dtype else a.astype(dtype)
 
 
-__all__ = ["Tensor"]
+__all__ = ["Tensor", "TensorConversions", "install_conversions"]

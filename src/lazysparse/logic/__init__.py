@@ -1,9 +1,12 @@
 """logic stage of lazysparse: Finch-Logic IR, operator registry, printer, structural keys,
-normal-form checker, metadata inference and the reference interpreter."""
+normal-form checker, metadata inference and the reference interpreter (``interpret``,
+imported on first use: computing never needs it)."""
+
+import importlib
+from typing import Any
 
 from lazysparse.logic.fields import getfields
 from lazysparse.logic.inference import ExprInfo, infer, infer_dtype, infer_fill, infer_shape
-from lazysparse.logic.interpreter import interpret
 from lazysparse.logic.nodes import (
     Aggregate,
     Alias,
@@ -32,6 +35,14 @@ from lazysparse.logic.operators import (
 )
 from lazysparse.logic.printer import format_plan
 from lazysparse.logic.structural_key import plan_parameters, structural_key
+
+
+def __getattr__(name: str) -> Any:
+    """``interpret``, from :mod:`.interpreter` on first use (PEP 562)."""
+    if name == "interpret":
+        return importlib.import_module("lazysparse.logic.interpreter").interpret
+    raise AttributeError(f"module 'lazysparse.logic' has no attribute {name!r}")
+
 
 __all__ = [
     "ELEMENTWISE_FUNCTIONS", "OPERATORS", "REDUCTIONS", "Aggregate", "Alias", "ExprInfo",

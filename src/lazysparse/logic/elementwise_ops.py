@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from lazysparse.logic.dtypes import dtype_max, dtype_min
-from lazysparse.logic.operators import CodeForm, Operator, register
+from lazysparse.logic.operator_registry import CodeForm, Operator, register
 
 
 def by_kind(default: str | None = None, **forms: str) -> Callable[[tuple[np.dtype, ...]], str]:

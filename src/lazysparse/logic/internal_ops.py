@@ -23,7 +23,7 @@ import numpy as np
 
 from lazysparse.logic.dtypes import as_dtype
 from lazysparse.logic.elementwise_ops import by_kind
-from lazysparse.logic.operators import OPERATORS, Operator, Selection, register
+from lazysparse.logic.operator_registry import OPERATORS, Operator, Selection, register
 
 
 def _isequal_np(a: Any, b: Any) -> Any:

@@ -25,6 +25,7 @@ import numpy as np
 from lazysparse.formats.convert_numpy import stored_mask
 from lazysparse.formats.dtypes import same_value
 from lazysparse.formats.levels.registry import all_located
+from lazysparse.formats.tensor import Tensor
 from lazysparse.logic.dtypes import INDEX_DTYPE, is_python_scalar, scalar_as
 from lazysparse.logic.fields import unique_fields
 from lazysparse.logic.nodes import (
@@ -66,12 +67,6 @@ class _FieldRef:
 
     def __init__(self, field: Field) -> None:
         self.field = field
-
-
-def _tensor_class() -> Any:
-    from lazysparse.formats import Tensor
-
-    return Tensor
 
 
 def _dense_of(tns: Any) -> tuple[np.ndarray, Any, np.ndarray | None]:
@@ -130,7 +125,6 @@ class _Interpreter:
         return Value(r.data, axes, v.fill, v.spec, r.implicit)
 
     def to_tensor(self, v: Value) -> Any:
-        Tensor = _tensor_class()
         data = np.asarray(v.data)
         fill = np.asarray(v.fill).astype(data.dtype)[()]
         if v.spec is None:

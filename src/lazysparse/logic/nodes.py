@@ -13,6 +13,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from lazysparse.logic.printer import format_value
+
 
 def _scalar_key(val: Any) -> Any:
     """Hashable identity of an immediate value: scalars by (type, value), NaN-safe; data by id."""
@@ -51,10 +53,21 @@ class LogicNode:
         """The node's child nodes, in field order."""
         return ()
 
-    def __str__(self) -> str:
-        from lazysparse.logic.printer import format_plan
+    def expr_text(self) -> str:
+        """One-line text of the node as an expression (``mapjoin(add, A0, A1)``)."""
+        raise NotImplementedError(type(self).__name__)
 
-        return format_plan(self)
+    def plan_text(self) -> str:
+        """Text of the node; statements one per line (``A = expr``, ``return A, B``)."""
+        return self.expr_text()
+
+    def __str__(self) -> str:
+        return self.plan_text()
+
+
+def _fields(idxs: tuple[Field, ...]) -> str:
+    """``", i, j"`` after an argument (nothing without fields)."""
+    return "".join(f", {f.name}" for f in idxs)
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -72,6 +85,9 @@ class Immediate(LogicNode):
     def __repr__(self) -> str:
         return f"Immediate({self.val!r})"
 
+    def expr_text(self) -> str:
+        return format_value(self.val)
+
 
 @dataclass(frozen=True, repr=False)
 class Field(LogicNode):
@@ -82,6 +98,9 @@ class Field(LogicNode):
     def __repr__(self) -> str:
         return f"Field({self.name!r})"
 
+    def expr_text(self) -> str:
+        return self.name
+
 
 @dataclass(frozen=True, repr=False)
 class Alias(LogicNode):
@@ -91,6 +110,9 @@ class Alias(LogicNode):
 
     def __repr__(self) -> str:
         return f"Alias({self.name!r})"
+
+    def expr_text(self) -> str:
+        return self.name
 
 
 @dataclass(frozen=True)
@@ -104,6 +126,9 @@ class Table(LogicNode):
     def children(self) -> tuple[LogicNode, ...]:
         return (self.tns, *self.idxs)
 
+    def expr_text(self) -> str:
+        return f"table({self.tns.expr_text()}{_fields(self.idxs)})"
+
 
 @dataclass(frozen=True)
 class MapJoin(LogicNode):
@@ -115,6 +140,9 @@ class MapJoin(LogicNode):
     @property
     def children(self) -> tuple[LogicNode, ...]:
         return (self.op, *self.args)
+
+    def expr_text(self) -> str:
+        return f"mapjoin({', '.join(a.expr_text() for a in (self.op, *self.args))})"
 
 
 @dataclass(frozen=True)
@@ -130,6 +158,10 @@ class Aggregate(LogicNode):
     def children(self) -> tuple[LogicNode, ...]:
         return (self.op, self.init, self.arg, *self.idxs)
 
+    def expr_text(self) -> str:
+        return (f"aggregate({self.op.expr_text()}, {self.init.expr_text()}, "
+                f"{self.arg.expr_text()}{_fields(self.idxs)})")
+
 
 @dataclass(frozen=True)
 class Reorder(LogicNode):
@@ -141,6 +173,9 @@ class Reorder(LogicNode):
     @property
     def children(self) -> tuple[LogicNode, ...]:
         return (self.arg, *self.idxs)
+
+    def expr_text(self) -> str:
+        return f"reorder({self.arg.expr_text()}{_fields(self.idxs)})"
 
 
 @dataclass(frozen=True)
@@ -154,6 +189,9 @@ class Relabel(LogicNode):
     def children(self) -> tuple[LogicNode, ...]:
         return (self.arg, *self.idxs)
 
+    def expr_text(self) -> str:
+        return f"relabel({self.arg.expr_text()}{_fields(self.idxs)})"
+
 
 @dataclass(frozen=True)
 class Reformat(LogicNode):
@@ -165,6 +203,9 @@ class Reformat(LogicNode):
     @property
     def children(self) -> tuple[LogicNode, ...]:
         return (self.tns, self.arg)
+
+    def expr_text(self) -> str:
+        return f"reformat({self.tns.expr_text()}, {self.arg.expr_text()})"
 
 
 @dataclass(frozen=True)
@@ -178,6 +219,9 @@ class Subquery(LogicNode):
     def children(self) -> tuple[LogicNode, ...]:
         return (self.lhs, self.arg)
 
+    def expr_text(self) -> str:
+        return f"({self.lhs.name} = {self.arg.expr_text()})"
+
 
 @dataclass(frozen=True)
 class Query(LogicNode):
@@ -190,6 +234,9 @@ class Query(LogicNode):
     def children(self) -> tuple[LogicNode, ...]:
         return (self.lhs, self.rhs)
 
+    def expr_text(self) -> str:
+        return f"{self.lhs.name} = {self.rhs.expr_text()}"
+
 
 @dataclass(frozen=True)
 class Produces(LogicNode):
@@ -201,6 +248,9 @@ class Produces(LogicNode):
     def children(self) -> tuple[LogicNode, ...]:
         return self.args
 
+    def expr_text(self) -> str:
+        return "return " + ", ".join(a.expr_text() for a in self.args)
+
 
 @dataclass(frozen=True)
 class Plan(LogicNode):
@@ -211,6 +261,9 @@ class Plan(LogicNode):
     @property
     def children(self) -> tuple[LogicNode, ...]:
         return self.bodies
+
+    def expr_text(self) -> str:
+        return "\n".join(b.plan_text() for b in self.bodies)
 
 
 EXPRESSION_NODES = (Immediate, Field, Alias, Table, MapJoin, Aggregate, Reorder, Relabel,

@@ -27,6 +27,7 @@ from lazysparse.logic.nodes import (
     Produces,
     Query,
     Reformat,
+    Relabel,
     Table,
 )
 from lazysparse.optimizer.analysis import (
@@ -115,7 +116,5 @@ def normal_form(plan: Plan) -> Plan:
 
 
 def _rename_alias(acc: LogicNode, names: dict[Alias, Alias]) -> LogicNode:
-    from lazysparse.logic.nodes import Relabel
-
     assert isinstance(acc, Relabel)
     return Relabel(names[acc.arg], acc.idxs)  # type: ignore[index]
