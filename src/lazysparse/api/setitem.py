@@ -37,8 +37,9 @@ import numpy as np
 from lazysparse import formats
 from lazysparse.api import execution
 from lazysparse.api import tensors as T
+from lazysparse.api.devices import is_device_tensor
 from lazysparse.api.insert_buffer import InsertBuffer, fits
-from lazysparse.api.lazy_array import LazyArray, is_device_tensor
+from lazysparse.api.lazy_array import LazyArray
 from lazysparse.api.selection import equals_fill, last_wins, locate, selection
 from lazysparse.logic import dtypes as _dt
 from lazysparse.logic.nodes import Alias, Table
