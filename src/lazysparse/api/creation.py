@@ -19,6 +19,7 @@ from lazysparse import formats
 from lazysparse.api import tensors as T
 from lazysparse.api.devices import Device, as_device
 from lazysparse.api.eager import eager_apply
+from lazysparse.api.elementwise import astype
 from lazysparse.api.foreign import (
     foreign_tensor,
     from_cupy,
@@ -27,7 +28,9 @@ from lazysparse.api.foreign import (
     is_scipy_sparse,
     to_numpy,
 )
+from lazysparse.api.interop import asformat
 from lazysparse.api.lazy_array import LazyArray
+from lazysparse.api.manipulation import broadcast_to, expand_dims
 from lazysparse.api.operands import as_array
 from lazysparse.formats.config import check_allocation
 from lazysparse.logic import dtypes as _dt
@@ -66,9 +69,6 @@ def operator_index(d: Any) -> int:
 def _finish(x: LazyArray, dtype: np.dtype | None, copy: bool | None, format: str | None,
             fname: str) -> LazyArray:
     """Apply a requested dtype and format to an array obtained without conversion."""
-    from lazysparse.api.elementwise import astype
-    from lazysparse.api.interop import asformat
-
     if dtype is not None and dtype != x.dtype:
         if copy is False:
             raise ValueError(f"{fname}: converting {x.dtype} to {dtype} needs a copy, but "
@@ -275,8 +275,6 @@ def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> L
 
 def meshgrid(*arrays: LazyArray, indexing: str = "xy") -> list[LazyArray]:
     """Coordinate grids of 1-D ``arrays`` (lazy: broadcasts of reshaped inputs)."""
-    from lazysparse.api.manipulation import broadcast_to, expand_dims
-
     if indexing not in ("xy", "ij"):
         raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
     arrays = tuple(as_array(a, "meshgrid", f"arrays[{k}]") for k, a in enumerate(arrays))

@@ -18,12 +18,14 @@ import numpy as np
 from lazysparse.api import setitem as S
 from lazysparse.api import tensors as T
 from lazysparse.api.eager import eager_apply, leaf
+from lazysparse.api.elementwise import apply_operator
 from lazysparse.api.lazy_array import LazyArray
 from lazysparse.api.manipulation import expand_dims, normalize_axis, reshape
 from lazysparse.api.operands import as_array
 from lazysparse.api.selection import locate, selection
 from lazysparse.api.views import index_lazy, index_tensor, unit_view
 from lazysparse.logic import dtypes as _dt
+from lazysparse.logic.operators import get_operator
 
 Key = tuple[Any, ...]
 
@@ -411,9 +413,6 @@ def _setitem(x: LazyArray, key: Any, value: Any) -> None:
 def _mask_layer(x: LazyArray, mask: LazyArray, val: Any) -> None:
     """Lazy ``x[mask] = scalar``: ``where(mask, value, x)``, the mask broadcast over
     trailing axes."""
-    from lazysparse.api.elementwise import apply_operator
-    from lazysparse.logic.operators import get_operator
-
     _check_mask_shape(x, mask)
     m = mask
     if m.ndim < x.ndim:

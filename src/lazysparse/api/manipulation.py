@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from lazysparse.api import tensors as T
-from lazysparse.api.building import broadcast_shapes, fresh_fields, identify
+from lazysparse.api.building import access, broadcast_shapes, fresh_fields, identify
 from lazysparse.api.eager import eager_apply, leaf
 from lazysparse.api.execution import compute
 from lazysparse.api.lazy_array import LazyArray
@@ -173,8 +173,6 @@ def broadcast_to(x: LazyArray, /, shape: tuple[int, ...]) -> LazyArray:
             d == 1 for d in shape[: len(shape) - x.ndim]):
         # only leading size-1 axes are added
         return unit_view(x, shape)
-    from lazysparse.api.building import access
-
     fill = x.fill_value if x.fill_value is not None else x.dtype.type(0)
     extent = T.empty_sparse(shape, x.dtype, fill)
     out = fresh_fields(len(shape))
