@@ -2,14 +2,17 @@
 arrays of one expression or computation share one.
 
 ``formats.device`` holds the device tensor format and imports CuPy only when asked to move
-data, so recognising a ``DeviceTensor`` here costs nothing on a machine without a GPU.
+data, so recognising a ``DeviceTensor`` here costs nothing on a machine without a GPU. Whether
+CuPy sees a GPU is asked through that module on each call (the CUDA emulator of the tests
+replaces ``formats.device.cuda_available``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from lazysparse.formats.device import DeviceTensor, cuda_available
+from lazysparse.formats import device as device_format
+from lazysparse.formats.device import DeviceTensor
 
 
 class Device:
@@ -51,7 +54,7 @@ def as_device(device: Any, fname: str) -> Device | None:
     else:
         raise ValueError(f"{fname}: unsupported device {device!r}; lazysparse knows 'cpu' "
                          "and 'cuda'")
-    if dev.name == "cuda" and not cuda_available():
+    if dev.name == "cuda" and not device_format.cuda_available():  # asked at call time
         raise ValueError(f"{fname}: {CUDA_REQUIRED}")
     return dev
 
