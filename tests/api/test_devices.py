@@ -27,7 +27,7 @@ from hypothesis import HealthCheck, given, settings
 import lazysparse as xp
 import lazysparse.backends.cuda.runtime as rt
 import lazysparse.formats.device as dev
-from lazysparse.api import execution
+from lazysparse.api import computing
 from lazysparse.api.building import fresh_alias, fresh_fields
 from lazysparse.api.lazy_array import CPU, Device, LazyArray
 from lazysparse.formats.device import DeviceTensor
@@ -258,8 +258,8 @@ def test_compute_on_device(on_device: str, name: str,
     arrays = [_sparse(rng, s, 0.3) if f != "dense" else rng.random(s)
               for s, f in zip(shapes, fmts, strict=True)]
     used: list[str] = []
-    real = execution.executor_for
-    monkeypatch.setattr(execution, "executor_for",
+    real = computing.executor_for
+    monkeypatch.setattr(computing, "executor_for",
                         lambda d: used.append(d) or real(d))  # type: ignore[func-returns-value]
     gs = [xp.asarray(a, device="cuda", format=f) for a, f in zip(arrays, fmts, strict=True)]
     out = fn(*gs)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 
+from lazysparse.api.live import shape_of
 from lazysparse.formats.specs import format_spec
 from lazysparse.logic.nodes import (
     Aggregate,
@@ -152,8 +153,6 @@ def build_aggregate(op: object, init: object, expr: LogicNode, ndim: int | Seque
     """
     shape = None if isinstance(ndim, int) else tuple(ndim)
     if shape is None:
-        from lazysparse.api.lazy_array import shape_of
-
         known = shape_of(expr)
         shape = known if known is not None and len(known) == ndim else None
     n = ndim if isinstance(ndim, int) else len(ndim)

@@ -10,7 +10,6 @@ sparse; ``arange``, ``linspace`` and NumPy input are dense.
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,7 +17,20 @@ import numpy as np
 
 from lazysparse import formats
 from lazysparse.api import tensors as T
-from lazysparse.api.lazy_array import Device, LazyArray, as_device
+from lazysparse.api.devices import Device, as_device
+from lazysparse.api.eager import eager_apply
+from lazysparse.api.elementwise import astype
+from lazysparse.api.foreign import (
+    foreign_tensor,
+    from_cupy,
+    is_cupy,
+    is_pydata_sparse,
+    is_scipy_sparse,
+    to_numpy,
+)
+from lazysparse.api.interop import asformat
+from lazysparse.api.lazy_array import LazyArray
+from lazysparse.api.manipulation import broadcast_to, expand_dims
 from lazysparse.api.operands import as_array
 from lazysparse.formats.config import check_allocation
 from lazysparse.logic import dtypes as _dt
@@ -33,30 +45,6 @@ def _check_device(device: Any, fname: str) -> Device | None:
 def _place(x: LazyArray, device: Device | None) -> LazyArray:
     """``x`` moved to ``device`` when one was requested (creation builds on the host)."""
     return x if device is None or device == x.device else x.to_device(device)
-
-
-def _is_cupy(obj: Any) -> bool:
-    """Whether ``obj`` comes from CuPy (a ``cupy`` array or a ``cupyx.scipy.sparse``
-    matrix): its class's module is read, so ordinary inputs never import CuPy."""
-    return (type(obj).__module__ or "").split(".")[0] in ("cupy", "cupyx")
-
-
-def _from_cupy(obj: Any) -> Any:
-    """A ``DeviceTensor`` of a CuPy array (dense) or ``cupyx.scipy.sparse`` matrix."""
-    import cupy
-    import cupyx.scipy.sparse as cps
-
-    from lazysparse.formats.device import DeviceTensor, from_cupyx
-    from lazysparse.formats.specs import format_spec
-
-    if cps.issparse(obj):
-        return from_cupyx(obj)
-
-    arr = cupy.ascontiguousarray(obj)
-    _dt.as_dtype(arr.dtype)
-    return DeviceTensor(arr.shape, [formats.Dense(n) for n in arr.shape],
-                        tuple(range(arr.ndim)), arr.reshape(-1), arr.dtype.type(0),
-                        format_spec("dense", arr.ndim))
 
 
 def _shape_arg(shape: Any, fname: str) -> tuple[int, ...]:
@@ -78,23 +66,9 @@ def operator_index(d: Any) -> int:
     return operator.index(d)
 
 
-def _is_scipy_sparse(obj: Any) -> bool:
-    """Whether ``obj`` is a scipy.sparse array or matrix (none exists before scipy.sparse is
-    imported, so ``import lazysparse`` does not import it)."""
-    sp = sys.modules.get("scipy.sparse")
-    return sp is not None and bool(sp.issparse(obj))
-
-
-def _is_pydata_sparse(obj: Any) -> bool:
-    return type(obj).__module__.split(".")[0] == "sparse" and hasattr(obj, "fill_value")
-
-
 def _finish(x: LazyArray, dtype: np.dtype | None, copy: bool | None, format: str | None,
             fname: str) -> LazyArray:
     """Apply a requested dtype and format to an array obtained without conversion."""
-    from lazysparse.api.elementwise import astype
-    from lazysparse.api.interop import asformat
-
     if dtype is not None and dtype != x.dtype:
         if copy is False:
             raise ValueError(f"{fname}: converting {x.dtype} to {dtype} needs a copy, but "
@@ -112,11 +86,11 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None, copy: bool | 
     nested sequences. ``format``/``fill_value`` choose the storage of the result."""
     dev = _check_device(device, "asarray")
     d = _dt.as_dtype(dtype) if dtype is not None else None
-    if dev is not None and dev.name == "cuda" or _is_cupy(obj):
-        if copy is False and dev is not None and not _is_cupy(obj) and not (
+    if dev is not None and dev.name == "cuda" or is_cupy(obj):
+        if copy is False and dev is not None and not is_cupy(obj) and not (
                 isinstance(obj, LazyArray) and obj.device == dev):
             raise ValueError("asarray: copying to device 'cuda' needs a copy, but copy=False")
-        x = LazyArray.from_tensor(_from_cupy(obj)) if _is_cupy(obj) else asarray(
+        x = LazyArray.from_tensor(from_cupy(obj)) if is_cupy(obj) else asarray(
             obj, dtype=d, copy=copy, format=format, fill_value=fill_value)
         return _finish(_place(x, dev), d, copy, format, "asarray")
     if isinstance(obj, LazyArray):
@@ -125,75 +99,16 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None, copy: bool | 
     if isinstance(obj, formats.Tensor):
         t = T.copy_tensor(obj) if copy else obj
         return _finish(LazyArray.from_tensor(t), d, copy, format, "asarray")
-    if _is_scipy_sparse(obj):
-        t = formats.Tensor.from_scipy(obj.copy() if copy else obj)
+    if is_scipy_sparse(obj) or is_pydata_sparse(obj):
+        t = foreign_tensor(obj, copy)
         return _finish(LazyArray.from_tensor(t), d, copy, format, "asarray")
-    if _is_pydata_sparse(obj):
-        t = formats.Tensor.from_pydata(obj.copy() if copy else obj)
-        return _finish(LazyArray.from_tensor(t), d, copy, format, "asarray")
-    arr = _to_numpy(obj, d, copy)
+    arr = to_numpy(obj, d, copy)
     if fill_value is not None or format not in (None, "dense"):
         fmt = format if format is not None else T.sparse_format_for(arr.ndim)
         t = formats.Tensor.from_numpy(arr, fmt, 0 if fill_value is None else fill_value)
     else:
         t = T.dense(arr)
     return LazyArray.from_tensor(t)
-
-
-def _to_numpy(obj: Any, dtype: np.dtype | None, copy: bool | None) -> np.ndarray:
-    """A NumPy array of ``obj`` with the standard's default dtypes for Python scalars."""
-    if isinstance(obj, np.ndarray | np.generic) or hasattr(obj, "__array__") or hasattr(
-            obj, "__dlpack__"):
-        try:
-            arr = np.asarray(obj, dtype=dtype, copy=copy)
-        except ValueError as e:
-            raise ValueError(f"asarray: {e}") from None
-        if isinstance(obj, np.ndarray) and copy is None and dtype is None:
-            pass
-        _dt.as_dtype(arr.dtype)
-        return arr
-    if copy is False and not isinstance(obj, memoryview | bytes | bytearray):
-        raise ValueError("asarray: copy=False is impossible for a Python scalar or sequence")
-    if isinstance(obj, memoryview | bytes | bytearray):
-        arr = np.asarray(memoryview(obj), dtype=dtype)
-        if copy:
-            arr = arr.copy()
-        return arr
-    if dtype is None:
-        dtype = _infer_dtype(obj)
-    try:
-        with np.errstate(over="raise"):
-            arr = np.array(obj, dtype=dtype)
-    except OverflowError as e:
-        raise OverflowError(f"asarray: {e}") from None
-    except (TypeError, ValueError) as e:
-        raise type(e)(f"asarray: cannot convert {type(obj).__name__} to an array: {e}"
-                      ) from None
-    _dt.as_dtype(arr.dtype)
-    return arr
-
-
-def _infer_dtype(obj: Any) -> np.dtype | None:
-    """Default dtype of Python scalars / nested sequences (bool, int64, float64,
-    complex128) — or None to let NumPy decide (sequences of arrays)."""
-    rank = -1
-    stack = [obj]
-    while stack:
-        o = stack.pop()
-        if isinstance(o, bool | np.bool_):
-            rank = max(rank, 0)
-        elif isinstance(o, int) and not isinstance(o, bool):
-            rank = max(rank, 1)
-        elif isinstance(o, float):
-            rank = max(rank, 2)
-        elif isinstance(o, complex):
-            rank = max(rank, 3)
-        elif isinstance(o, list | tuple):
-            stack.extend(o)
-        else:
-            return None
-    return {-1: _dt.DEFAULT_FLOAT, 0: _dt.BOOL, 1: _dt.DEFAULT_INT, 2: _dt.DEFAULT_FLOAT,
-            3: _dt.DEFAULT_COMPLEX}[rank]
 
 
 def _scalar_dtype(value: Any, fname: str) -> np.dtype:
@@ -349,7 +264,7 @@ def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> L
     dev = _check_device(device, "from_dlpack")
     if isinstance(x, LazyArray):
         return _place(x.copy() if copy else x, dev)
-    if _is_cupy(x) or dev is not None and dev.name == "cuda":
+    if is_cupy(x) or dev is not None and dev.name == "cuda":
         return asarray(x, device=dev, copy=copy)
     try:
         arr = np.from_dlpack(x, copy=copy)
@@ -360,8 +275,6 @@ def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> L
 
 def meshgrid(*arrays: LazyArray, indexing: str = "xy") -> list[LazyArray]:
     """Coordinate grids of 1-D ``arrays`` (lazy: broadcasts of reshaped inputs)."""
-    from lazysparse.api.manipulation import broadcast_to, expand_dims
-
     if indexing not in ("xy", "ij"):
         raise ValueError(f"meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
     arrays = tuple(as_array(a, "meshgrid", f"arrays[{k}]") for k, a in enumerate(arrays))
@@ -401,8 +314,8 @@ def _tri(x: Any, k: int, lower: bool, fname: str) -> LazyArray:
     t = x.tensor()
     if not T.is_dense(t) and t.fill_value != 0:
         # entries outside the triangle become 0, which is not the fill: go dense
-        return T.eager(x, dense_fn)
-    return T.eager(x, dense_fn, sparse_fn)
+        return eager_apply(x, dense_fn)
+    return eager_apply(x, dense_fn, sparse_fn)
 
 
 def tril(x: LazyArray, /, *, k: int = 0) -> LazyArray:

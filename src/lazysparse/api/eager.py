@@ -3,17 +3,20 @@ stored entries (never densifying a sparse tensor), densify within the limit, and
 or coordinate results back as LazyArray leaves.
 
 Functions whose result depends on data (nonzero, unique, sort, searchsorted) or that are
-dense by nature (factorizations, FFTs, cumulative sums) go through here.
+dense by nature (factorizations, FFTs, cumulative sums) go through here, as do the eager
+operations on stored data (``leaf``, ``eager_apply``: slicing with steps, reshape, concat).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from lazysparse.api.lazy_array import CPU, Device, LazyArray
-from lazysparse.api.tensors import coo_parts
+from lazysparse.api.devices import CPU, Device
+from lazysparse.api.lazy_array import LazyArray
+from lazysparse.api.tensors import apply_eager, coo_parts
 from lazysparse.formats.config import check_densify
 from lazysparse.formats.levels.registry import is_located
 from lazysparse.formats.tensor import Tensor
@@ -80,3 +83,20 @@ def from_coords(coords: tuple[np.ndarray, ...], values: np.ndarray, shape: tuple
     return LazyArray.from_tensor(
         Tensor.from_coords(tuple(np.asarray(c, np.int64) for c in coords), values, shape,
                            fill_value=fill_value, format="coo"), device)
+
+
+def leaf(t: Tensor, like: LazyArray | None = None) -> LazyArray:
+    """A lazy leaf over stored ``t`` (on ``like``'s device)."""
+    if like is not None:
+        return LazyArray.from_tensor(t, like.device)
+    return LazyArray.from_tensor(t)
+
+
+def eager_apply(x: LazyArray, dense_fn: Callable[[np.ndarray], np.ndarray],
+                sparse_fn: Callable[[np.ndarray, np.ndarray, tuple[int, ...]],
+                                    tuple[tuple[int, ...], np.ndarray, np.ndarray]] | None = None,
+                ) -> LazyArray:
+    """Compute ``x`` and apply an operation to its data: ``dense_fn`` on the NumPy array of a
+    dense tensor, ``sparse_fn(coords, values, shape) -> (shape, coords, values)`` on the
+    stored entries of a sparse one (the fill value is kept)."""
+    return leaf(apply_eager(x.tensor(), dense_fn, sparse_fn), x)

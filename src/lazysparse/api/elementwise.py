@@ -1,11 +1,13 @@
-"""Elementwise functions and operators, generated from the operator registry.
+"""Elementwise functions, generated from the operator registry.
 
 Every Array API elementwise function is one ``ElementwiseFunction`` of
 ``logic.operators.ELEMENTWISE_FUNCTIONS``; this module turns each into a namespace function
-(``xp.add``) and its ``LazyArray`` dunders (``__add__``, ``__radd__``, ``__iadd__``). Each
-call builds a broadcast ``MapJoin`` (see ``building.build_mapjoin``); nothing runs. Dtypes,
-accepted kinds and fill values come from the registry: the result fill follows the fill
-rule (``operators.mapjoin_region``; a dense operand's nominal fill decides nothing).
+(``xp.add``); ``LazyArray``'s dunders (``__add__``, ``__radd__``, ``__iadd__``) are defined
+on its base ``api/array_operators.py``, from the same entries, and call
+:func:`apply_operator`. Each call builds a broadcast ``MapJoin`` (see
+``building.build_mapjoin``); nothing runs. Dtypes, accepted kinds and fill values come
+from the registry: the result fill follows the fill rule (``operators.mapjoin_region``; a
+dense operand's nominal fill decides nothing).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import numpy as np
 
 from lazysparse.api.building import broadcast_shapes, build_mapjoin
 from lazysparse.api.lazy_array import LazyArray
-from lazysparse.api.operands import as_array, as_operand, is_operand, operand_names
+from lazysparse.api.operands import as_array, as_operand, operand_names
 from lazysparse.formats import Tensor
 from lazysparse.logic import dtypes as _dt
 from lazysparse.logic.nodes import Immediate
@@ -158,58 +160,10 @@ def _make_function(name: str, op: Operator, nargs: int) -> Callable[..., LazyArr
     return fn
 
 
-def _inplace_update(self: LazyArray, res: LazyArray, dunder: str) -> LazyArray:
-    """Make ``self`` the result ``res`` (a functional update of its plan) and return it."""
-    if res.shape != self.shape:
-        raise ValueError(f"{dunder}: result shape {res.shape} differs from the array's "
-                         f"{self.shape}; in-place operations cannot broadcast the array")
-    if res.dtype != self.dtype:
-        if not _dt.isdtype(self.dtype, "numeric") and res.dtype != self.dtype:
-            raise TypeError(f"{dunder}: result dtype {res.dtype} cannot be stored in "
-                            f"{self.dtype}")
-        res = astype(res, self.dtype, copy=False)
-    self.replace_with(res)
-    self.write_through()  # a view's write reaches its array (NumPy's shared memory)
-    return self
-
-
-def _make_dunder(dunder: str, name: str, op: Operator, nargs: int) -> Callable[..., Any]:
-    """One dunder: ``__op__`` (self first), ``__rop__`` (reflected) or ``__iop__``."""
-    stem = dunder[2:-2]
-    if nargs == 1:
-        def d(self: LazyArray, /) -> LazyArray:
-            return apply_operator(op, self, fname=dunder)
-    elif stem.startswith("i") and stem[1:] in _STEMS:
-        def d(self: LazyArray, other: Any, /) -> LazyArray:  # type: ignore[misc]
-            if not is_operand(other):
-                return NotImplemented
-            return _inplace_update(self, apply_operator(op, self, other, fname=dunder),
-                                   dunder)
-    elif stem.startswith("r") and stem[1:] in _STEMS:
-        def d(self: LazyArray, other: Any, /) -> LazyArray:  # type: ignore[misc]
-            if not is_operand(other):
-                return NotImplemented
-            return apply_operator(op, other, self, fname=dunder)
-    else:
-        def d(self: LazyArray, other: Any, /) -> LazyArray:  # type: ignore[misc]
-            if not is_operand(other):
-                return NotImplemented
-            return apply_operator(op, self, other, fname=dunder)
-    d.__name__ = dunder
-    d.__qualname__ = f"LazyArray.{dunder}"
-    d.__doc__ = f"``{name}`` as an operator (lazy)."
-    return d
-
-
-_STEMS = {"add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor",
-          "lshift", "rshift", "matmul"}
-
 FUNCTIONS: dict[str, Callable[..., LazyArray]] = {}
 for _name, _ef in ELEMENTWISE_FUNCTIONS.items():
     if _name == "clip":
         continue
     FUNCTIONS[_name] = _make_function(_name, _ef.operator, _ef.nargs)
-    for _dunder in _ef.dunders:
-        setattr(LazyArray, _dunder, _make_dunder(_dunder, _name, _ef.operator, _ef.nargs))
 FUNCTIONS["clip"] = clip
 FUNCTIONS["where"] = where

@@ -1,69 +1,23 @@
-"""Turning lazy arrays into results: plan assembly, memoization, ``explain``.
-
-``compute(*arrays)`` puts every requested array into one ``Plan`` (so shared subexpressions
-run once), hands it to the engine's executor for the arrays' device (``engine.executor_for``:
-``LAZYSPARSE_EXECUTOR`` picks the cpu's), and stores each result on its array, so a later
-plan uses the stored tensor instead of recomputing it.
-"""
+"""``xp.compute`` and ``xp.explain``: the public entry points that turn lazy arrays into
+results, checking their arguments (the work is ``api/computing.py``'s, which
+``LazyArray`` itself computes through)."""
 
 from __future__ import annotations
 
-import dataclasses
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from lazysparse.api import memo
-from lazysparse.api.building import fresh_alias, fresh_fields
-from lazysparse.api.held_values import held_values
-from lazysparse.api.memo import memoized
-from lazysparse.engine import Explanation, executor_for, explain_plan
-from lazysparse.logic.nodes import (
-    Alias,
-    Immediate,
-    LogicNode,
-    Plan,
-    Produces,
-    Query,
-    Reformat,
-    Relabel,
-    Subquery,
-    Table,
-)
-from lazysparse.logic.traversal import prewalk
-
-if TYPE_CHECKING:
-    from lazysparse.api.lazy_array import LazyArray
+from lazysparse.api.computing import build_plan as build_plan
+from lazysparse.api.computing import compute_arrays, explain_arrays
+from lazysparse.api.computing import substitute_memoized as substitute_memoized
+from lazysparse.api.lazy_array import LazyArray
+from lazysparse.engine import Explanation, explain_plan
+from lazysparse.logic.nodes import Plan
 
 
-def substitute_memoized(node: LogicNode, cache: dict[int, LogicNode] | None = None) -> LogicNode:
-    """Replace every subquery whose result is memoized by a ``Table`` of that result
-    (``cache``: the rewritten nodes by id, shared by the arrays of one plan)."""
-    return prewalk(node, _memoized_table, cache)
-
-
-def _memoized_table(node: LogicNode) -> LogicNode | None:
-    """A ``Table`` of ``node``'s memoized result when it is a computed subquery, else None."""
-    if isinstance(node, Subquery) and not isinstance(node.arg, Table):
-        value = memoized(node.lhs)
-        if value is not None:
-            return Subquery(node.lhs, Table(Immediate(value), fresh_fields(value.ndim)))
-    return None
-
-
-def build_plan(arrays: tuple[LazyArray, ...]) -> Plan:
-    """One plan computing every array in ``arrays``: a query each, then ``Produces``."""
-    cache: dict[int, LogicNode] = {}
-    queries: list[LogicNode] = []
-    outs: list[Alias] = []
+def _check_arrays(arrays: tuple[Any, ...], fname: str) -> None:
     for a in arrays:
-        expr = a.expr if a.history_epoch >= memo.EPOCH else substitute_memoized(a.expr, cache)
-        out = fresh_alias()
-        fields = fresh_fields(a.ndim)
-        rhs: LogicNode = Relabel(expr, fields)
-        if a.requested_format is not None:
-            rhs = Reformat(Immediate(a.requested_format), rhs)
-        queries.append(Query(out, rhs))
-        outs.append(out)
-    return Plan((*queries, Produces(tuple(outs))))
+        if not isinstance(a, LazyArray):
+            raise TypeError(f"{fname} takes lazysparse arrays, got {type(a).__name__}")
 
 
 def compute(*arrays: LazyArray) -> LazyArray | tuple[LazyArray, ...]:
@@ -76,24 +30,8 @@ def compute(*arrays: LazyArray) -> LazyArray | tuple[LazyArray, ...]:
     once). The arrays must share one device (ValueError otherwise): eager
     functions of several arrays (``concat`` …) compute their operands here, so this is
     also their mixing check."""
-    from lazysparse.api.lazy_array import _BY_ALIAS, LazyArray, device_mix_error
-    from lazysparse.api.views import stored_view
-
-    for a in arrays:
-        if not isinstance(a, LazyArray):
-            raise TypeError(f"compute() takes lazysparse arrays, got {type(a).__name__}")
-    devices = {a.device.name for a in arrays}
-    if len(devices) > 1:
-        raise device_mix_error(devices)
-    for a in arrays:
-        if a.result is None and (view := stored_view(a)) is not None:
-            a.set_result(view)  # a unit-axis view of stored data: no kernel
-    todo = tuple({id(a): a for a in arrays if a.result is None}.values())
-    if todo:
-        todo += tuple(k.array for k in held_values(todo, _BY_ALIAS))
-        results = executor_for(todo[0].device.name)(build_plan(todo))
-        for a, tensor in zip(todo, results, strict=True):
-            a.set_result(tensor)
+    _check_arrays(arrays, "compute()")
+    compute_arrays(arrays)
     return arrays[0] if len(arrays) == 1 else arrays
 
 
@@ -101,14 +39,7 @@ def explain(*arrays: Any) -> Explanation:
     """``xp.explain(*arrays)``: how computing ``arrays`` together would run (a Plan works too)."""
     if len(arrays) == 1 and isinstance(arrays[0], Plan):
         return explain_plan(arrays[0])
-    from lazysparse.api.lazy_array import _BY_ALIAS, LazyArray
-
-    for a in arrays:
-        if not isinstance(a, LazyArray):
-            raise TypeError(f"explain takes lazysparse arrays, got {type(a).__name__}")
+    _check_arrays(arrays, "explain")
     if not arrays:
         raise TypeError("explain needs at least one array")
-    todo = tuple({id(a): a for a in arrays if a.result is None}.values())
-    kept = held_values(todo, _BY_ALIAS) if todo else ()
-    expl = explain_plan(build_plan(tuple(arrays) + tuple(k.array for k in kept)))
-    return dataclasses.replace(expl, kept=tuple(k.describe() for k in kept))
+    return explain_arrays(arrays)

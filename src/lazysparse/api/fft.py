@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from lazysparse.api import eager
-from lazysparse.api.lazy_array import Device, LazyArray
+from lazysparse.api.devices import Device
+from lazysparse.api.lazy_array import LazyArray
 from lazysparse.api.plans import check_array, normalize_axes, normalize_axis
 from lazysparse.logic import dtypes as _dt
 

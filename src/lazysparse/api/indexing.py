@@ -17,12 +17,15 @@ import numpy as np
 
 from lazysparse.api import setitem as S
 from lazysparse.api import tensors as T
+from lazysparse.api.eager import eager_apply, leaf
+from lazysparse.api.elementwise import apply_operator
 from lazysparse.api.lazy_array import LazyArray
 from lazysparse.api.manipulation import expand_dims, normalize_axis, reshape
 from lazysparse.api.operands import as_array
 from lazysparse.api.selection import locate, selection
 from lazysparse.api.views import index_lazy, index_tensor, unit_view
 from lazysparse.logic import dtypes as _dt
+from lazysparse.logic.operators import get_operator
 
 Key = tuple[Any, ...]
 
@@ -208,7 +211,7 @@ def _element(x: LazyArray, items: list[int]) -> LazyArray:
         pos = int(locate(t, np.array(items, dtype=np.int64).reshape(-1, 1))[0])
         value = t.values[pos] if pos >= 0 else t.fill_value
     fill = None if T.is_dense(t) else t.fill_value  # as every eager result of sparse data
-    return T.leaf(T.dense(np.array(value, dtype=x.dtype), fill), x)
+    return leaf(T.dense(np.array(value, dtype=x.dtype), fill), x)
 
 
 def _sparse_mask(x: LazyArray, key: LazyArray) -> LazyArray | None:
@@ -227,14 +230,14 @@ def _sparse_mask(x: LazyArray, key: LazyArray) -> LazyArray | None:
     t = x.tensor()
     if T.is_dense(t):
         vals = np.asarray(t.to_numpy()).reshape(-1)[sel]
-        return T.leaf(T.dense(vals), x)
+        return leaf(T.dense(vals), x)
     c, v = T.coo_parts(t)
     flat = np.ravel_multi_index(tuple(c), x.shape) if c.shape[1] else np.zeros(0, np.int64)
     pos = np.searchsorted(sel, flat)
     hit = np.zeros(flat.size, bool)
     if sel.size:
         hit = sel[np.minimum(pos, sel.size - 1)] == flat
-    return T.leaf(T.from_coords((int(sel.size),), pos[hit][None, :], v[hit], t.fill_value), x)
+    return leaf(T.from_coords((int(sel.size),), pos[hit][None, :], v[hit], t.fill_value), x)
 
 
 def _zero_d_mask(x: LazyArray, items: list[Any]) -> LazyArray | None:
@@ -259,7 +262,7 @@ def _zero_d_mask(x: LazyArray, items: list[Any]) -> LazyArray | None:
     if bool(items[j]):
         return _lazy_view(x, [None if i == j else k for i, k in enumerate(items)])
     shape[j] = 0
-    return T.leaf(T.dense(np.zeros(shape, x.dtype), x.fill_value), x)
+    return leaf(T.dense(np.zeros(shape, x.dtype), x.fill_value), x)
 
 
 def _lazy_view(x: LazyArray, items: list[Any]) -> LazyArray:
@@ -281,7 +284,7 @@ def _select_stored(x: LazyArray, items: list[Any]) -> LazyArray:
     kept = [k for k in sel if k is not None]
     t = index_tensor(x.tensor(), kept)
     shape = tuple(1 if k is None else len(k) for k in sel if not isinstance(k, int))
-    return T.leaf(T.with_shape(t, shape) if shape != t.shape else t, x)
+    return leaf(T.with_shape(t, shape) if shape != t.shape else t, x)
 
 
 def _advanced(x: LazyArray, items: list[Any]) -> LazyArray:
@@ -303,11 +306,11 @@ def _advanced(x: LazyArray, items: list[Any]) -> LazyArray:
                 flat.size, bool)
             return (int(sel.size),), pos[hit][None, :], v[hit]
 
-        return T.eager(x, lambda a: a[np_key], sparse_fn)
+        return eager_apply(x, lambda a: a[np_key], sparse_fn)
     for k in arrays:
         if k.dtype.kind in "iu":
             _check_int_bounds(k, items, x.shape)
-    return T.eager(x, lambda a: a[np_key])
+    return eager_apply(x, lambda a: a[np_key])
 
 
 def _check_int_bounds(k: np.ndarray, items: list[Any], shape: tuple[int, ...]) -> None:
@@ -370,7 +373,7 @@ def take_along_axis(x: LazyArray, indices: Any, /, *, axis: int = -1) -> LazyArr
     except ValueError:
         raise ValueError(f"take_along_axis: indices of shape {idx.shape} do not broadcast "
                          f"with x of shape {x.shape}") from None
-    return T.eager(x, lambda a: np.take_along_axis(a, idx, axis=ax))
+    return eager_apply(x, lambda a: np.take_along_axis(a, idx, axis=ax))
 
 
 # --- __setitem__ ------------------------------------------------------------------------
@@ -410,9 +413,6 @@ def _setitem(x: LazyArray, key: Any, value: Any) -> None:
 def _mask_layer(x: LazyArray, mask: LazyArray, val: Any) -> None:
     """Lazy ``x[mask] = scalar``: ``where(mask, value, x)``, the mask broadcast over
     trailing axes."""
-    from lazysparse.api.elementwise import apply_operator
-    from lazysparse.logic.operators import get_operator
-
     _check_mask_shape(x, mask)
     m = mask
     if m.ndim < x.ndim:

@@ -6,7 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from lazysparse.api.lazy_array import CPU, Device
+from lazysparse.api.devices import CPU, Device
+from lazysparse.formats.device import cuda_devices
 from lazysparse.logic import dtypes as _dt
 
 _KIND_DTYPES: dict[str, tuple[np.dtype, ...]] = {
@@ -41,8 +42,6 @@ class Info:
 
     def devices(self) -> list[Device]:
         """The cpu, then the CUDA device when CuPy sees a GPU (asks CuPy only here)."""
-        from lazysparse.formats.device import cuda_devices
-
         return [CPU, *(Device(name) for name in cuda_devices())]
 
     def default_dtypes(self, *, device: Any = None) -> dict[str, np.dtype]:

@@ -9,6 +9,7 @@ from lazysparse import formats
 from lazysparse.api.building import fresh_fields, identify
 from lazysparse.api.lazy_array import LazyArray
 from lazysparse.api.operands import as_array
+from lazysparse.formats.device import to_cupyx as cupyx_matrix
 from lazysparse.formats.levels import Blocked
 from lazysparse.formats.levels.registry import level_class
 from lazysparse.logic.nodes import Relabel
@@ -75,8 +76,6 @@ def to_cupyx(x: Any, /) -> Any:
     x = as_array(x, "to_cupyx")
     if x.ndim != 2:
         raise ValueError(f"to_cupyx: cupyx.scipy.sparse holds 2-D arrays, got shape {x.shape}")
-    from lazysparse.formats.device import to_cupyx as _to_cupyx
-
     if x.device.name != "cuda":
         x = x.to_device("cuda")
-    return _to_cupyx(x.stored())
+    return cupyx_matrix(x.stored())

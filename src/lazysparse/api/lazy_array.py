@@ -15,69 +15,28 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from lazysparse.api import execution, held_values, memo, numpy_dispatch, numpy_functions
-from lazysparse.api.building import fresh_fields
+from lazysparse.api import held_values, memo, numpy_dispatch, numpy_functions
+from lazysparse.api.array_operators import ArrayOperators
+from lazysparse.api.building import fresh_alias, fresh_fields
+from lazysparse.api.computing import compute_arrays
+from lazysparse.api.devices import (
+    CPU,
+    Device,
+    as_device,
+    device_mix_error,
+    is_device_tensor,
+)
+from lazysparse.api.live import BY_ALIAS, live_array
 from lazysparse.api.numpy_methods import NumpyMethods
 from lazysparse.api.scipy_methods import ScipyMethods
 from lazysparse.formats.config import DensifyError
+from lazysparse.formats.device import dense_array, to_cuda, to_host
 from lazysparse.formats.levels.registry import is_located
 from lazysparse.logic.inference import infer_region
-from lazysparse.logic.nodes import Aggregate, Alias, Immediate, Subquery, Table
+from lazysparse.logic.nodes import Aggregate, Immediate, Subquery, Table
 
 if TYPE_CHECKING:
     from lazysparse.formats import FormatSpec, Tensor
-
-
-class Device:
-    """A device on which arrays live: ``"cpu"`` (NumPy/Numba) or ``"cuda"`` (CuPy)."""
-
-    __slots__ = ("name",)
-
-    def __init__(self, name: str = "cpu") -> None:
-        if name not in ("cpu", "cuda"):
-            raise ValueError(f"unknown device {name!r}; lazysparse knows 'cpu' and 'cuda'")
-        self.name = name
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, str):
-            return self.name == other
-        return isinstance(other, Device) and other.name == self.name
-
-    def __hash__(self) -> int:
-        return hash(("Device", self.name))
-
-    def __repr__(self) -> str:
-        return f"Device({self.name!r})"
-
-
-CPU = Device("cpu")
-CUDA_REQUIRED = ("CuPy with a CUDA device is required for device='cuda'; install "
-                 "lazysparse[gpu]")
-
-
-def as_device(device: Any, fname: str) -> Device | None:
-    """``device`` (None, a name or a ``Device``) as a ``Device``; ValueError naming it when
-    lazysparse has no such device, or when it is ``"cuda"`` and CuPy sees no GPU."""
-    if device is None:
-        return None
-    if isinstance(device, Device):
-        dev = device
-    elif isinstance(device, str) and device in ("cpu", "cuda"):
-        dev = Device(device)
-    else:
-        raise ValueError(f"{fname}: unsupported device {device!r}; lazysparse knows 'cpu' "
-                         "and 'cuda'")
-    if dev.name == "cuda":
-        from lazysparse.formats.device import cuda_available
-
-        if not cuda_available():
-            raise ValueError(f"{fname}: {CUDA_REQUIRED}")
-    return dev
-
-
-def is_device_tensor(t: Any) -> bool:
-    """Whether ``t`` is a ``backends.cuda.DeviceTensor`` (checked without importing CuPy)."""
-    return type(t).__name__ == "DeviceTensor" and getattr(t, "device", None) == "cuda"
 
 
 def _added_nodes(expr: Subquery) -> Iterator[Any]:
@@ -90,11 +49,9 @@ def _added_nodes(expr: Subquery) -> Iterator[Any]:
         if id(n) in seen:
             continue
         seen.add(id(n))
-        if isinstance(n, Subquery):
-            arr = _BY_ALIAS.get(n.lhs)
-            if arr is not None and arr._expr is n:
-                yield arr
-                continue
+        if isinstance(n, Subquery) and (arr := live_array(n)) is not None:
+            yield arr
+            continue
         yield n
         stack.extend(n.children)
 
@@ -118,25 +75,6 @@ def check_same_device(device: Device, expr: Subquery) -> None:
     if others:
         raise device_mix_error({device.name, *(d.name for d in others)})
 
-
-def device_mix_error(names: set[str]) -> ValueError:
-    """The error for arrays of several devices in one expression or computation."""
-    return ValueError(f"arrays on different devices ({' and '.join(sorted(names))}) cannot be "
-                      "mixed in one expression; move them first with x.to_device('cuda') or "
-                      "x.to_device('cpu')")
-
-# every live LazyArray by the alias of its subquery: lets plan builders that get only an
-# expression (``building.build_aggregate``) find its shape
-_BY_ALIAS: weakref.WeakValueDictionary[Alias, LazyArray] = weakref.WeakValueDictionary()
-
-
-def shape_of(expr: Any) -> tuple[int, ...] | None:
-    """The shape of the live array whose expression is ``expr``, if there is one."""
-    lhs = getattr(expr, "lhs", None)
-    arr = _BY_ALIAS.get(lhs) if lhs is not None else None
-    if arr is None or arr._expr is not expr:
-        return None
-    return arr._shape
 
 # Bounded plans: an array whose uncomputed history is deeper than this many array levels,
 # or larger than this many plan nodes (shared subexpressions counted once per use), is
@@ -177,17 +115,18 @@ _REPR_MAX_SPARSE_SIZE = 10_000
 
 def _known_region(node: Any) -> tuple[Any, bool] | None:
     """The recorded ``(fill, full)`` of a live array's subquery (None: look inside)."""
-    if isinstance(node, Subquery):
-        arr = _BY_ALIAS.get(node.lhs)
-        if arr is not None and arr._expr is node and arr._fill_value is not None:
-            return arr._fill_value, arr.full
+    arr = live_array(node) if isinstance(node, Subquery) else None
+    if arr is not None and arr._fill_value is not None:
+        return arr._fill_value, arr.full
     return None
 
 
-class LazyArray(NumpyMethods, ScipyMethods):
-    """A lazily evaluated (possibly sparse) array of the lazysparse namespace (plus the
-    ndarray methods of ``api/numpy_methods.py`` that NumPy-based libraries such as Dask call,
-    and scipy's linear-operator protocol and conversions of ``api/scipy_methods.py``)."""
+class LazyArray(ArrayOperators, NumpyMethods, ScipyMethods):
+    """A lazily evaluated (possibly sparse) array of the lazysparse namespace: its Python
+    operators, indexing and transposes are ``api/array_operators.py``'s (generated from the
+    operator registry), plus the ndarray methods of ``api/numpy_methods.py`` that NumPy-based
+    libraries such as Dask call, and scipy's linear-operator protocol and conversions of
+    ``api/scipy_methods.py``."""
 
     __slots__ = ("_expr", "_shape", "_dtype", "_fill_value", "_device", "_format",
                  "_requested_format", "_result", "_update", "_depth", "_size", "_epoch",
@@ -220,31 +159,25 @@ class LazyArray(NumpyMethods, ScipyMethods):
         self._parent: LazyArray | None = None
         self._write_back: Any = None
         self._depth, self._size, self._epoch = history_extent(expr)
-        _BY_ALIAS[expr.lhs] = self
+        BY_ALIAS[expr.lhs] = self
         # an uncomputed array with a history: a value a later compute may keep
         self._pending = held_values.register_pending(self) if self._depth else None
         if self._depth > MAX_PLAN_DEPTH or self._size > MAX_PLAN_NODES:
             # bounded plans: a loop that never computes materializes here, so no plan,
             # pass, key or kernel grows with the length of the user's history
-            execution.compute(self)
+            compute_arrays((self,))
 
     @classmethod
     def from_tensor(cls, tensor: Tensor | Any, device: Device | None = None) -> LazyArray:
         """Wrap a stored tensor (no copy) as a lazy leaf on ``device`` (default: where the
         tensor lives; a tensor on the other device is copied there, e.g. the host result
         of an eager function of a cuda array)."""
-        from lazysparse.api.building import fresh_alias, fresh_fields
-
         on_gpu = is_device_tensor(tensor)
         if device is None:
             device = Device("cuda") if on_gpu else CPU
         if device.name == "cuda" and not on_gpu:
-            from lazysparse.formats.device import to_cuda
-
             tensor = to_cuda(tensor)
         elif device.name == "cpu" and on_gpu:
-            from lazysparse.formats.device import to_host
-
             tensor = to_host(tensor)
 
         expr = Subquery(fresh_alias(), Table(Immediate(tensor), fresh_fields(tensor.ndim)))
@@ -378,8 +311,6 @@ class LazyArray(NumpyMethods, ScipyMethods):
         cuda, a host copy of it (the device tensor is ``stored()``)."""
         t = self.stored()
         if is_device_tensor(t):
-            from lazysparse.formats.device import to_host
-
             return to_host(t)
         return t
 
@@ -388,7 +319,7 @@ class LazyArray(NumpyMethods, ScipyMethods):
         ``backends.cuda.DeviceTensor`` on device cuda)."""
         self._sync()
         if self._result is None:
-            execution.compute(self)
+            compute_arrays((self,))
         assert self._result is not None
         return self._result
 
@@ -457,7 +388,7 @@ class LazyArray(NumpyMethods, ScipyMethods):
         self._expr = other._expr
         self._stored = other._stored
         self._reduces = other._reduces
-        _BY_ALIAS[self._expr.lhs] = self
+        BY_ALIAS[self._expr.lhs] = self
         self._dtype = other._dtype
         self._fill_value = other._fill_value
         self._format = other._format
@@ -552,8 +483,6 @@ class LazyArray(NumpyMethods, ScipyMethods):
                    copy: bool | None = None) -> Any:
         kwargs: dict[str, Any] = {}
         if self._device.name == "cuda":
-            from lazysparse.formats.device import dense_array
-
             arr = dense_array(self.stored())
             if stream is not None:
                 kwargs["stream"] = stream
@@ -596,62 +525,3 @@ class LazyArray(NumpyMethods, ScipyMethods):
         import lazysparse
 
         return lazysparse
-
-    # --- indexing ---
-    def __getitem__(self, key: Any, /) -> LazyArray:
-        from lazysparse.api.indexing import getitem
-
-        return getitem(self, key)
-
-    def __setitem__(self, key: Any, value: Any, /) -> None:
-        from lazysparse.api.indexing import setitem
-
-        setitem(self, key, value)
-
-    # --- transposes and matmul ---
-    @property
-    def T(self) -> LazyArray:  # noqa: N802 - the standard's name
-        if self.ndim != 2:
-            raise ValueError(f".T needs a 2-d array, got {self.ndim}-d; use permute_dims/mT")
-        from lazysparse.api.manipulation import permute_dims
-
-        return permute_dims(self, (1, 0))
-
-    @property
-    def mT(self) -> LazyArray:  # noqa: N802 - the standard's name
-        if self.ndim < 2:
-            raise ValueError(f".mT needs at least 2 dimensions, got {self.ndim}")
-        from lazysparse.api.manipulation import matrix_transpose
-
-        return matrix_transpose(self)
-
-    def _matmul_fn(self) -> Any:
-        from lazysparse.api.linalg import matmul
-
-        return matmul
-
-    def __matmul__(self, other: Any, /) -> LazyArray:
-        """``self @ other``: ``matmul``, with NumPy and scipy.sparse operands converted
-        without copying; a Python scalar is a TypeError naming the operand (as ``matmul``)."""
-        from lazysparse.api.operands import is_operand
-
-        if not is_operand(other):
-            return NotImplemented
-        return self._matmul_fn()(self, other)
-
-    def __rmatmul__(self, other: Any, /) -> LazyArray:
-        """``other @ self`` where ``other`` is not a lazysparse array (NumPy defers here:
-        ``__array_ufunc__`` is None)."""
-        from lazysparse.api.operands import is_operand
-
-        if not is_operand(other):
-            return NotImplemented
-        return self._matmul_fn()(other, self)
-
-    def __imatmul__(self, other: Any, /) -> LazyArray:
-        """``self @= other``: ``self`` becomes the product (same shape only)."""
-        res = self._matmul_fn()(self, other)
-        if res.shape != self.shape:
-            raise ValueError(f"@=: result shape {res.shape} differs from {self.shape}")
-        self.replace_with(res)
-        return self

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from lazysparse.api import dense_linalg as dense
 from lazysparse.api.building import access, broadcast_shapes, fresh_field, fresh_fields, identify
 from lazysparse.api.lazy_array import LazyArray
 from lazysparse.api.plans import (
@@ -287,9 +288,7 @@ def matrix_norm(x: Any, /, *, keepdims: bool = False,
         r = lazy_reduce(op(name), s, (other,), keepdims=True)
         return r if keepdims else _drop_last_two(r)
     if ord in (2, -2, "nuc"):
-        from lazysparse.api.dense_linalg import singular_value_norm
-
-        return singular_value_norm(x, ord, keepdims)
+        return dense.singular_value_norm(x, ord, keepdims)
     raise ValueError(f"matrix_norm: unsupported ord {ord!r} (use 'fro', 'nuc', ±1, ±2, ±inf)")
 
 
@@ -310,11 +309,9 @@ def matrix_power(x: Any, n: int, /) -> LazyArray:
         raise TypeError(f"matrix_power: n must be an int, got {type(n).__name__}")
     n = operator.index(n)
     if n <= 0:
-        from lazysparse.api.dense_linalg import identity_like, inv
-
         if n == 0:
-            return identity_like(x)
-        x, n = inv(x), -n
+            return dense.identity_like(x)
+        x, n = dense.inv(x), -n
     result: LazyArray | None = None
     base = x
     while n:
@@ -330,8 +327,6 @@ def matrix_power(x: Any, n: int, /) -> LazyArray:
 def _extension() -> ModuleType:
     """The ``linalg`` extension namespace (``xp.linalg``): lazy contractions from here, the
     factorizations from ``dense_linalg``."""
-    from lazysparse.api import dense_linalg as dense
-
     ext = ModuleType("lazysparse.linalg", "The Array API linalg extension of lazysparse.")
     funcs: dict[str, Any] = {
         "matmul": matmul, "tensordot": tensordot, "vecdot": vecdot,

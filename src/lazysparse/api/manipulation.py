@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 
 from lazysparse.api import tensors as T
-from lazysparse.api.building import broadcast_shapes, fresh_fields, identify
+from lazysparse.api.building import access, broadcast_shapes, fresh_fields, identify
+from lazysparse.api.eager import eager_apply, leaf
 from lazysparse.api.execution import compute
 from lazysparse.api.lazy_array import LazyArray
 from lazysparse.api.operands import as_array, is_array_like
@@ -172,8 +173,6 @@ def broadcast_to(x: LazyArray, /, shape: tuple[int, ...]) -> LazyArray:
             d == 1 for d in shape[: len(shape) - x.ndim]):
         # only leading size-1 axes are added
         return unit_view(x, shape)
-    from lazysparse.api.building import access
-
     fill = x.fill_value if x.fill_value is not None else x.dtype.type(0)
     extent = T.empty_sparse(shape, x.dtype, fill)
     out = fresh_fields(len(shape))
@@ -222,7 +221,7 @@ def reshape(x: LazyArray, /, shape: tuple[int, ...], *, copy: bool | None = None
         new = np.array(np.unravel_index(flat, shape), dtype=np.int64).reshape(len(shape), -1)
         return shape, new, v
 
-    out = T.eager(x, lambda a: np.reshape(a, shape), sparse_fn)
+    out = eager_apply(x, lambda a: np.reshape(a, shape), sparse_fn)
     return out if copy else out.view_of(x, RESHAPED_BACK)
 
 
@@ -264,13 +263,13 @@ def concat(arrays: tuple[LazyArray, ...] | list[LazyArray], /, *,
     shape = list(arrays[0].shape)
     shape[ax] = sum(a.shape[ax] for a in arrays)
     if tensors is not None:
-        return T.leaf(_concat_sparse(tensors, tuple(shape), ax, d), arrays[0])
+        return leaf(_concat_sparse(tensors, tuple(shape), ax, d), arrays[0])
     tensors = [a.tensor() for a in arrays]
     # the dense result: more than the dense inputs hold means sparse ones were densified
     check_allocation(math.prod(shape), d, "concat's dense result", shape=tuple(shape),
                      within=sum(int(t.values.size) for t in tensors if T.is_dense(t)))
     out = np.concatenate([t.to_numpy().astype(d, copy=False) for t in tensors], axis=ax)
-    return T.leaf(T.dense(out), arrays[0])
+    return leaf(T.dense(out), arrays[0])
 
 
 def _sparse_of_one_fill(arrays: list[LazyArray], d: np.dtype) -> list[Tensor] | None:
@@ -340,7 +339,7 @@ def _stack_leading(arrays: list[LazyArray], shape: tuple[int, ...]) -> LazyArray
     parts = [t for t in lead if t is not None]
     if len(parts) < len(lead):
         return None
-    return T.leaf(_concat_sparse(parts, (len(arrays), *shape), 0, d), arrays[0])
+    return leaf(_concat_sparse(parts, (len(arrays), *shape), 0, d), arrays[0])
 
 
 def unstack(x: LazyArray, /, *, axis: int = 0) -> tuple[LazyArray, ...]:
@@ -366,7 +365,7 @@ def flip(x: LazyArray, /, *, axis: int | tuple[int, ...] | None = None) -> LazyA
             c[a] = shape[a] - 1 - c[a]
         return shape, c, v
 
-    return T.eager(x, lambda a: np.flip(a, axis=axes), sparse_fn)
+    return eager_apply(x, lambda a: np.flip(a, axis=axes), sparse_fn)
 
 
 def roll(x: LazyArray, /, shift: int | tuple[int, ...], *,
@@ -393,7 +392,7 @@ def roll(x: LazyArray, /, shift: int | tuple[int, ...], *,
                 c[a] = (c[a] + int(s)) % shape[a]
         return shape, c, v
 
-    return T.eager(x, lambda a: np.roll(a, shifts, axis=axes), sparse_fn)
+    return eager_apply(x, lambda a: np.roll(a, shifts, axis=axes), sparse_fn)
 
 
 def tile(x: LazyArray, repetitions: tuple[int, ...], /) -> LazyArray:
@@ -420,7 +419,7 @@ def tile(x: LazyArray, repetitions: tuple[int, ...], /) -> LazyArray:
 
     _check_dense_result(x, tuple(d * r for d, r in zip(x.shape, reps_full, strict=True)),
                         "tile", sparse_ok=True)
-    return T.eager(x, lambda a: np.tile(a, reps_full), sparse_fn)
+    return eager_apply(x, lambda a: np.tile(a, reps_full), sparse_fn)
 
 
 def repeat(x: LazyArray, repeats: Any, /, *, axis: int | None = None) -> LazyArray:
@@ -445,7 +444,7 @@ def repeat(x: LazyArray, repeats: Any, /, *, axis: int | None = None) -> LazyArr
     flat = reps.reshape(-1)
     n = int(flat.sum()) if flat.size == x.shape[ax] else int(flat[0]) * x.shape[ax]
     _check_dense_result(x, x.shape[:ax] + (n,) + x.shape[ax + 1:], "repeat", sparse_ok=False)
-    return T.eager(x, lambda a: np.repeat(a, reps, axis=ax))
+    return eager_apply(x, lambda a: np.repeat(a, reps, axis=ax))
 
 
 def _check_dense_result(x: LazyArray, shape: tuple[int, ...], fname: str,

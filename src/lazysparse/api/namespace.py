@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from lazysparse.api import (
+    array_operators,
     creation,
     data_types,
     einsum,
@@ -32,8 +33,10 @@ from lazysparse.api import (
     statistical,
     utility,
 )
+from lazysparse.api.array_operators import ArrayFunctions
+from lazysparse.api.devices import CPU, Device
 from lazysparse.api.execution import compute
-from lazysparse.api.lazy_array import CPU, Device, LazyArray
+from lazysparse.api.lazy_array import LazyArray
 from lazysparse.api.operands import is_operand
 from lazysparse.logic.operators import OPERATORS
 
@@ -99,3 +102,9 @@ def build_namespace() -> dict[str, Any]:
 NAMESPACE = build_namespace()
 # np.exp(x), np.sum(x, axis=0), np.concatenate(...) map to these functions
 numpy_dispatch.install(NAMESPACE, OPERATORS, is_operand)
+# LazyArray's operators, indexing and transposes build their results with these
+array_operators.install(ArrayFunctions(
+    apply_operator=elementwise.apply_operator, astype=elementwise.astype,
+    is_operand=is_operand, getitem=indexing.getitem, setitem=indexing.setitem,
+    permute_dims=manipulation.permute_dims, matrix_transpose=manipulation.matrix_transpose,
+    matmul=linalg.matmul))

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from lazysparse.api.foreign import foreign_tensor
 from lazysparse.api.lazy_array import LazyArray
 from lazysparse.logic import dtypes as _dt
 
@@ -88,9 +89,8 @@ def operand_names(n: int) -> tuple[str, ...]:
 
 
 def _convert(x: Any) -> LazyArray:
-    from lazysparse.api.creation import asarray
-
-    return asarray(x)
+    """A foreign array as a leaf sharing its memory (``xp.asarray(x)``)."""
+    return LazyArray.from_tensor(foreign_tensor(x))
 
 
 def _unsupported(x: Any, fname: str, arg: str, expected: str) -> str:

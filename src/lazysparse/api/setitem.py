@@ -37,11 +37,16 @@ import numpy as np
 from lazysparse import formats
 from lazysparse.api import execution
 from lazysparse.api import tensors as T
+from lazysparse.api.creation import asarray
+from lazysparse.api.devices import is_device_tensor
+from lazysparse.api.elementwise import apply_operator, astype
 from lazysparse.api.insert_buffer import InsertBuffer, fits
-from lazysparse.api.lazy_array import LazyArray, is_device_tensor
+from lazysparse.api.lazy_array import LazyArray
+from lazysparse.api.manipulation import broadcast_to
 from lazysparse.api.selection import equals_fill, last_wins, locate, selection
 from lazysparse.logic import dtypes as _dt
 from lazysparse.logic.nodes import Alias, Table
+from lazysparse.logic.operators import get_operator
 
 # how often each path ran (tests check that in-place writes do not copy)
 STATS = {"copies": 0, "merges": 0, "layers": 0, "computes": 0}
@@ -213,8 +218,6 @@ def _own_copy(t: formats.Tensor) -> formats.Tensor:
 def value_operand(x: LazyArray, value: Any) -> Any:
     """``value`` as a scalar of ``x``'s dtype or a lazy array of it (TypeError naming the
     value's type when it cannot be assigned)."""
-    from lazysparse.api.elementwise import astype
-
     if _dt.is_python_scalar(value) or isinstance(value, np.generic):
         if isinstance(value, complex) and x.dtype.kind != "c":
             raise TypeError(f"cannot assign complex {value!r} to a {x.dtype} array")
@@ -222,8 +225,6 @@ def value_operand(x: LazyArray, value: Any) -> Any:
             raise TypeError(f"cannot assign float {value!r} to a {x.dtype} array")
         return _dt.scalar_as(value, x.dtype)
     if isinstance(value, np.ndarray):
-        from lazysparse.api.creation import asarray
-
         value = asarray(value)
     if isinstance(value, LazyArray):
         return value if value.dtype == x.dtype else astype(value, x.dtype)
@@ -299,8 +300,6 @@ def assign_all(x: LazyArray, val: Any) -> None:
     tensor of ``x``'s format (nothing stored, nothing densified); an array becomes ``x``'s
     plan (its storage kept)."""
     if isinstance(val, LazyArray):
-        from lazysparse.api.manipulation import broadcast_to
-
         try:
             new = broadcast_to(val, x.shape)
         except ValueError:
@@ -314,9 +313,6 @@ def assign_all(x: LazyArray, val: Any) -> None:
 def functional(x: LazyArray, coords: np.ndarray, sel_shape: tuple[int, ...],
                val: Any) -> None:
     """Lazy ``x``: its plan becomes ``where(mask, values, plan)`` over the selection."""
-    from lazysparse.api.elementwise import apply_operator
-    from lazysparse.logic.operators import get_operator
-
     vals = _values_for(val, sel_shape, x.dtype)
     if not vals.size:
         return

@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 
 from lazysparse import formats
-from lazysparse.api.lazy_array import LazyArray
 from lazysparse.formats.levels.registry import is_located
 from lazysparse.formats.ordering import canonical
 
@@ -137,23 +136,6 @@ def with_shape(t: formats.Tensor, shape: tuple[int, ...]) -> formats.Tensor:
     out = np.zeros((len(shape), coords.shape[1]), dtype=np.int64)
     out[[k for k, d in enumerate(shape) if d != 1]] = kept
     return from_coords(shape, out, values, t.fill_value, t.format)
-
-
-def leaf(t: formats.Tensor, like: LazyArray | None = None) -> LazyArray:
-    """A lazy leaf over stored ``t`` (on ``like``'s device)."""
-    if like is not None:
-        return LazyArray.from_tensor(t, like.device)
-    return LazyArray.from_tensor(t)
-
-
-def eager(x: LazyArray, dense_fn: Callable[[np.ndarray], np.ndarray],
-          sparse_fn: Callable[[np.ndarray, np.ndarray, tuple[int, ...]],
-                              tuple[tuple[int, ...], np.ndarray, np.ndarray]] | None = None,
-          ) -> LazyArray:
-    """Compute ``x`` and apply an operation to its data: ``dense_fn`` on the NumPy array of a
-    dense tensor, ``sparse_fn(coords, values, shape) -> (shape, coords, values)`` on the
-    stored entries of a sparse one (the fill value is kept)."""
-    return leaf(apply_eager(x.tensor(), dense_fn, sparse_fn), x)
 
 
 def apply_eager(t: formats.Tensor, dense_fn: Callable[[np.ndarray], np.ndarray],

@@ -3,7 +3,7 @@
 A size-1 axis (``x[:, None]``, ``expand_dims``, ``reshape`` that only adds or drops unit
 axes) is a ``Reorder`` over the array's expression that lists a field no access indexes: no
 copy, no new table, and no loop in any kernel (the field has extent 1). Computing such a
-view of stored data is a view of that data (:func:`stored_view`).
+view of stored data is a view of that data (``computing.stored_view``).
 
 Indexing by integers, slices and one 1-D index array (applied axis by axis) of an array that
 is not computed yet is pushed down to the stored tensors its expression reads
@@ -23,7 +23,10 @@ import numpy as np
 
 from lazysparse.api import tensors as T
 from lazysparse.api.building import fresh_alias, fresh_field, fresh_fields, identify
-from lazysparse.api.lazy_array import LazyArray, is_device_tensor
+from lazysparse.api.computing import stored_tensor, unit_source
+from lazysparse.api.computing import stored_view as stored_view
+from lazysparse.api.devices import is_device_tensor
+from lazysparse.api.lazy_array import LazyArray
 from lazysparse.api.selection import locate
 from lazysparse.formats import Tensor
 from lazysparse.formats.select import select
@@ -50,54 +53,13 @@ def unit_view(x: LazyArray, shape: tuple[int, ...]) -> LazyArray:
     """``x`` with size-1 axes added or removed so it has ``shape`` (same non-1 extents in
     the same order): a ``Reorder`` whose new fields no access indexes. A view of a view is
     one view of the first one's source."""
-    src = _unit_source(x)
+    src = unit_source(x)
     expr, src_shape = src if src is not None else (x.expr, x.shape)
     f = fresh_fields(len(src_shape))
     kept = iter([fi for fi, d in zip(f, src_shape, strict=True) if d != 1])
     out = tuple(fresh_field() if d == 1 else next(kept) for d in shape)
     body = Reorder(Relabel(expr, f), out)
     return LazyArray(identify(body), shape, x.dtype, x.fill_value, x.device)
-
-
-def _unit_source(x: LazyArray) -> tuple[Subquery, tuple[int, ...]] | None:
-    """``(source expression, its shape)`` when ``x`` is a unit-axis view (a Reorder that
-    keeps the source's axes in order and only adds or drops fields; the api drops only
-    size-1 axes), else None."""
-    body = x.expr.arg
-    if x.requested_format is not None or not isinstance(body, Reorder):
-        return None
-    inner = body.arg
-    if not (isinstance(inner, Relabel) and isinstance(inner.arg, Subquery)):
-        return None
-    f, out = inner.idxs, body.idxs
-    if len(set(f)) != len(f) or [g for g in out if g in f] != [g for g in f if g in out]:
-        return None
-    shape = tuple(x.shape[out.index(g)] if g in out else 1 for g in f)
-    return inner.arg, shape
-
-
-def _stored(node: LogicNode) -> Tensor | None:
-    """The tensor a leaf subquery (or a memoized one) stands for, else None."""
-    from lazysparse.api.execution import memoized
-
-    if not isinstance(node, Subquery):
-        return None
-    if isinstance(node.arg, Table) and isinstance(node.arg.tns, Immediate):
-        return node.arg.tns.val
-    return memoized(node.lhs)
-
-
-def stored_view(x: LazyArray) -> Tensor | None:
-    """The value of a unit-axis view of stored data (:func:`unit_view` of a computed
-    array), without running a kernel: the same data with size-1 axes renumbered (a NumPy
-    view when dense). None for any other array."""
-    src = _unit_source(x)
-    if src is None:
-        return None
-    t = _stored(src[0])
-    if t is None or is_device_tensor(t) or t.shape != src[1]:
-        return None
-    return T.with_shape(t, x.shape)
 
 
 # ---------------------------------------------------------------- basic indexing
@@ -247,7 +209,7 @@ class _Pusher:
             return node
         key = (id(node), tuple(_hashable(sel.get(f)) for f in own))
         if key not in self.memo:
-            t = _stored(node)
+            t = stored_tensor(node)
             if t is not None:
                 arg: LogicNode = self.table(t, own, sel)
             else:

@@ -1,0 +1,31 @@
+"""Every live ``LazyArray`` by the alias of its subquery.
+
+Plan builders and the compute step get expressions, not arrays; this registry lets them find
+the array an expression is the value of (its shape, its recorded region, the held values a
+compute may keep) without importing the array class: ``LazyArray`` registers itself here
+when it is built or takes another array's value (``lazy_array.py``).
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from lazysparse.api.lazy_array import LazyArray
+    from lazysparse.logic.nodes import Alias
+
+BY_ALIAS: weakref.WeakValueDictionary[Alias, LazyArray] = weakref.WeakValueDictionary()
+
+
+def live_array(expr: Any) -> LazyArray | None:
+    """The live array whose expression is ``expr`` (a subquery), if there is one."""
+    lhs = getattr(expr, "lhs", None)
+    arr = BY_ALIAS.get(lhs) if lhs is not None else None
+    return arr if arr is not None and arr._expr is expr else None
+
+
+def shape_of(expr: Any) -> tuple[int, ...] | None:
+    """The shape of the live array whose expression is ``expr``, if there is one."""
+    arr = live_array(expr)
+    return None if arr is None else arr.shape
