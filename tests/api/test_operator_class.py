@@ -157,6 +157,24 @@ def test_in_place_writes_through_a_view() -> None:
     np.testing.assert_array_equal(np.asarray(row), expected[1])
 
 
+@pytest.mark.parametrize("fmt", ["dense", "coo"])
+def test_matmul_in_place_writes_through_a_view(fmt: str) -> None:
+    """``v @= m`` on a view reaches its array, as ``v += 1`` does (NumPy's shared memory)."""
+    a = np.arange(8.0).reshape(2, 2, 2)
+    a[1, 0, 1] = 0.0
+    x = xp.asarray(a.copy(), format=fmt)
+    m = np.array([[2.0, 1.0], [0.0, 3.0]])
+    v = x[0]
+    v @= m
+    expected = a.copy()
+    w = expected[0]
+    w @= m
+    np.testing.assert_array_equal(np.asarray(x), expected)
+    np.testing.assert_array_equal(np.asarray(v), expected[0])
+    with pytest.raises(ValueError, match="@="):
+        v @= np.ones((2, 3))  # would change the view's shape
+
+
 def test_foreign_operands_return_not_implemented() -> None:
     x = xp.asarray(np.ones(3))
     assert x.__add__("a") is NotImplemented

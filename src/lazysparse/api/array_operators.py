@@ -81,7 +81,7 @@ def _inplace_update(self: Any, res: Any, dunder: str) -> Any:
         raise ValueError(f"{dunder}: result shape {res.shape} differs from the array's "
                          f"{self.shape}; in-place operations cannot broadcast the array")
     if res.dtype != self.dtype:
-        if not _dt.isdtype(self.dtype, "numeric") and res.dtype != self.dtype:
+        if not _dt.isdtype(self.dtype, "numeric"):
             raise TypeError(f"{dunder}: result dtype {res.dtype} cannot be stored in "
                             f"{self.dtype}")
         res = _api().astype(res, self.dtype, copy=False)
@@ -175,9 +175,6 @@ class ArrayOperators:
         return api.matmul(other, self)
 
     def __imatmul__(self: Any, other: Any, /) -> Any:
-        """``self @= other``: ``self`` becomes the product (same shape only)."""
-        res = _api().matmul(self, other)
-        if res.shape != self.shape:
-            raise ValueError(f"@=: result shape {res.shape} differs from {self.shape}")
-        self.replace_with(res)
-        return self
+        """``self @= other``: ``self`` becomes the product (same shape only), written
+        through to the array ``self`` is a view of, as the other in-place operators."""
+        return _inplace_update(self, _api().matmul(self, other), "@=")
