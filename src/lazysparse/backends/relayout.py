@@ -10,6 +10,7 @@ tensor: the same stored entries, values and fill value, in the requested format.
 from __future__ import annotations
 
 from lazysparse.compile.analysis import KernelInfo, QueryData
+from lazysparse.compile.runners import result_spec
 from lazysparse.formats.convert import convert
 from lazysparse.formats.ordering import canonical
 from lazysparse.formats.specs import is_structured
@@ -29,4 +30,4 @@ def run_relayout(info: KernelInfo, data: QueryData) -> Tensor:
         order = tuple(perm.index(m) for m in t.mode_order)
         t = Tensor(tuple(t.shape[a] for a in perm), t.levels, order, t.values, t.fill_value,
                    check=False)
-    return convert(t, info.stored_spec or info.out_spec)
+    return convert(t, result_spec(info))

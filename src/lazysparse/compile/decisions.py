@@ -21,8 +21,7 @@ from typing import Any
 
 from lazysparse.compile.analysis import KernelInfo, QueryData
 from lazysparse.compile.plan import KernelPlan, dropping_fill, plan_kernel
-from lazysparse.compile.runners import Runner, result_spec
-from lazysparse.formats.specs import FormatSpec
+from lazysparse.compile.runners import Runner
 
 
 @dataclass(frozen=True, eq=False)
@@ -42,11 +41,6 @@ class QueryDecisions:
     def fills(self) -> tuple[Any, ...]:
         """The operands' fill values, in slot order."""
         return tuple(t.fill_value for t in self.data.tensors)
-
-    @property
-    def output_format(self) -> FormatSpec:
-        """The layout the query returns (``runners.result_spec``)."""
-        return result_spec(self.info)
 
     def layout_plan(self) -> KernelPlan:
         """The recorded plan, or the plan of ``info`` made now (see :attr:`plan`)."""
