@@ -1,4 +1,4 @@
-"""Run scikit-learn's and scipy's own Array-API tests with lazysparse and array_api_strict.
+"""Run scikit-learn's, scipy's and array-api-extra's own tests with lazysparse and array_api_strict.
 
 The clients' installed test suites are run unchanged (their code is not copied here); the
 plugin ``client_suites_plugin.py`` adds lazysparse to the namespaces they parametrize over
@@ -8,7 +8,7 @@ compares passed/failed/skipped and wall time, and ``--causes`` groups the failur
 exception and message.
 
     PYTHONPATH=src python benchmarks/client_suites.py --suite sklearn --suite scipy \
-        --out benchmarks/results/clients
+        --suite array-api-extra --out benchmarks/results/clients
     PYTHONPATH=src python benchmarks/client_suites.py --report benchmarks/results/clients
 
 A cold kernel cache is the default (a fresh ``LAZYSPARSE_CACHE_DIR`` per run) so the time
@@ -35,6 +35,7 @@ from client_suites_plugin import case_name
 
 HERE = Path(__file__).resolve().parent
 NAMESPACES = ("lazysparse", "array_api_strict")
+SUITES = ("sklearn", "scipy", "array-api-extra")
 SCIPY_DEFAULT = ("special", "stats", "cluster", "_lib")
 # scikit-learn modules whose tests are parametrized over Array-API namespaces, plus the
 # common estimator checks (check_array_api_input for every estimator with the tag).
@@ -98,6 +99,8 @@ class Summary:
 def _targets(suite: str, scipy_modules: tuple[str, ...]) -> list[str]:
     if suite == "sklearn":
         return list(SKLEARN_MODULES)
+    if suite == "array-api-extra":
+        return ["array_api_extra.tests.main"]  # the wheel ships its tests
     return [f"scipy.{m}" for m in scipy_modules]
 
 
@@ -222,7 +225,7 @@ def slowest(summary: Summary, n: int) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--suite", action="append", choices=("sklearn", "scipy"))
+    parser.add_argument("--suite", action="append", choices=SUITES)
     parser.add_argument("--namespace", action="append", choices=NAMESPACES)
     parser.add_argument("--scipy-modules", default=",".join(SCIPY_DEFAULT))
     parser.add_argument("--out", default="benchmarks/results/clients")
@@ -236,7 +239,7 @@ def main() -> None:
     parser.add_argument("--causes", action="store_true", help="group failures by cause")
     parser.add_argument("--slowest", type=int, default=0)
     args = parser.parse_args()
-    suites = args.suite or ["sklearn", "scipy"]
+    suites = args.suite or list(SUITES)
     namespaces = args.namespace or list(NAMESPACES)
     summaries = []
     for suite in suites:

@@ -1,4 +1,4 @@
-"""pytest plugin: run scikit-learn's and scipy's own Array-API tests with lazysparse.
+"""pytest plugin: run scikit-learn's, scipy's and array-api-extra's own tests with lazysparse.
 
 Loaded with ``-p client_suites_plugin`` (``benchmarks/`` on ``PYTHONPATH``) by
 ``benchmarks/client_suites.py``. The clients' test code stays in site-packages; this plugin
@@ -14,11 +14,18 @@ list ``array_api_strict``, and keeps the tests of one namespace (``--client-name
   ``xp_known_backends`` (so ``np_only`` skip markers apply to it) and the fixture is rebuilt
   with the longer parameter list.
 
-Both suites need ``SCIPY_ARRAY_API=1`` in the environment (the driver sets it).
+- array-api-extra: its tests parametrize over the members of
+  ``array_api_extra._lib._backends.Backend``. Before its conftest loads, that enum is
+  replaced by one with the same members, methods and module plus ``LAZYSPARSE``, so the
+  ``library``/``xp`` fixtures yield lazysparse (through ``array_api_compat.array_namespace``,
+  as for every other backend) and the suite's ``skip_xp_backend`` markers keep working.
+
+The suites need ``SCIPY_ARRAY_API=1`` in the environment (the driver sets it).
 """
 
 from __future__ import annotations
 
+import enum
 import functools
 import importlib
 import xml.etree.ElementTree as ET
@@ -62,10 +69,46 @@ def _patch_sklearn() -> None:
     skl.yield_namespace_device_dtype_combinations = yield_combinations
 
 
+def extended_backends(backend: type[enum.Enum]) -> type[enum.Enum]:
+    """array-api-extra's ``Backend`` enum with a ``LAZYSPARSE`` member added: the same
+    members, methods and module (an enum with members cannot be subclassed)."""
+    body = enum.EnumType.__prepare__(backend.__name__, (enum.Enum,))
+    for member in backend:
+        body[member.name] = member.value
+    body["LAZYSPARSE"] = LAZYSPARSE
+    for name, value in vars(backend).items():
+        if callable(value) or isinstance(value, property):
+            if not name.startswith("_") and name not in body:
+                body[name] = value
+    body["__module__"] = backend.__module__
+    body["__doc__"] = backend.__doc__
+    return enum.EnumType(backend.__name__, (enum.Enum,), body)
+
+
+def _patch_array_api_extra() -> None:
+    """Swap array-api-extra's ``Backend`` for the extended one (if it is installed), before
+    its conftest and test modules import it; its methods read ``Backend`` from the module."""
+    try:
+        backends = importlib.import_module("array_api_extra._lib._backends")
+    except ImportError:
+        return
+    if "LAZYSPARSE" not in backends.Backend.__members__:
+        backends.Backend = extended_backends(backends.Backend)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
-    """Patch scikit-learn before its conftest and test modules import the generators."""
+    """Patch scikit-learn and array-api-extra before their conftests and test modules
+    import the namespace lists."""
     _patch_sklearn()
+    _patch_array_api_extra()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """array-api-extra's markers (its own pytest configuration is not read from
+    site-packages)."""
+    for marker in ("skip_xp_backend", "xfail_xp_backend", "thread_unsafe"):
+        config.addinivalue_line("markers", f"{marker}: array-api-extra's marker")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -127,9 +170,12 @@ def pytest_plugin_registered(plugin: object, plugin_name: str, manager: Any) -> 
 
 
 def _param_names(value: object) -> Iterator[str]:
-    """The namespace names a parametrize value stands for (a name, a module, a partial)."""
+    """The namespace names a parametrize value stands for (a name, a module, a partial, an
+    array-api-extra ``Backend``: its tag, so ``array_api_strict:strictest`` is not strict's)."""
     if isinstance(value, str):
         yield value
+    elif isinstance(value, enum.Enum) and isinstance(value.value, str):
+        yield value.value
     elif isinstance(value, ModuleType):
         yield value.__name__
     elif isinstance(value, functools.partial):
