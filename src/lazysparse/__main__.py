@@ -1,10 +1,46 @@
-"""``python -m lazysparse``: version, devices, and a small fused sparse demo checked."""
+"""``python -m lazysparse``: version, devices, and a small fused sparse demo checked.
+
+``python -m lazysparse warm [--dtype D ...] [--layout csr|dense ...] [--only OP ...]``
+compiles the kernels of the common operations into the disk cache (``lazysparse.warm``) so
+later processes load them instead of compiling.
+"""
 
 from __future__ import annotations
 
+import argparse
+import sys
 import time
 
 import numpy as np
+
+
+def warm_command(argv: list[str]) -> int:
+    """Compile (or load) the common operations' kernels; print one line each and a total."""
+    from lazysparse import warm  # loads the namespace and Numba: only for this command
+    from lazysparse.backends import cache_dir
+
+    parser = argparse.ArgumentParser(prog="python -m lazysparse warm",
+                                     description=warm.__doc__.split("\n")[0])
+    parser.add_argument("--dtype", action="append", choices=warm.DTYPES,
+                        help="dtypes to warm (default: all of " + ", ".join(warm.DTYPES) + ")")
+    parser.add_argument("--layout", action="append", choices=[x.value for x in warm.Layout],
+                        help="matrix storage to warm (default: csr and dense)")
+    parser.add_argument("--only", action="append", choices=warm.operation_names(),
+                        help="warm only these operations (default: all)")
+    args = parser.parse_args(argv)
+    dtypes = tuple(args.dtype or warm.DTYPES)
+    layouts = tuple(warm.Layout(v) for v in args.layout) if args.layout else tuple(warm.Layout)
+    print(f"warming the kernel cache {cache_dir()}")
+    compiled = loaded = 0
+    start = time.perf_counter()
+    only = frozenset(args.only) if args.only else None
+    for w in warm.warm(layouts, dtypes, only):
+        compiled, loaded = compiled + w.compiled, loaded + w.loaded
+        print(f"  {w.name:<18} {w.layout.value:<5} {w.dtype:<7} compiled {w.compiled}, "
+              f"loaded {w.loaded}  {w.seconds:6.2f} s")
+    print(f"{compiled} kernels compiled, {loaded} loaded from disk in "
+          f"{time.perf_counter() - start:.1f} s")
+    return 0
 
 
 def main() -> int:
@@ -41,4 +77,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["warm"]:
+        raise SystemExit(warm_command(sys.argv[2:]))
     raise SystemExit(main())
