@@ -140,8 +140,11 @@ SPARSE_PAIRS = [("int64", "float64"), ("int64", 2.5), ("float64", 1j), ("uint8",
                 ("bool", "bool")]
 
 
-@pytest.mark.parametrize("mode", ["plain", "view"])
-@pytest.mark.parametrize("fmt", SPARSE)
+# each format plainly and through a view, without every combination (kernels compile)
+SPARSE_MODES = [("csr", "plain"), ("csr", "view"), ("coo", "plain"), ("csf", "view")]
+
+
+@pytest.mark.parametrize(("fmt", "mode"), SPARSE_MODES, ids=str)
 @pytest.mark.parametrize(("dtype", "spec"), SPARSE_PAIRS, ids=str)
 @pytest.mark.parametrize("opname", list(OPS))
 def test_in_place_sparse_matches_numpy(opname: str, dtype: str, spec: Any, fmt: str,
