@@ -10,6 +10,10 @@ import pytest
 from lazysparse.logic.dtypes import (
     ALL_DTYPES,
     as_dtype,
+    assigned_scalar,
+    can_store,
+    check_assignable,
+    check_in_place,
     isdtype,
     promote_types,
     result_type,
@@ -112,3 +116,41 @@ def test_scalar_as_checks_range() -> None:
     with pytest.raises(ValueError):
         scalar_as(float("nan"), i4)
     assert np.isnan(scalar_as(float("nan"), f4))
+
+
+# --- casting on writes (in-place operators, setitem) ------------------------------------
+
+def test_can_store_is_numpys_same_kind() -> None:
+    for x, y in itertools.product(ALL_DTYPES, repeat=2):
+        assert can_store(x, y) == np.can_cast(x, y, casting="same_kind"), (x, y)
+    assert can_store(f8, f4) and can_store(i8, i1) and not can_store(i1, u1)
+    with pytest.raises(TypeError, match=r"x /= y.*float64.*int64.*same_kind"):
+        check_in_place("x /= y", f8, i8)
+    check_in_place("x += y", i8, i1)  # narrowing within a kind is allowed
+
+
+def test_check_assignable_refuses_only_dropping_imaginary_parts() -> None:
+    for x, y in itertools.product(ALL_DTYPES, repeat=2):
+        drops = x.kind == "c" and y.kind in "iuf"
+        if drops:
+            with pytest.raises(TypeError, match=f"{x}.*{y}"):
+                check_assignable(x, y)
+        else:
+            check_assignable(x, y)  # casts as NumPy's assignment (unsafe)
+
+
+@pytest.mark.parametrize("value", [True, 0, 2, 300, -1, 2**70, 2.7, -1.5, 1e30, float("nan"),
+                                   float("inf"), 1j, 1 + 0j])
+@pytest.mark.parametrize("dtype", ["bool", "int8", "int64", "uint8", "float32", "float64",
+                                   "complex128"])
+def test_assigned_scalar_matches_numpy_assignment(dtype: str, value: object) -> None:
+    a = np.zeros(1, dtype=dtype)
+    try:
+        a[0] = value
+    except (TypeError, ValueError, OverflowError) as e:
+        with pytest.raises(type(e)):
+            assigned_scalar(value, dtype)
+        return
+    out = assigned_scalar(value, dtype)
+    assert out.dtype == a.dtype
+    np.testing.assert_array_equal(out, a[0])

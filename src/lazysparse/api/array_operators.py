@@ -75,15 +75,28 @@ _STEMS = frozenset({"add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "a
                     "xor", "lshift", "rshift", "matmul"})
 
 
+def _symbol(dunder: str) -> str:
+    """``"+="`` for ``"__iadd__"`` (errors name the operator as the user wrote it)."""
+    return _IN_PLACE_SYMBOLS.get(dunder, dunder)
+
+
+_IN_PLACE_SYMBOLS = {"__iadd__": "+=", "__isub__": "-=", "__imul__": "*=",
+                     "__itruediv__": "/=", "__ifloordiv__": "//=", "__imod__": "%=",
+                     "__ipow__": "**=", "__imatmul__": "@=", "__iand__": "&=",
+                     "__ior__": "|=", "__ixor__": "^=", "__ilshift__": "<<=",
+                     "__irshift__": ">>="}
+
+
 def _inplace_update(self: Any, res: Any, dunder: str) -> Any:
-    """Make ``self`` the result ``res`` (a functional update of its plan) and return it."""
+    """Make ``self`` the result ``res`` (a functional update of its plan) and return it.
+    ``res`` is only a plan yet: a shape or dtype it cannot store (NumPy's same_kind rule,
+    ``dtypes.check_in_place``) raises before anything of ``self`` or its base changes."""
+    what = f"x {_symbol(dunder)} y ({dunder})"
     if res.shape != self.shape:
-        raise ValueError(f"{dunder}: result shape {res.shape} differs from the array's "
+        raise ValueError(f"{what}: result shape {res.shape} differs from the array's "
                          f"{self.shape}; in-place operations cannot broadcast the array")
     if res.dtype != self.dtype:
-        if not _dt.isdtype(self.dtype, "numeric"):
-            raise TypeError(f"{dunder}: result dtype {res.dtype} cannot be stored in "
-                            f"{self.dtype}")
+        _dt.check_in_place(what, res.dtype, self.dtype)
         res = _api().astype(res, self.dtype, copy=False)
     self.replace_with(res)
     self.write_through()  # a view's write reaches its array (NumPy's shared memory)
@@ -177,4 +190,4 @@ class ArrayOperators:
     def __imatmul__(self: Any, other: Any, /) -> Any:
         """``self @= other``: ``self`` becomes the product (same shape only), written
         through to the array ``self`` is a view of, as the other in-place operators."""
-        return _inplace_update(self, _api().matmul(self, other), "@=")
+        return _inplace_update(self, _api().matmul(self, other), "__imatmul__")

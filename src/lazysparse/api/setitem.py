@@ -216,18 +216,22 @@ def _own_copy(t: formats.Tensor) -> formats.Tensor:
 # --- the paths --------------------------------------------------------------------------
 
 def value_operand(x: LazyArray, value: Any) -> Any:
-    """``value`` as a scalar of ``x``'s dtype or a lazy array of it (TypeError naming the
-    value's type when it cannot be assigned)."""
-    if _dt.is_python_scalar(value) or isinstance(value, np.generic):
-        if isinstance(value, complex) and x.dtype.kind != "c":
-            raise TypeError(f"cannot assign complex {value!r} to a {x.dtype} array")
-        if isinstance(value, float) and x.dtype.kind in "biu":
-            raise TypeError(f"cannot assign float {value!r} to a {x.dtype} array")
-        return _dt.scalar_as(value, x.dtype)
+    """``value`` as a scalar of ``x``'s dtype or a lazy array of it, cast as NumPy's
+    assignment casts (``logic.dtypes``: a Python scalar by ``assigned_scalar``, arrays and
+    NumPy scalars alike by ``check_assignable``; TypeError naming the value's type when it
+    cannot be assigned)."""
+    if _dt.is_python_scalar(value):
+        return _dt.assigned_scalar(value, x.dtype)
+    if isinstance(value, np.generic):
+        _dt.check_assignable(value.dtype, x.dtype)
+        return np.asarray(value).astype(x.dtype)[()]
     if isinstance(value, np.ndarray):
         value = asarray(value)
     if isinstance(value, LazyArray):
-        return value if value.dtype == x.dtype else astype(value, x.dtype)
+        if value.dtype == x.dtype:
+            return value
+        _dt.check_assignable(value.dtype, x.dtype)
+        return astype(value, x.dtype)
     raise TypeError(f"cannot assign a {type(value).__name__} to a lazysparse array")
 
 

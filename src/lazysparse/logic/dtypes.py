@@ -243,6 +243,53 @@ def scalar_as(value: Any, dtype: Any) -> np.generic:
     return np.asarray(value).astype(d)[()]
 
 
+
+# --- casting on writes: in-place operators and ``__setitem__`` ---------------------------
+
+def can_store(result: Any, target: Any) -> bool:
+    """Whether an in-place operator may store a result of dtype ``result`` in an array of
+    dtype ``target``: NumPy's ``same_kind`` casting (a safe cast, or a narrower dtype of the
+    same kind: ``float64`` into ``float32`` yes, ``float64`` into ``int64`` no)."""
+    return bool(np.can_cast(np.dtype(result), np.dtype(target), casting="same_kind"))
+
+
+def check_in_place(what: str, result: Any, target: Any) -> None:
+    """TypeError (naming ``what``, the operator, and both dtypes) unless ``can_store``: the
+    one casting rule of every in-place operator (``x /= 1.5`` on integers refuses, as NumPy
+    does, instead of truncating)."""
+    if not can_store(result, target):
+        raise TypeError(f"{what}: cannot cast the result dtype {np.dtype(result)} to the "
+                        f"array's dtype {np.dtype(target)} with casting rule 'same_kind' "
+                        f"(as NumPy); compute it out of place for a {np.dtype(result)} "
+                        f"result")
+
+
+def check_assignable(value: Any, target: Any) -> None:
+    """TypeError for assigning values of dtype ``value`` (an array or NumPy scalar) to an
+    array of dtype ``target`` when the cast would drop an imaginary part (complex into an
+    integer or real floating array: NumPy only warns). Every other pair casts, as NumPy's
+    assignment does (unsafe casting: ``1.7`` into ``int64`` is ``1``)."""
+    v, t = np.dtype(value), np.dtype(target)
+    if v.kind == "c" and t.kind in "iuf":
+        raise TypeError(f"cannot assign {v} values to a {t} array: the imaginary part "
+                        f"would be discarded (take .real explicitly)")
+
+
+def assigned_scalar(value: Any, target: Any) -> np.generic:
+    """Python scalar ``value`` as ``x[k] = value`` stores it in a ``target`` array, with
+    NumPy 2's rule: a bool array takes its truth value; an integer array ``int(value)``
+    (a float truncates; OverflowError when it does not fit, ValueError for NaN); a
+    complex value into an integer or real array is a TypeError."""
+    d = as_dtype(target)
+    if d == BOOL:
+        return np.bool_(bool(value))
+    if isinstance(value, complex) and d.kind != "c":
+        raise TypeError(f"cannot assign complex {value!r} to a {d} array: the imaginary "
+                        f"part would be discarded")
+    if d.kind in "iu" and isinstance(value, float):
+        value = int(value)  # truncates; ValueError for NaN, OverflowError for infinity
+    return scalar_as(value, d)
+
 # dtypes whose NumPy scalar type names exactly one dtype (scalar_as's fast path)
 _SCALAR_DTYPES = frozenset(np.dtype(t) for t in (
     "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
