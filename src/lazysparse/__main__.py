@@ -36,7 +36,8 @@ def warm_command(argv: list[str]) -> int:
     only = frozenset(args.only) if args.only else None
     for w in warm.warm(layouts, dtypes, only):
         compiled, loaded = compiled + w.compiled, loaded + w.loaded
-        print(f"  {w.name:<18} {w.layout.value:<5} {w.dtype:<7} compiled {w.compiled}, "
+        layout = w.layout.value if w.layout is not None else "vector"
+        print(f"  {w.name:<18} {layout:<6} {w.dtype:<7} compiled {w.compiled}, "
               f"loaded {w.loaded}  {w.seconds:6.2f} s")
     print(f"{compiled} kernels compiled, {loaded} loaded from disk in "
           f"{time.perf_counter() - start:.1f} s")

@@ -80,10 +80,10 @@ MATRIX_OPS: tuple[Operation, ...] = (
 
 def _matrix(layout: Layout, dtype: np.dtype, seed: int) -> Any:
     """A SIDE x SIDE matrix with ENTRIES_PER_ROW random entries per row, as scipy CSR or a
-    NumPy array (dense matrices are a quarter of the side, to stay small)."""
+    NumPy array (dense matrices have a sixteenth of the side, to stay small)."""
     rng = np.random.default_rng(seed)
     if layout is Layout.DENSE:
-        n = SIDE // 4
+        n = SIDE // 16
         return (rng.random((n, n)) * 10).astype(dtype)
     nnz = SIDE * ENTRIES_PER_ROW
     rows = np.repeat(np.arange(SIDE), ENTRIES_PER_ROW)
@@ -103,10 +103,11 @@ def _operands(layout: Layout, dtype: np.dtype) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Warmed:
-    """What warming one operation did: its kernels compiled or loaded, and its seconds."""
+    """What warming one operation did: its kernels compiled or loaded, and its seconds
+    (``layout`` is None for the vector operations)."""
 
     name: str
-    layout: Layout
+    layout: Layout | None
     dtype: str
     compiled: int
     loaded: int
@@ -141,7 +142,7 @@ def warm(layouts: tuple[Layout, ...] = tuple(Layout), dtypes: tuple[str, ...] = 
                     continue
                 c0, l0, t0 = STATS["compiled"], STATS["disk_loaded"], time.perf_counter()
                 _check(op, d, dtype)
-                yield Warmed(op.name, layout, dtype_name, STATS["compiled"] - c0,
+                yield Warmed(op.name, None if op in VECTOR_OPS else layout, dtype_name, STATS["compiled"] - c0,
                              STATS["disk_loaded"] - l0, time.perf_counter() - t0)
 
 
