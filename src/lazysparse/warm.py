@@ -142,7 +142,8 @@ def warm(layouts: tuple[Layout, ...] = tuple(Layout), dtypes: tuple[str, ...] = 
                     continue
                 c0, l0, t0 = STATS["compiled"], STATS["disk_loaded"], time.perf_counter()
                 _check(op, d, dtype)
-                yield Warmed(op.name, None if op in VECTOR_OPS else layout, dtype_name, STATS["compiled"] - c0,
+                on = None if op in VECTOR_OPS else layout
+                yield Warmed(op.name, on, dtype_name, STATS["compiled"] - c0,
                              STATS["disk_loaded"] - l0, time.perf_counter() - t0)
 
 
