@@ -204,7 +204,7 @@ def test_lazy_expression_shows_its_plan_without_computing(no_compute) -> None:
     assert f["stored entries (estimated)"].startswith("≈ ")
     assert f["memory"] == "not allocated (lazy)"
     assert f["pending operations"] == "3"  # multiply, add (the matmul), multiply
-    assert f["kernels"].startswith(str(len(xp.explain(y).kernels)) + " planned")
+    assert f["kernels"].split(";")[0] == f"{len(xp.explain(y).kernels)} planned"
     assert text == (f"<lazysparse array shape=(120, 120) dtype=float64, "
                     f"fill_value={y.fill_value!r}, lazy: 3 pending operations>")
     planned = f["format"]
@@ -212,6 +212,30 @@ def test_lazy_expression_shows_its_plan_without_computing(no_compute) -> None:
     assert planned == f"{y.format} [{', '.join(y.tensor().spec.level_kinds)}] (planned)"
     f = fields(y._repr_html_())
     assert f["stored entries"] == f"{y.nnz:,}" and "pending operations" not in f
+
+
+def test_kernels_count_the_held_values_a_compute_keeps(no_compute) -> None:
+    a = sprand(50, 40, 0.1, seed=4)
+    C = xp.asarray(sp.csr_array(a))
+    rows = xp.sum(C, axis=1)  # a held reduction: computing y keeps it too
+    y = C / rows[:, None]
+    f = fields(y._repr_html_())
+    no_compute()
+    n = len(xp.explain(y).kernels)
+    assert f["kernels"].startswith(f"{n} planned; computing it also keeps 1 held value")
+    np.testing.assert_allclose(np.asarray(y), a / a.sum(axis=1, keepdims=True))
+    assert rows.result is not None  # kept, as the display said
+
+
+def test_a_plan_that_ran_before_is_noted() -> None:
+    def build(seed: int) -> xp.LazyArray:
+        x = xp.asarray(np.random.default_rng(seed).random((7, 3)))
+        return xp.cos(x) * 1.5 - x
+
+    first = build(5)
+    np.asarray(first)
+    f = fields(build(6)._repr_html_())  # other data, the same structure: the cached plan
+    assert f["kernels"].endswith("; a plan of this structure ran before")
 
 
 def test_lazy_dense_and_requested_format() -> None:

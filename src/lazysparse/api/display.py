@@ -21,6 +21,8 @@ import numpy as np
 
 from lazysparse.api.computing import build_plan, stored_tensor
 from lazysparse.api.devices import is_device_tensor
+from lazysparse.api.held_values import held_values
+from lazysparse.api.live import BY_ALIAS
 from lazysparse.api.memo import memoized
 from lazysparse.api.thumbnail import Thumbnail, thumbnail
 from lazysparse.engine import preview_plan
@@ -54,6 +56,7 @@ class Summary:
     memory: int | None
     pending: int
     kernels: int | None = None
+    kept: int = 0
     ran_before: bool = False
     queued_writes: bool = False
     thumbnail: Thumbnail | None = None
@@ -113,10 +116,14 @@ def summarize(x: LazyArray) -> Summary:
 
 
 def _planned(x: LazyArray, common: dict[str, Any]) -> Summary:
-    """The optimizer's plan for an uncomputed ``x``; the array's own facts when planning
-    fails (an error the compute will raise: the display still shows the array)."""
+    """The optimizer's plan for an uncomputed ``x``, with the held values a compute of it
+    would keep (``api.held_values``: the same plan ``xp.compute(x)`` runs); the array's own
+    facts when planning fails (an error the compute will raise: the display still shows
+    the array)."""
     try:
-        preview = preview_plan(build_plan((x,)), x.device.name)
+        kept = held_values((x,), BY_ALIAS)
+        plan = build_plan((x, *(k.array for k in kept)))
+        preview = preview_plan(plan, x.device.name)
     except (ValueError, TypeError, NotImplementedError) as e:
         requested = x.requested_format
         return Summary(**common, fill_value=x.fill_value, source=Source.UNPLANNED,
@@ -127,7 +134,7 @@ def _planned(x: LazyArray, common: dict[str, Any]) -> Summary:
     return Summary(**common, fill_value=r.fill_value, source=Source.PLANNED, format=r.format,
                    level_kinds=r.level_kinds, nnz=r.nnz, memory=None,
                    pending=pending_operations(x._expr), kernels=preview.kernels,
-                   ran_before=preview.ran_before)
+                   kept=len(kept), ran_before=preview.ran_before)
 
 
 # ---------------------------------------------------------------- text
@@ -185,8 +192,9 @@ def _rows(s: Summary) -> list[tuple[str, str]]:
     if not exact:
         rows.append(("pending operations", str(s.pending)))
     if s.kernels is not None:
-        note = "; a plan of this structure ran before" if s.ran_before else ""
-        rows.append(("kernels", f"{s.kernels} planned{note}"))
+        notes = [f"computing it also keeps {_plural(s.kept, 'held value')}"] if s.kept else []
+        notes += ["a plan of this structure ran before"] if s.ran_before else []
+        rows.append(("kernels", "; ".join([f"{s.kernels} planned", *notes])))
     if s.queued_writes:
         rows.append(("queued writes", "merged into the storage when next read"))
     if s.problem is not None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import struct
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -29,7 +29,7 @@ class Thumbnail:
     """Entries per bin (``counts[r, c]``) of a 2-D array, each bin ``step`` = (rows,
     columns) of the array."""
 
-    counts: np.ndarray
+    counts: np.ndarray = field(repr=False)
     step: tuple[int, int]
 
     @property
