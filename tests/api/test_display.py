@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import re
 import struct
+import tracemalloc
 import zlib
 
 import numpy as np
@@ -16,7 +17,9 @@ import scipy.sparse as sp
 import lazysparse as xp
 from lazysparse import backends
 from lazysparse.api import display
+from lazysparse.api.computing import build_plan
 from lazysparse.api.thumbnail import MAX_BINS, bin_step, png_gray, thumbnail
+from lazysparse.engine import preview_plan
 from lazysparse.formats import Tensor
 
 
@@ -151,7 +154,11 @@ def test_huge_hypersparse_thumbnail_is_o_nnz(no_compute) -> None:
     m = sp.coo_array(([1.0, 2.0, 3.0], ([0, 5, n - 1], [7, n - 1, 3])), shape=(n, n))
     x = xp.asarray(m)
     assert x.format == "coo"
+    tracemalloc.start()
     page = x._repr_html_()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 2**20  # bins and three coordinates, nothing of size n
     f = fields(page)
     assert f["stored entries"] == "3" and f["density"] == f"{100 * (3 / n**2):.3g} %"
     pic = thumbnail(x.tensor())
@@ -160,6 +167,10 @@ def test_huge_hypersparse_thumbnail_is_o_nnz(no_compute) -> None:
     for i, j in [(0, 7), (5, n - 1), (n - 1, 3)]:
         want[i // pic.step[0], j // pic.step[1]] += 1
     np.testing.assert_array_equal(pic.counts, want)
+    y = x * 2.0  # lazy: planned sparse, estimated from the three entries
+    f = fields(y._repr_html_())
+    assert "dense" not in f["format"] and "(planned)" in f["format"]
+    assert f["stored entries (estimated)"] == "≈ 3"
     no_compute()
 
 
@@ -238,6 +249,21 @@ def test_a_plan_that_ran_before_is_noted() -> None:
     assert f["kernels"].endswith("; a plan of this structure ran before")
 
 
+def test_preview_plan_reports_each_result_as_computed() -> None:
+    a = sprand(40, 30, 0.1, seed=6)
+    A = xp.asarray(sp.csr_array(a))
+    y, z = A * 3.0, xp.sum(A, axis=0)
+    preview = preview_plan(build_plan((y, z)))
+    assert [r.shape for r in preview.results] == [(40, 30), (30,)]
+    assert preview.results[0].nnz == pytest.approx(np.count_nonzero(a))  # a map keeps it
+    assert preview.kernels >= 2 and not preview.ran_before
+    xp.compute(y, z)
+    assert [r.format for r in preview.results] == [y.format, z.format]
+    assert [r.level_kinds for r in preview.results] == [
+        y.tensor().spec.level_kinds, z.tensor().spec.level_kinds]
+    assert preview_plan(build_plan((A * 3.0, xp.sum(A, axis=0)))).ran_before
+
+
 def test_lazy_dense_and_requested_format() -> None:
     x = xp.asarray(np.arange(6.0).reshape(2, 3))
     y = xp.exp(x) + 1
@@ -295,3 +321,23 @@ def test_queued_writes_are_shown_not_merged() -> None:
     want[3, 4] = 7.0
     np.testing.assert_array_equal(np.asarray(x), want)
     assert "queued writes" not in fields(x._repr_html_())
+
+
+@pytest.mark.gpu
+def test_device_arrays_display_without_computing(gpu: str, no_compute) -> None:
+    from lazysparse.backends.cuda import runtime
+
+    a = sprand(30, 20, 0.2, seed=5)
+    g = xp.asarray(sp.csr_array(a), device="cuda")
+    page = g._repr_html_()
+    f = fields(page)
+    assert f["device"] == "cuda" and f["stored entries"] == f"{np.count_nonzero(a):,}"
+    assert f["format"] == "csr [dense, compressed] (stored)" and "<img" not in page
+    launches = dict(runtime.STATS)
+    y = g @ g.T
+    f = fields(y._repr_html_())
+    assert f["device"] == "cuda" and "(planned)" in f["format"]
+    assert "pending operations" in f and "<lazysparse array" in repr(y)
+    assert y.result is None and runtime.STATS == launches
+    no_compute()
+    np.testing.assert_allclose(np.asarray(y.to_device("cpu")), a @ a.T)
