@@ -1,16 +1,18 @@
 """The example notebooks (``examples/*.ipynb``) run in a real Jupyter kernel.
 
-Each notebook is executed with nbclient on the ``python3`` kernel of ipykernel installed
-beside this interpreter (the kernel inherits the environment, ``PYTHONPATH`` pointing at
-this checkout's ``src`` is added, so it imports the lazysparse under test, and so does an
-editable install). The notebooks assert their own results against scipy and that displaying
-a lazy array computed nothing; here every cell must run without error, the HTML display of
-a lazysparse array must be in the outputs (a lazy one and a stored one with its sparsity
-thumbnail), and an extra cell checks the kernel's interpreter and lazysparse.
+Each notebook is executed with nbclient on a ``python3`` kernel (ipykernel) running this
+interpreter (a kernelspec the test puts first on ``JUPYTER_PATH``); the kernel inherits the
+environment, with ``PYTHONPATH`` pointing at this checkout's ``src`` added, so it imports
+the lazysparse under test (as an editable install does). The notebooks assert their own
+results against scipy and that displaying a lazy array computed nothing; here every cell
+must run without error, the HTML display of a lazysparse array must be in the outputs (a
+lazy one and a stored one with its sparsity thumbnail), and an extra cell checks the
+kernel's interpreter and lazysparse.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -44,6 +46,18 @@ def test_stored_notebooks_have_no_outputs(path: Path) -> None:
                 f"{path.name}: clear the outputs before committing"
 
 
+def _pin_python3_kernel(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ``python3`` kernelspec running this interpreter, first on ``JUPYTER_PATH`` (ahead
+    of any user-installed ``python3`` spec), so the notebooks run where the tests do."""
+    spec = root / "kernels" / "python3"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "Python 3 (tests)", "language": "python"}))
+    monkeypatch.setenv("JUPYTER_PATH", os.pathsep.join(
+        [str(root), *filter(None, [os.environ.get("JUPYTER_PATH")])]))
+
+
 def _html_outputs(book: object) -> list[str]:
     """The ``text/html`` outputs of every code cell."""
     return [out["data"]["text/html"] for cell in book.cells if cell.cell_type == "code"
@@ -54,6 +68,7 @@ def _html_outputs(book: object) -> list[str]:
 def test_notebook_runs(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
         [str(SRC), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    _pin_python3_kernel(tmp_path / "jupyter", monkeypatch)
     book = nbformat.read(path, as_version=4)
     book.cells.append(nbformat.v4.new_code_cell(PROBE))
     client = nbclient.NotebookClient(book, timeout=300, kernel_name="python3",

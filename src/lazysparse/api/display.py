@@ -46,7 +46,7 @@ class Summary:
     unknown)."""
 
     shape: tuple[int, ...]
-    dtype: Any
+    dtype: np.dtype
     device: str
     fill_value: Any
     source: Source
@@ -141,6 +141,7 @@ def _planned(x: LazyArray, common: dict[str, Any]) -> Summary:
 
 
 def _plural(n: int, word: str) -> str:
+    """``n word`` or ``n words``."""
     return f"{n} {word}" + ("" if n == 1 else "s")
 
 
@@ -161,7 +162,11 @@ def lazy_repr(x: LazyArray) -> str:
 
 
 def _count(n: float, exact: bool) -> str:
-    return f"{int(n):,}" if exact else f"≈ {n:,.0f}"
+    """A stored-entry count: exact with thousands separators, or an estimate (``≈``; two
+    significant digits below 10, so a tiny estimate does not read as none)."""
+    if exact:
+        return f"{int(n):,}"
+    return f"≈ {n:,.0f}" if n >= 10 else f"≈ {n:.2g}"
 
 
 def _scalar_text(v: Any) -> str:
@@ -170,6 +175,7 @@ def _scalar_text(v: Any) -> str:
 
 
 def _percent(p: float) -> str:
+    """A fraction as a percentage, three significant digits."""
     return f"{100 * p:.3g} %"
 
 
