@@ -2,7 +2,7 @@
 
 Nothing runs when a LazyArray is built. Its ``expr`` is a ``Subquery`` whose fields are its
 axes in order; its shape, dtype, device and fill value are derived as the plan is built.
-Observing values (``__array__``, ``__bool__``, ``repr``…) computes it once and keeps the
+Observing values (``__array__``, ``__bool__``, ``str``…) computes it once and keeps the
 resulting ``formats.Tensor``.
 """
 
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from lazysparse.api import held_values, memo, numpy_dispatch, numpy_functions
+from lazysparse.api import display, held_values, memo, numpy_dispatch, numpy_functions
 from lazysparse.api.array_operators import ArrayOperators
 from lazysparse.api.building import fresh_alias, fresh_fields
 from lazysparse.api.computing import compute_arrays
@@ -455,6 +455,8 @@ class LazyArray(ArrayOperators, NumpyMethods, ScipyMethods):
         return (self[i] for i in range(self._shape[0]))
 
     def __repr__(self) -> str:
+        if self._result is None:  # an uncomputed array shows its plan, never its values
+            return display.lazy_repr(self)
         t = self.tensor()
         fmt = f", format={self.format!r}" if self.format not in (None, "dense") else ""
         if t.format != "dense" and self.size > _REPR_MAX_SPARSE_SIZE:
@@ -463,6 +465,9 @@ class LazyArray(ArrayOperators, NumpyMethods, ScipyMethods):
                     f"nnz={t.nnz}, fill_value={self._fill_value!r}>")
         body = np.array2string(t.to_numpy(), separator=", ", prefix="lazysparse.asarray(")
         return f"lazysparse.asarray({body}, dtype={self._dtype}{fmt})"
+
+    def _repr_html_(self) -> str:
+        return display.array_html(self)  # Jupyter's display: computes nothing
 
     def __str__(self) -> str:
         t = self.tensor()

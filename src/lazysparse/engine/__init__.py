@@ -18,6 +18,7 @@ from lazysparse.engine.executors import (
 )
 from lazysparse.engine.explain import Explanation, KernelExplanation, explain_plan
 from lazysparse.engine.plan_cache import clear_plan_cache
+from lazysparse.engine.preview import PlanPreview, ResultPreview, preview_plan
 
 
 def clear_cache(*args: object, **kwargs: object) -> object:
@@ -31,4 +32,5 @@ def clear_cache(*args: object, **kwargs: object) -> object:
 
 __all__ = ["DEFAULT_EXECUTOR", "Executor", "Explanation", "KernelExplanation", "clear_cache",
            "clear_plan_cache", "compiled_executor", "cuda_executor", "executor_for",
-           "explain_plan", "get_executor", "reference_executor", "register_executor"]
+           "explain_plan", "get_executor", "PlanPreview", "preview_plan", "reference_executor",
+           "register_executor", "ResultPreview"]

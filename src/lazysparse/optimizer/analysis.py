@@ -273,6 +273,18 @@ def nonzero_probability(expr: LogicNode, bound: set[Field], sizes: dict[Field, i
     return min(p_struct, _project(p_all, rest))
 
 
+def _union(probs: Any) -> float:
+    """Probability that any of independent events of probabilities ``probs`` happens,
+    ``1 - prod(1 - p)`` without rounding a tiny ``p`` away (a 10⁹ × 10⁹ array with three
+    entries has density 3e-18, and ``1 - 3e-18 == 1.0``)."""
+    total = 0.0
+    for p in probs:
+        if p >= 1.0:
+            return 1.0
+        total += math.log1p(-p)
+    return -math.expm1(total)
+
+
 def _project(p: float, n: float) -> float:
     if p <= 0.0:
         return 0.0
@@ -342,14 +354,14 @@ def _prob(expr: LogicNode, bound: set[Field], sizes: dict[Field, int],
                      _prob(x, bound, sizes, infos, memo) for x in args]
             flags = _mask_flags(expr, infos, memo)
             masked = [p for p, m in zip(probs, flags, strict=True) if m]
-            union = 1.0 - math.prod(1.0 - p for p in probs)
+            union = _union(probs)
             for i, j in _selection_flags(expr, infos, memo):
                 # outside the deciding argument's pattern the value is argument j's, so the
                 # result differs from its fill only on the union of their structural
                 # patterns (scalars there are the fill itself: ``where(A != 0, x, k)``)
                 structural = memo.setdefault("structural", {"scalars_sparse": True})
                 pi, pj = (_prob(args[k], bound, sizes, infos, structural) for k in (i, j))
-                union = min(union, 1.0 - (1.0 - pi) * (1.0 - pj))
+                union = min(union, _union((pi, pj)))
             if not masked:
                 return union
             atoms = [_sparse_atoms(x, infos) for x, m in zip(args, flags, strict=True) if m]
