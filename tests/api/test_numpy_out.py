@@ -81,6 +81,12 @@ def test_ufunc_out_a_lazysparse_array() -> None:
     np.testing.assert_allclose(np.asarray(grid), np.broadcast_to(ROW - 1.0, (2, 4)))
     with pytest.raises(ValueError, match="non-broadcastable output"):
         np.add(xp.asarray(ROW), 1.0, out=xp.asarray(np.zeros(3)))
+    total = xp.asarray(np.zeros(()))
+    with pytest.raises(TypeError, match=r"numpy\.add\.reduce: out="):
+        np.add.reduce(xp.asarray(ROW), out=total)
+    reduced = np.zeros(())
+    assert np.add.reduce(xp.asarray(ROW), out=reduced) is reduced  # a NumPy target
+    np.testing.assert_allclose(reduced, ROW.sum())
 
 
 def test_ufunc_out_a_view_writes_through() -> None:

@@ -114,6 +114,9 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...],
         return _numpy_method(ufunc, method, where, inputs, kwargs)
     if outs and method == "__call__":
         return _call_into(ufunc, where, inputs, kwargs, outs)
+    if outs:
+        raise TypeError(f"{where}: out= a lazysparse array is supported for ufunc calls "
+                        "only (lazysparse arrays are values: use the returned array)")
     _no_out(where, kwargs)
     if method == "__call__":
         return _call(ufunc, where, inputs, kwargs)
