@@ -33,6 +33,7 @@ from lazysparse.api.lazy_array import LazyArray
 from lazysparse.api.manipulation import broadcast_to, expand_dims
 from lazysparse.api.operands import as_array
 from lazysparse.formats.config import check_allocation
+from lazysparse.formats.validation import check_extents
 from lazysparse.logic import dtypes as _dt
 
 
@@ -57,7 +58,7 @@ def _shape_arg(shape: Any, fname: str) -> tuple[int, ...]:
                         ) from None
     if any(d < 0 for d in out):
         raise ValueError(f"{fname}: negative dimension in shape {out}")
-    return out
+    return check_extents(out)
 
 
 def operator_index(d: Any) -> int:
@@ -129,7 +130,8 @@ def full(shape: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
     if isinstance(fill_value, LazyArray):
         fill_value = fill_value._scalar("full")
     value = _dt.scalar_as(fill_value, d)
-    return LazyArray.from_tensor(T.empty_sparse(s, d, value, format), dev)
+    t = T.empty_sparse(s, d, value, format, requested=format is not None)
+    return LazyArray.from_tensor(t, dev)
 
 
 def zeros(shape: Any, *, dtype: Any = None, device: Any = None,
@@ -195,6 +197,7 @@ def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: Any = N
     k = operator_index(k)
     if n < 0 or m < 0:
         raise ValueError(f"eye: negative dimension ({n}, {m})")
+    check_extents((n, m))
     d = _dt.DEFAULT_FLOAT if dtype is None else _dt.as_dtype(dtype)
     lo, hi = max(0, -k), min(n, m - k) if m - k > 0 else 0
     # the diagonal's entries (two int64 coordinates and a value each): one per row
@@ -203,7 +206,7 @@ def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: Any = N
     rows = np.arange(lo, hi, dtype=np.int64)
     coords = np.stack([rows, rows + k]) if rows.size else np.zeros((2, 0), np.int64)
     t = T.from_coords((n, m), coords, np.ones(rows.size, d), d.type(0),
-                      format or "csr", sorted_unique=True)
+                      format or "csr", sorted_unique=True, requested=format is not None)
     return LazyArray.from_tensor(t, dev)
 
 
@@ -222,6 +225,7 @@ def arange(start: int | float, /, stop: int | float | None = None, step: int | f
     else:
         d = _dt.as_dtype(dtype)
     n = max(0, math.ceil((stop - start) / step))
+    check_extents((n,))
     check_allocation(n, np.int64 if d.itemsize < 8 else d, "arange's dense result")
     if d.kind in "iu" and all(isinstance(v, int) for v in (start, stop, step)):
         arr = np.arange(start, stop, step, dtype=np.int64 if d.kind == "i" else np.uint64)
@@ -243,6 +247,7 @@ def linspace(start: int | float | complex, stop: int | float | complex, /, num: 
         _dt.as_dtype(dtype)
     if d.kind not in "fc":
         raise TypeError(f"linspace: dtype must be floating-point, got {d}")
+    check_extents((num,))
     check_allocation(num, np.complex128 if is_c or d.kind == "c" else np.float64,
                      "linspace's dense result")
     arr = np.linspace(start, stop, num, endpoint=endpoint, dtype=np.complex128 if is_c or

@@ -32,6 +32,7 @@ from lazysparse.api.scipy_methods import ScipyMethods
 from lazysparse.formats.config import DensifyError
 from lazysparse.formats.device import dense_array, to_cuda, to_host
 from lazysparse.formats.levels.registry import is_located
+from lazysparse.formats.validation import check_extents
 from lazysparse.logic.inference import infer_region
 from lazysparse.logic.nodes import Aggregate, Immediate, Subquery, Table
 
@@ -143,7 +144,7 @@ class LazyArray(ArrayOperators, NumpyMethods, ScipyMethods):
         if _CUDA_SEEN:  # until a cuda array exists every array is on the cpu
             check_same_device(device, expr)
         self._expr = expr
-        self._shape = tuple(int(d) for d in shape)
+        self._shape = check_extents(tuple(int(d) for d in shape))
         self._dtype = np.dtype(dtype)
         self._fill_value = self._dtype.type(fill_value) if fill_value is not None else None
         self._device = device

@@ -8,13 +8,17 @@
   ``accumulate`` of ``add``/``multiply`` is ``cumulative_sum``/``cumulative_prod``.
   ``ufunc.outer`` is a broadcast of the call; ``ufunc.at`` (in place) and ``reduceat`` raise
   a TypeError naming them. A ufunc with no lazysparse equivalent (``np.spacing``,
-  scipy.special's) runs in NumPy on the dense values, within the densify limit.
+  scipy.special's) runs in NumPy on the dense values, within the densify limit, and its
+  outputs come back as lazysparse arrays.
+- ``out=``: NumPy arrays (``ndarray -= x`` calls ``np.subtract(nd, x, out=(nd,))``) are
+  written by NumPy itself from the computed lazy operands (its casting rules and errors);
+  lazysparse targets of a call have their value replaced, as ``x += y`` does.
 - ``__array_function__``: the NumPy functions of :data:`FUNCTIONS` (argument names
   translated); any other runs in NumPy on dense copies within the densify limit.
 
 Nothing densifies here: what the namespace keeps sparse stays sparse, and what it computes
-densely obeys the densify limit (``DensifyError``) as everywhere. ``out=`` and ``where=`` have
-no lazy meaning (arrays are values) and raise TypeError. The tables are filled by
+densely obeys the densify limit (``DensifyError``) as everywhere. Other ``out=`` uses and a
+``where=`` without ``out=`` raise TypeError. The tables are filled by
 ``api/namespace.py`` (:func:`install`), so this module imports nothing above it.
 """
 
@@ -26,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from lazysparse.formats.config import DensifyError
+from lazysparse.logic.dtypes import is_python_scalar
 
 Namespace = dict[str, Any]
 
@@ -71,6 +76,14 @@ def _no_out(where: str, kwargs: dict[str, Any]) -> None:
                         "xp.where(mask, f(x), fill)")
 
 
+def _outs(kwargs: dict[str, Any]) -> tuple[Any, ...]:
+    """``out=`` removed from ``kwargs`` as a tuple (one slot per output), or ``()`` when
+    not given (or all None)."""
+    out = kwargs.pop("out", None)
+    outs = out if isinstance(out, tuple) else (out,)
+    return outs if any(o is not None for o in outs) else ()
+
+
 def _drop_defaults(where: str, kwargs: dict[str, Any], **defaults: Any) -> None:
     """Remove NumPy-only keywords left at their defaults; TypeError for any other value."""
     for k, d in defaults.items():
@@ -95,6 +108,15 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...],
     if not all(_IS_OPERAND[0](x) or isinstance(x, np.generic | np.ndarray) for x in inputs):
         return NotImplemented
     kwargs = dict(kwargs)
+    outs = _outs(kwargs)
+    if outs and all(o is None or isinstance(o, np.ndarray) for o in outs):
+        kwargs["out"] = outs  # NumPy targets: NumPy computes, casts and writes
+        return _numpy_method(ufunc, method, where, inputs, kwargs)
+    if outs and method == "__call__":
+        return _call_into(ufunc, where, inputs, kwargs, outs)
+    if outs:
+        raise TypeError(f"{where}: out= a lazysparse array is supported for ufunc calls "
+                        "only (lazysparse arrays are values: use the returned array)")
     _no_out(where, kwargs)
     if method == "__call__":
         return _call(ufunc, where, inputs, kwargs)
@@ -127,9 +149,65 @@ def _numpy_call(ufunc: np.ufunc, where: str, inputs: tuple[Any, ...],
                 kwargs: dict[str, Any]) -> Any:
     """A ufunc that is no registry operator (``np.spacing``, scipy.special's ufuncs): NumPy
     runs it on the dense values of the inputs (``DensifyError`` past the densify limit),
-    as ``__array_function__`` does for NumPy functions lazysparse lacks; the result is
-    NumPy's."""
-    return _numpy_method(ufunc, "__call__", where, inputs, kwargs)
+    and its outputs (a tuple for ``np.frexp``) come back as lazysparse arrays on the
+    inputs' device, as Dask and pydata/sparse return their own type."""
+    res = _numpy_method(ufunc, "__call__", where, inputs, kwargs)
+    device = next((x.device for x in inputs if isinstance(x, _NS["LazyArray"])), None)
+    if isinstance(res, tuple):
+        return tuple(_NS["asarray"](r, device=device) for r in res)
+    return _NS["asarray"](res, device=device)
+
+
+def _call_into(ufunc: np.ufunc, where: str, inputs: tuple[Any, ...], kwargs: dict[str, Any],
+               outs: tuple[Any, ...]) -> Any:
+    """``ufunc(*inputs, out=outs)`` with lazysparse targets: each target's value is replaced
+    by its result (as ``x += y`` does), cast by NumPy's ``casting`` rule (``same_kind``
+    unless given: NumPy's own error for a cast it refuses), under ``where=``'s mask."""
+    lazy = _NS["LazyArray"]
+    if len(outs) != ufunc.nout or not all(o is None or isinstance(o, lazy) for o in outs):
+        raise TypeError(f"{where}: out= must hold {ufunc.nout} array(s), all NumPy arrays "
+                        f"or all lazysparse arrays, got {tuple(type(o).__name__ for o in outs)}")
+    casting = kwargs.pop("casting", "same_kind")
+    mask = kwargs.pop("where", True)
+    _check_casting(ufunc, inputs, outs, casting, kwargs.get("dtype"))
+    shape = np.broadcast_shapes(*(np.shape(x) for x in inputs))
+    res = _call(ufunc, where, inputs, kwargs)
+    for o, r in zip(outs, res if isinstance(res, tuple) else (res,), strict=True):
+        if o is not None:
+            _write_into(o, r, shape, mask)
+    return outs[0] if ufunc.nout == 1 else outs
+
+
+def _check_casting(ufunc: np.ufunc, inputs: tuple[Any, ...], outs: tuple[Any, ...],
+                   casting: str, dtype: Any) -> None:
+    """NumPy's own casting check of ``ufunc`` from the inputs' dtypes to the targets':
+    the ufunc run on empty arrays of those dtypes (no values computed), so the loop NumPy
+    picks and the error it raises are exactly NumPy's."""
+    probe = [x if is_python_scalar(x) else np.empty(0, x.dtype) for x in inputs]
+    targets = tuple(None if o is None else np.empty(0, o.dtype) for o in outs)
+    opts: dict[str, Any] = {} if dtype is None else {"dtype": dtype}
+    with np.errstate(all="ignore"):
+        ufunc(*probe, out=targets, casting=casting, **opts)
+
+
+def _write_into(out: Any, res: Any, shape: tuple[int, ...], mask: Any) -> None:
+    """Replace ``out``'s value by ``res`` broadcast to its shape (NumPy's ValueError when
+    the inputs' broadcast ``shape`` does not fit it), ``out`` kept where ``mask`` is False,
+    at ``out``'s dtype; a view's write reaches its array."""
+    try:
+        fits = np.broadcast_shapes(shape, out.shape) == out.shape
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(f"non-broadcastable output operand with shape {out.shape} doesn't "
+                         f"match the broadcast shape {shape}")
+    res = _NS["broadcast_to"](_NS["asarray"](res), out.shape)
+    if mask is not True:
+        res = _NS["where"](_NS["asarray"](mask), res, out)
+    if res.dtype != out.dtype:
+        res = _NS["astype"](res, out.dtype)
+    out.replace_with(res)
+    out.write_through()
 
 
 def _numpy_method(ufunc: np.ufunc, method: str, where: str, inputs: tuple[Any, ...],

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from lazysparse import formats
+from lazysparse.formats.config import DensifyError
 from lazysparse.formats.levels.registry import is_located
 from lazysparse.formats.ordering import canonical
 
@@ -57,19 +58,43 @@ def sparse_format_for(ndim: int, like: str | None = None) -> str:
 
 def from_coords(shape: tuple[int, ...], coords: np.ndarray, values: np.ndarray,
                 fill_value: Any, format: str | None = None, *,
-                sorted_unique: bool = False) -> formats.Tensor:
-    """A sparse tensor of ``shape`` storing ``values`` at unique ``coords`` (``(ndim, n)``)."""
+                sorted_unique: bool = False, requested: bool = False) -> formats.Tensor:
+    """A sparse tensor of ``shape`` storing ``values`` at unique ``coords`` (``(ndim, n)``).
+    ``requested``: ``format`` is the user's explicit choice, returned or refused (ValueError
+    when it does not fit ``shape``, DensifyError past the densify limit), never swapped."""
     ndim = len(shape)
     values = np.asarray(values)
+    if requested and format is not None:
+        return _requested_layout(shape, coords, values, fill_value, format)
     fmt = sparse_format_for(ndim, format)
     if ndim == 0:
         val = values[0] if values.size else fill_value
         return dense(np.asarray(val, dtype=values.dtype), fill_value)
     coords = np.asarray(coords, dtype=np.int64).reshape(ndim, -1)
     if _pointers_too_large(fmt, shape, int(values.size)):
-        fmt = "coo"  # hypersparse: csr's pointer per row would pass the densify limit
+        fmt = "coo"  # hypersparse eager result: csr's pointer per row would pass the limit
     return formats.Tensor.from_coords(list(coords), values, shape, format=fmt,
                                       fill_value=fill_value)
+
+
+def _requested_layout(shape: tuple[int, ...], coords: np.ndarray, values: np.ndarray,
+                      fill_value: Any, fmt: str) -> formats.Tensor:
+    """``from_coords`` in exactly the layout ``fmt`` the user asked for: its clear
+    ValueError when ``fmt`` has no form of ``len(shape)`` axes, and a DensifyError naming
+    ``fmt`` (and the hypersparse layouts that fit) when its dense levels pass the limit."""
+    formats.format_spec(fmt, len(shape))  # ValueError: no such layout for this ndim
+    if not shape:  # one element: its value (or the fill) in that layout
+        val = values[0] if values.size else fill_value
+        return formats.Tensor.from_numpy(np.asarray(val, dtype=values.dtype), fmt, fill_value)
+    coords = np.asarray(coords, dtype=np.int64).reshape(len(shape), -1)
+    try:
+        return formats.Tensor.from_coords(list(coords), values, shape, format=fmt,
+                                          fill_value=fill_value)
+    except DensifyError as e:
+        raise DensifyError(
+            f"format={fmt!r} for shape {shape}: {e} Its dense levels hold one item per "
+            "coordinate; a hypersparse layout stores only the entries: format='coo' (or "
+            "'dcsr' for 2-D, 'csf' otherwise).") from None
 
 
 def _pointers_too_large(fmt: str, shape: tuple[int, ...], n: int) -> bool:
@@ -89,12 +114,13 @@ def _pointers_too_large(fmt: str, shape: tuple[int, ...], n: int) -> bool:
 
 
 def empty_sparse(shape: tuple[int, ...], dtype: np.dtype, fill_value: Any,
-                 format: str | None = None) -> formats.Tensor:
-    """A tensor of ``shape`` with no stored entries: every element is ``fill_value``."""
-    if len(shape) == 0:
+                 format: str | None = None, *, requested: bool = False) -> formats.Tensor:
+    """A tensor of ``shape`` with no stored entries: every element is ``fill_value``
+    (``requested``: ``format`` is the user's, see :func:`from_coords`)."""
+    if len(shape) == 0 and not requested:
         return dense(np.asarray(fill_value, dtype=dtype), fill_value)
     return from_coords(shape, np.zeros((len(shape), 0), np.int64), np.zeros(0, dtype),
-                       fill_value, format, sorted_unique=True)
+                       fill_value, format, sorted_unique=True, requested=requested)
 
 
 def copy_tensor(t: formats.Tensor) -> formats.Tensor:

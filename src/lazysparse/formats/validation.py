@@ -18,9 +18,25 @@ class CoordinateError(IndexError, ValueError):
     """A coordinate is outside its dimension (an IndexError and a ValueError)."""
 
 
+# the largest extent an axis may have: coordinates are int64 (NumPy's own limit, npy_intp)
+MAX_EXTENT = int(np.iinfo(np.int64).max)
+
+
+def check_extents(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """``shape`` unchanged, or NumPy's ValueError when an extent passes int64 (no int64
+    coordinate could index it). The size (product) may pass int64: a sparse array's
+    coordinates are per axis (docs/formats.md "Shapes that can be represented")."""
+    for n in shape:
+        if n > MAX_EXTENT:
+            raise ValueError(f"Maximum allowed dimension exceeded: extent {n} in shape "
+                             f"{shape} passes int64 (at most {MAX_EXTENT})")
+    return shape
+
+
 def check_shape(shape: Any) -> tuple[int, ...]:
-    """``shape`` as a tuple of non-negative ints (TypeError for non-ints, ValueError for < 0)."""
-    if type(shape) is tuple and all(type(n) is int and n >= 0 for n in shape):
+    """``shape`` as a tuple of non-negative ints (TypeError for non-ints, ValueError for < 0
+    or for an extent past int64)."""
+    if type(shape) is tuple and all(type(n) is int and 0 <= n <= MAX_EXTENT for n in shape):
         return shape  # already one (every result the engine builds)
     if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
         shape = (shape,)
@@ -41,7 +57,7 @@ def check_shape(shape: Any) -> tuple[int, ...]:
         if n < 0:
             raise ValueError(f"shape entries must be >= 0, got {n} in {items}")
         out.append(int(n))
-    return tuple(out)
+    return check_extents(tuple(out))
 
 
 def as_index_array(a: Any, what: str) -> np.ndarray:

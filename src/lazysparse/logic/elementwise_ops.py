@@ -61,6 +61,8 @@ def _add_repeat(x: Any, m: Any) -> Any:
     """``x + x + ... + x`` (m times) at x's dtype: ``x * m`` (wraps like repeated adds)."""
     if x.dtype.kind == "b":
         return np.broadcast_to(x, np.broadcast_shapes(x.shape, m.shape))
+    if m.dtype == object:  # integers, m past int64: exact or refused
+        return _exact_integers(x.astype(object) * m, x.dtype, "sum")
     return np.multiply(x, m.astype(x.dtype))
 
 
@@ -68,12 +70,31 @@ def _multiply_repeat(x: Any, m: Any) -> Any:
     """``x * x * ... * x`` (m times) at x's dtype: ``x ** m`` (integers wrap mod 2**64)."""
     if x.dtype.kind == "b":
         return np.broadcast_to(x, np.broadcast_shapes(x.shape, m.shape))
+    if x.dtype.kind in "iu" and m.dtype == object:  # m past int64: only 0, 1, -1 fit
+        xo = np.broadcast_to(x.astype(object), np.broadcast_shapes(x.shape, m.shape))
+        mo = np.broadcast_to(m, xo.shape)
+        powers = [b if b in (0, 1) else (1 - 2 * (e % 2) if b == -1 else b * 2 ** 64)
+                  for b, e in zip(xo.flat, mo.flat, strict=True)]
+        return _exact_integers(np.array(powers, dtype=object).reshape(xo.shape), x.dtype,
+                               "product")
     if x.dtype.kind in "iu":
         wide = np.dtype(np.uint64 if x.dtype.kind == "u" else np.int64)
         return np.power(x.astype(wide), m.astype(wide)).astype(x.dtype)
     if x.dtype.kind == "c":
         return np.power(x, m)
     return np.power(x, m.astype(np.float64)).astype(x.dtype)
+
+
+def _exact_integers(values: np.ndarray, dtype: np.dtype, what: str) -> np.ndarray:
+    """Python-int ``values`` at integer ``dtype``, or an OverflowError naming the problem:
+    a reduction over more than 2**63 - 1 elements has no wrapping int64 count to follow,
+    so an integer result that does not fit is refused rather than wrapped."""
+    info = np.iinfo(dtype)
+    if any(not info.min <= int(v) <= info.max for v in values.flat):
+        raise OverflowError(
+            f"the {what} over more than 2**63 - 1 elements does not fit {dtype}; reduce in "
+            "floating point (e.g. xp.sum(x, dtype=xp.float64))")
+    return values.astype(dtype)
 
 
 def _xor_repeat(x: Any, m: Any) -> Any:

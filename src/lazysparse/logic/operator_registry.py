@@ -309,8 +309,10 @@ class Operator:
     def fold_repeat(self, x: Any, m: Any) -> Any:
         """``m`` copies of ``x`` folded with the op (``m >= 1``, an int64 array; ``x`` a
         scalar or array of the result dtype), or None when the op has no such form. Lets a
-        reduction fold in the unstored entries' value once instead of visiting each."""
-        m = np.asarray(m, dtype=np.int64)
+        reduction fold in the unstored entries' value once instead of visiting each. ``m``
+        past int64 (an array of more than 2**63 - 1 elements) is an object array of Python
+        ints: floats fold it as a float count, integers exactly or with an OverflowError."""
+        m = repeat_counts(m)
         if self.nargs != 2 or not self.associative:
             return None
         x = np.asarray(x)
@@ -318,6 +320,8 @@ class Operator:
             return np.broadcast_to(x, np.broadcast_shapes(x.shape, m.shape)).copy()
         if self.repeat is None:
             return None
+        if m.dtype == object and x.dtype.kind in "fc":
+            m = m.astype(np.float64)  # the float result: only the count's magnitude matters
         with np.errstate(all="ignore"):
             return np.asarray(self.repeat(x, m)).astype(x.dtype)
 
@@ -325,6 +329,18 @@ class Operator:
     def is_reduction(self) -> bool:
         """Usable as ``Aggregate.op`` with a default init (binary, associative, commutative)."""
         return self.nargs == 2 and self.init is not None
+
+
+def repeat_counts(m: Any) -> np.ndarray:
+    """Repetition counts ``m`` as int64, or as Python ints (an object array) when one
+    passes int64 (a reduction over more than 2**63 - 1 points of a sparse array)."""
+    arr = np.asarray(m)
+    if arr.dtype == object and any(int(c) > _INT64_MAX for c in arr.flat):
+        return arr
+    return arr.astype(np.int64)
+
+
+_INT64_MAX = int(np.iinfo(np.int64).max)
 
 
 def _kind_text(kind: str) -> str:

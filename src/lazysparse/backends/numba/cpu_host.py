@@ -469,6 +469,9 @@ def _single_pass(k: Kernel, data: QueryData, args: list[Any], dsize: int,
     return (*out, vals[:tots[-1]])
 
 
+_INT64_MAX = int(np.iinfo(np.int64).max)
+
+
 def fold_skipped(k: Kernel, data: QueryData, res: Any, visits: Any) -> None:
     """Fold the entries a reduction skipped into ``res`` in place: each output entry spans
     ``prod(reduced extents)`` points; the ``extent - visits`` it did not visit all hold the
@@ -478,8 +481,9 @@ def fold_skipped(k: Kernel, data: QueryData, res: Any, visits: Any) -> None:
     rop = info.reduce_op
     assert rop is not None and lw.fold is not None
     total = math.prod(data.extents[f] for f in info.reduced)
-    miss = total - visits
-    where = np.nonzero(miss > 0)[0]
+    # more than 2**63 - 1 points (a huge sparse array): count in Python ints
+    miss = total - visits if total <= _INT64_MAX else total - np.asarray(visits, object)
+    where = np.nonzero(np.asarray(miss > 0, dtype=bool))[0]
     if where.size == 0:
         return
     fills = tuple(t.fill_value for t in data.tensors)
