@@ -44,12 +44,13 @@ from lazysparse.api.insert_buffer import InsertBuffer, fits
 from lazysparse.api.lazy_array import LazyArray
 from lazysparse.api.manipulation import broadcast_to
 from lazysparse.api.selection import equals_fill, last_wins, locate, selection
+from lazysparse.formats.sync import Counters
 from lazysparse.logic import dtypes as _dt
 from lazysparse.logic.nodes import Alias, Table
 from lazysparse.logic.operators import get_operator
 
 # how often each path ran (tests check that in-place writes do not copy)
-STATS = {"copies": 0, "merges": 0, "layers": 0, "computes": 0}
+STATS = Counters("copies", "merges", "layers", "computes")
 
 # pending chunks past this count are compacted into one (bounded bookkeeping)
 _COMPACT_CHUNKS = 256
@@ -108,7 +109,7 @@ class Owned:
         if isinstance(self.pending, InsertBuffer):
             merged = self.pending.merge(t)
             if merged is not None:
-                STATS["merges"] += 1
+                STATS.bump("merges")
                 _adopt(x, merged)
             return
         coords, values = self.pending.take()
@@ -120,7 +121,7 @@ class Owned:
             list(np.concatenate([old_coords, coords[:, keep]], axis=1)),
             np.concatenate([old_values, values[keep]]), t.shape, format=t.spec,
             fill_value=t.fill_value)
-        STATS["merges"] += 1
+        STATS.bump("merges")
         _adopt(x, merged)
 
 
@@ -200,7 +201,7 @@ def owned_state(x: LazyArray) -> Owned:
         if now and all(a <= b for a, b in zip(now, _unshared(), strict=True)):
             return state
     x._sync()
-    STATS["copies"] += 1
+    STATS.bump("copies")
     return _adopt(x, _own_copy(x.stored()))
 
 
@@ -332,7 +333,7 @@ def mark_layer(x: LazyArray, new: LazyArray) -> None:
     """Make ``new`` (a ``where`` over ``x``) ``x``'s plan, remembered as a setitem layer."""
     x.replace_with(new)
     x._update = Layer(x._expr.lhs)
-    STATS["layers"] += 1
+    STATS.bump("layers")
 
 
 def has_layer(x: LazyArray) -> bool:
@@ -343,7 +344,7 @@ def has_layer(x: LazyArray) -> bool:
 
 def materialize(x: LazyArray) -> None:
     """Compute lazy ``x`` so that assignments continue in its storage."""
-    STATS["computes"] += 1
+    STATS.bump("computes")
     execution.compute(x)
 
 
