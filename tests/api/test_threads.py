@@ -5,6 +5,7 @@ arrays, memo, plan and kernel caches, structural keys), and every value matches 
 from __future__ import annotations
 
 import gc
+import itertools
 import sys
 import threading
 import traceback
@@ -237,3 +238,28 @@ def test_a_compute_keeps_held_values_of_its_own_thread(where: str) -> None:
     assert (Y.result is not None) is kept and (Z.result is not None) is kept
     _close(Y, (x_np @ x_np) * x_np)
     _close(Z, z_np)
+
+
+def test_threads_solving_with_one_matrix_factorize_it_once(
+        racy: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    import scipy.sparse.linalg as spla
+
+    n = 40
+    a_np = (sp.random_array((n, n), density=0.1, format="csr", rng=5)
+            + sp.eye_array(n, format="csr") * 4)
+    A = xp.asarray(a_np)
+    real, calls = spla.splu, []
+    monkeypatch.setattr(spla, "splu", lambda m: (calls.append(1), real(m))[1])
+    start = threading.Barrier(THREADS)
+    rhs = np.random.default_rng(6).normal(size=(THREADS, n))
+    out: dict[int, object] = {}
+
+    def solve(i: int) -> None:
+        start.wait()
+        out[i] = np.asarray(xp.linalg.solve(A, xp.asarray(rhs[i])))
+
+    counter = itertools.count()
+    _run_threads(lambda: solve(next(counter)))
+    assert len(calls) == 1
+    for i in range(THREADS):
+        np.testing.assert_allclose(out[i], np.linalg.solve(a_np.toarray(), rhs[i]), rtol=1e-9)

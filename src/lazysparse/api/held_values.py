@@ -24,7 +24,8 @@ cost more than recomputing it), that are
 
 A held elementwise expression of stored data read once (``Y = X * 2``) stays fused: running
 it again costs one pass over its inputs, as reading it would. Temporaries of an expression
-are gone before anything runs and never count. ``xp.explain`` lists the kept values.
+are gone before anything runs and never count. ``xp.explain`` lists the kept values. A
+compute keeps only held arrays built on its own thread.
 """
 
 from __future__ import annotations
@@ -80,12 +81,12 @@ class Kept:
 # Live uncomputed arrays with a history, oldest first, with the thread that built each:
 # ``LazyArray`` registers one when it is built and forgets it when it is computed; a
 # collected one is dropped at the next registration or scan. Threads build and compute
-# arrays side by side (docs/api.md, "Threads"): every change of ``_PENDING`` and every scan
-# of it holds ``_LOCK``, and a weak reference's callback, which the garbage collector may
-# run at any moment (inside a locked scan too), only appends to ``_DEAD`` (an atomic
-# ``list.append``). A compute keeps only arrays its own thread built: another thread's
-# array may be written by that thread at the same moment, and a result stored into it then
-# would undo the write.
+# arrays side by side (docs/architecture.md, "Threads"): every change of ``_PENDING`` and
+# every scan of it holds ``_LOCK``, and a weak reference's callback, which the garbage
+# collector may run at any moment (inside a locked scan too), only appends to ``_DEAD``
+# (an atomic ``list.append``). A compute keeps only arrays its own thread built: another
+# thread's array may be under a write at that moment, and a result stored into it would
+# undo the write.
 _PENDING: dict[int, tuple[weakref.ref[LazyArray], int]] = {}
 _DEAD: list[int] = []
 _LOCK = threading.Lock()

@@ -1,5 +1,5 @@
-"""Thread-safety tools of the package's module-level caches and counters (docs/api.md,
-"Threads").
+"""Thread-safety tools of the package's module-level caches and counters
+(docs/architecture.md, "Threads").
 
 ``d[name] += 1`` on a dict is a read and a write: two threads computing at once may lose a
 count. The package's ``STATS`` dictionaries are :class:`Counters`, whose :meth:`bump` is one
