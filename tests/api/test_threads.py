@@ -140,7 +140,7 @@ def _stress(iterations: int) -> list[str]:
 
 
 def test_threads_compute_without_errors(racy: None) -> None:
-    errors = _stress(200)
+    errors = _stress(150)
     assert not errors, f"{len(errors)} threads failed:\n" + "\n".join(errors[:3])
 
 
