@@ -23,6 +23,7 @@ from lazysparse.formats.sync import Counters
 
 THREADS = 8
 N = 24
+LAZY = 16  # shared uncomputed arrays
 
 Check = Callable[[], None]
 
@@ -32,7 +33,8 @@ def _close(got: object, want: object) -> None:
 
 
 class _Shared:
-    """Inputs every thread reads: computed dense and CSR arrays and their NumPy twins."""
+    """Inputs every thread reads: computed dense and CSR arrays, uncomputed expressions of
+    them, and their NumPy twins."""
 
     def __init__(self) -> None:
         rng = np.random.default_rng(0)
@@ -42,6 +44,12 @@ class _Shared:
         self.v_np = rng.normal(size=N)
         self.S, self.D, self.v = (xp.asarray(self.s_np), xp.asarray(self.d_np),
                                   xp.asarray(self.v_np))
+        # uncomputed arrays every thread reads: the first readers compute them, at once
+        self.lazy = [self.S @ (self.v * (1.0 + j)) + self.D[j % N] for j in range(LAZY)]
+
+    def lazy_want(self, j: int) -> np.ndarray:
+        """NumPy's value of ``lazy[j]``."""
+        return self.dense_np @ (self.v_np * (1.0 + j)) + self.d_np[j % N]
 
 
 def _operations(sh: _Shared, seed: int) -> list[Callable[[int], None]]:
@@ -82,6 +90,11 @@ def _operations(sh: _Shared, seed: int) -> list[Callable[[int], None]]:
         _close(float(xp.sum(local_d)), mine["d"].sum())
         _close(local_s.todense(), mine["s"])
 
+    def shared_uncomputed(i: int) -> None:
+        j = (i + seed) % LAZY
+        _close(float(xp.sum(sh.lazy[j])), sh.lazy_want(j).sum())
+        _close(sh.lazy[(j + 1) % LAZY], sh.lazy_want((j + 1) % LAZY))
+
     def float_reads(i: int) -> None:
         _close(float(sh.D[i % N, seed % N]), sh.d_np[i % N, seed % N])
         _close(float(xp.vecdot(sh.v, sh.v)), sh.v_np @ sh.v_np)
@@ -100,7 +113,7 @@ def _operations(sh: _Shared, seed: int) -> list[Callable[[int], None]]:
         _close(y[: 2 + i % (N - 2)], want[: 2 + i % (N - 2)])
 
     return [elementwise_dense, elementwise_csr, reductions, matmul, setitem, float_reads,
-            new_expression]
+            new_expression, shared_uncomputed]
 
 
 @pytest.fixture
@@ -263,3 +276,39 @@ def test_threads_solving_with_one_matrix_factorize_it_once(
     assert len(calls) == 1
     for i in range(THREADS):
         np.testing.assert_allclose(out[i], np.linalg.solve(a_np.toarray(), rhs[i]), rtol=1e-9)
+
+
+@pytest.mark.parametrize("fmt", ["csr", "coo"])
+def test_threads_reading_an_array_with_pending_writes(racy: None, fmt: str) -> None:
+    """Writes queued by one thread merge once when several threads read the array first
+    (a reader never sees the storage between the merge and its installation); element
+    reads probe the waiting entries."""
+    rng = np.random.default_rng(7)
+    want = sp.random_array((N, N), density=0.1, format="csr", rng=rng).toarray()
+    x = xp.asarray(sp.csr_array(want).asformat(fmt))
+    for r in range(40):
+        written = [tuple(int(k) for k in rng.integers(N, size=2)) for _ in range(3)]
+        for i, j in written:  # new coordinates: they wait in x's insert buffer or queue
+            x[i, j] = float(r + 1)
+            want[i, j] = r + 1
+        got = _read_together(x, written)
+        assert len(got) == THREADS
+        for elements, dense in got:
+            _close(elements, [want[i, j] for i, j in written])
+            _close(dense, want)
+
+
+def _read_together(x: object, items: list[tuple[int, int]]
+                   ) -> list[tuple[list[float], np.ndarray]]:
+    """``x``'s elements at ``items`` and its dense value, read by ``THREADS`` threads at
+    once."""
+    start = threading.Barrier(THREADS)
+    got: list[tuple[list[float], np.ndarray]] = []
+
+    def read() -> None:
+        start.wait()
+        elements = [float(x[i, j]) for i, j in items]  # type: ignore[index]
+        got.append((elements, np.asarray(x.todense())))  # type: ignore[attr-defined]
+
+    _run_threads(read)
+    return got
