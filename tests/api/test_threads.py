@@ -312,3 +312,23 @@ def _read_together(x: object, items: list[tuple[int, int]]
 
     _run_threads(read)
     return got
+
+
+def test_threads_sharing_a_plan_with_their_own_constants(racy: None) -> None:
+    """One cached plan and recipe per expression, each thread's constants its own."""
+    s_np = sp.random_array((N, N), density=0.2, format="csr", rng=8)
+    S = xp.asarray(s_np)
+    dense = s_np.toarray()
+    shifted = xp.compute(S + 1.0)
+    start = threading.Barrier(THREADS)
+    counter = itertools.count()
+
+    def scale() -> None:
+        c = 2.0 + next(counter)
+        start.wait()
+        for _ in range(40):
+            _close(xp.compute(shifted * c).todense(), (dense + 1.0) * c)
+            _close(xp.compute(S * c).todense(), dense * c)
+            _close(xp.sum(S * c, axis=1).todense(), dense.sum(axis=1) * c)
+
+    _run_threads(scale)
