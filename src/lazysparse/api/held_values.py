@@ -24,12 +24,14 @@ cost more than recomputing it), that are
 
 A held elementwise expression of stored data read once (``Y = X * 2``) stays fused: running
 it again costs one pass over its inputs, as reading it would. Temporaries of an expression
-are gone before anything runs and never count. ``xp.explain`` lists the kept values.
+are gone before anything runs and never count. ``xp.explain`` lists the kept values. A
+compute keeps only held arrays built on its own thread.
 """
 
 from __future__ import annotations
 
 import itertools
+import threading
 import weakref
 from dataclasses import dataclass
 from enum import Enum
@@ -76,33 +78,76 @@ class Kept:
         return f"{a._expr.lhs.name}: shape {a.shape} {a.dtype}, {self.reason.value}"
 
 
-# Live uncomputed arrays with a history, oldest first: ``LazyArray`` registers one when it
-# is built and forgets it when it is computed; a collected one removes itself.
-_PENDING: dict[int, weakref.ref[LazyArray]] = {}
-_ORDER = itertools.count()
+# Live uncomputed arrays with a history, oldest first, with the thread that built each:
+# ``LazyArray`` registers one when it is built and forgets it when it is computed; a
+# collected one is dropped at the next registration or scan. Threads build and compute
+# arrays side by side (docs/architecture.md, "Threads"): every change of ``_PENDING`` and
+# every scan of it holds ``_LOCK``, and a weak reference's callback, which the garbage
+# collector may run at any moment (inside a locked scan too), only appends to ``_DEAD``
+# (an atomic ``list.append``). A compute keeps only arrays its own thread built: another
+# thread's array may be under a write at that moment, and a result stored into it would
+# undo the write.
+_PENDING: dict[int, tuple[weakref.ref[LazyArray], int]] = {}
+_DEAD: list[int] = []
+_LOCK = threading.Lock()
+_ORDER = itertools.count()  # next() on a count is atomic
 
 
 def register_pending(array: LazyArray) -> int:
     """Record a new uncomputed array with a history (a candidate to keep); its key."""
     key = next(_ORDER)
-    _PENDING[key] = weakref.ref(array, lambda _ref: _PENDING.pop(key, None))
+    entry = (weakref.ref(array, lambda _ref: _DEAD.append(key)), threading.get_ident())
+    with _LOCK:
+        if _DEAD:
+            _drop_dead()
+        _PENDING[key] = entry
     return key
+
+
+def _drop_dead() -> None:
+    """Remove the entries of collected arrays (the caller holds ``_LOCK``)."""
+    while _DEAD:
+        _PENDING.pop(_DEAD.pop(), None)
 
 
 def forget(key: int | None) -> None:
     """The array registered under ``key`` is computed (or replaced): no candidate now."""
     if key is not None:
-        _PENDING.pop(key, None)
+        with _LOCK:
+            _PENDING.pop(key, None)
+
+
+def pending_count() -> int:
+    """How many live arrays are registered (collected ones dropped first)."""
+    with _LOCK:
+        _drop_dead()
+        return len(_PENDING)
 
 
 def _pending(key: int) -> LazyArray | None:
-    """The live uncomputed array registered under ``key`` (pruned once computed)."""
-    ref = _PENDING.get(key)
-    arr = ref() if ref is not None else None
-    if arr is not None and arr._result is None:
-        return arr
-    _PENDING.pop(key, None)
+    """The live uncomputed array registered under ``key`` by this thread (pruned once
+    computed)."""
+    entry = _PENDING.get(key)
+    if entry is not None:
+        arr = entry[0]()
+        if arr is not None and arr._result is None:
+            return arr if entry[1] == threading.get_ident() else None
+    forget(key)
     return None
+
+
+def _built_here(arr: LazyArray) -> bool:
+    """Whether ``arr`` is registered, and by this thread."""
+    entry = _PENDING.get(arr._pending) if arr._pending is not None else None
+    return entry is not None and entry[1] == threading.get_ident()
+
+
+def _newest_keys(count: int | None) -> list[int]:
+    """The keys of the ``count`` newest registered arrays, newest first (all: None), as a
+    snapshot other threads cannot change under its reader."""
+    with _LOCK:
+        _drop_dead()
+        return list(itertools.islice(reversed(_PENDING), count))
 
 
 @dataclass
@@ -167,7 +212,7 @@ def held_values(arrays: tuple[LazyArray, ...],
 
     def affordable(arr: LazyArray | None, node: Subquery) -> bool:
         return (arr is not None and arr._expr is node and arr._result is None
-                and id(arr) not in todo and arr.device == device
+                and id(arr) not in todo and arr.device == device and _built_here(arr)
                 and arr.size <= hist.largest * (1 if arr.full else SPARSE_KEEP_RATIO))
 
     kept: dict[int, Kept] = {}
@@ -195,7 +240,8 @@ def _others_pending(todo: set[int]) -> bool:
     # registered arrays are distinct and uncomputed: one more than ``todo`` holds is
     # another (a stale entry only costs the walk it starts)
     return len(_PENDING) > len(todo) or any(
-        (arr := _pending(key)) is not None and id(arr) not in todo for key in list(_PENDING))
+        (arr := _pending(key)) is not None and id(arr) not in todo
+        for key in _newest_keys(None))
 
 
 def _sharing_history(hist: _History, skip: set[int], same: set[int]) -> list[LazyArray]:
@@ -205,7 +251,7 @@ def _sharing_history(hist: _History, skip: set[int], same: set[int]) -> list[Laz
     found: list[LazyArray] = []
     budget = SHARED_WALK_BUDGET
     oldest = _oldest_serial(hist)
-    for key in list(itertools.islice(reversed(_PENDING), SHARED_SCAN_ARRAYS)):
+    for key in _newest_keys(SHARED_SCAN_ARRAYS):
         arr = _pending(key)
         if arr is None or id(arr) in skip or id(arr._expr) in hist.nodes \
                 or id(arr._expr) in same or not arr.runs_reduction() \

@@ -57,8 +57,8 @@ class InsertBuffer:
             return
         coords = np.concatenate(self._coords, axis=1)
         values = np.concatenate(self._values)
-        self._coords, self._values = [], []
         self.builder.insert(*self._keys(coords), values)
+        self._coords, self._values = [], []  # after: a reader never sees the buffer empty
 
     def _keys(self, coords: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Parent positions and last-level coordinates of ``coords`` (``(ndim, n)``, axis
@@ -82,16 +82,21 @@ class InsertBuffer:
         hit = q >= 0
         return hit, self.builder.values[np.where(hit, q, 0)]
 
-    def merge(self, t: formats.Tensor) -> formats.Tensor | None:
+    def clear(self) -> None:
+        """Forget the buffered entries (merged): a fresh table for the next batch."""
+        self._coords, self._values = [], []
+        self.builder.n = 0
+        self.builder.table[:] = -1
+
+    def merged(self, t: formats.Tensor) -> formats.Tensor | None:
         """``t`` with the buffered entries appended to their rows (an unordered last level);
-        entries equal to the fill need no storage. None when nothing is to be stored."""
+        entries equal to the fill need no storage. None when nothing is to be stored. The
+        entries stay buffered until :meth:`clear`."""
         self._insert_staged()
         b = self.builder
         n = len(b)
         keep = ~equals_fill(b.values[:n], t.fill_value)
         parents, coords, values = b.parents[:n][keep], b.coords[:n][keep], b.values[:n][keep]
-        b.n = 0  # emptied: a fresh table for the next batch
-        b.table[:] = -1
         if not parents.size:
             return None
         last = t.levels[-1]

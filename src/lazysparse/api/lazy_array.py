@@ -385,7 +385,6 @@ class LazyArray(ArrayOperators, NumpyMethods, ScipyMethods):
         """Make this array the value of ``other`` (same shape): its plan is replaced, the
         data it was built from is left untouched (``__setitem__``, in-place operators)."""
         other._sync()
-        self._update = None
         self._expr = other._expr
         self._stored = other._stored
         self._reduces = other._reduces
@@ -396,6 +395,7 @@ class LazyArray(ArrayOperators, NumpyMethods, ScipyMethods):
         self._requested_format = other._requested_format
         self._result = other._result
         self._depth, self._size, self._epoch = other._depth, other._size, other._epoch
+        self._update = None  # last: a reader on another thread sees the old merge pending
         held_values.forget(self._pending)
         self._pending = held_values.register_pending(self) if self._depth else None
 

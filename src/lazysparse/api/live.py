@@ -15,6 +15,9 @@ if TYPE_CHECKING:
     from lazysparse.api.lazy_array import LazyArray
     from lazysparse.logic.nodes import Alias
 
+# read with ``get`` and written with ``[]=`` only, never iterated: each is atomic across
+# threads (a collected array's callback removes its entry in one C call while nothing
+# iterates; ``list(BY_ALIAS.items())`` would not be: another thread may insert meanwhile)
 BY_ALIAS: weakref.WeakValueDictionary[Alias, LazyArray] = weakref.WeakValueDictionary()
 
 

@@ -7,6 +7,7 @@ expression built *before* that still holds the old ``Subquery`` and reads its va
 
 from __future__ import annotations
 
+import threading
 import weakref
 from typing import TYPE_CHECKING
 
@@ -23,7 +24,10 @@ _MEMO: dict[Alias, Tensor] = {}
 
 # How many results were memoized so far: an expression whose uncomputed history was all
 # built at the current epoch holds no subquery computed since, so nothing to substitute.
+# It only grows: threads memoizing side by side count under ``_LOCK`` (a lost ``+= 1`` could
+# move it back, and an array built in between would miss a value memoized since).
 EPOCH = 0
+_LOCK = threading.Lock()
 
 
 def memoized(alias: Alias) -> Tensor | None:
@@ -35,6 +39,7 @@ def memoize(node: Subquery, tensor: Tensor) -> None:
     """Remember ``tensor`` as the value of the uncomputed subquery ``node`` for later plans,
     while ``node`` lives."""
     global EPOCH
-    _MEMO[node.lhs] = tensor
+    _MEMO[node.lhs] = tensor  # before the epoch moves: a reader of the new epoch sees it
     weakref.finalize(node, _MEMO.pop, node.lhs, None)
-    EPOCH += 1
+    with _LOCK:
+        EPOCH += 1

@@ -29,6 +29,7 @@ never grow a plan.
 from __future__ import annotations
 
 import sys
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,13 +45,16 @@ from lazysparse.api.insert_buffer import InsertBuffer, fits
 from lazysparse.api.lazy_array import LazyArray
 from lazysparse.api.manipulation import broadcast_to
 from lazysparse.api.selection import equals_fill, last_wins, locate, selection
+from lazysparse.formats.sync import Counters
 from lazysparse.logic import dtypes as _dt
 from lazysparse.logic.nodes import Alias, Table
 from lazysparse.logic.operators import get_operator
 
 # how often each path ran (tests check that in-place writes do not copy)
-STATS = {"copies": 0, "merges": 0, "layers": 0, "computes": 0}
+STATS = Counters("copies", "merges", "layers", "computes")
 
+# threads reading arrays with pending entries merge or probe them one at a time
+_MERGING = threading.RLock()
 # pending chunks past this count are compacted into one (bounded bookkeeping)
 _COMPACT_CHUNKS = 256
 
@@ -77,10 +81,17 @@ class Pending:
     def take(self) -> tuple[np.ndarray, np.ndarray]:
         """Every queued entry, one per coordinate (the last assignment kept), and empty the
         queue."""
-        coords = np.concatenate(self.coords, axis=1)
-        values = np.concatenate(self.values)
+        out = self.entries()
+        self.clear()
+        return out
+
+    def entries(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every queued entry, one per coordinate (the last assignment kept)."""
+        return last_wins(np.concatenate(self.coords, axis=1), np.concatenate(self.values))
+
+    def clear(self) -> None:
+        """Empty the queue."""
         self.coords, self.values = [], []
-        return last_wins(coords, values)
 
 
 @dataclass(eq=False)
@@ -101,27 +112,33 @@ class Owned:
         return bool(self.pending)
 
     def flush(self, x: LazyArray) -> None:
-        """Merge the pending entries into ``x``'s storage: an insert buffer appends them to
-        their rows (an unordered level, nothing sorted); a queue sorts once. Entries that
-        equal the fill value need no storage."""
+        """Merge the pending entries into ``x``'s storage, once when several threads read
+        ``x`` first: the entries stay pending (a reader waits here) until the merged
+        storage is ``x``'s (docs/architecture.md, "Threads")."""
+        with _MERGING:
+            if x._update is self and self.dirty:
+                merged = self._merged()
+                if merged is not None:
+                    STATS.bump("merges")
+                    _adopt(x, merged)
+                self.pending.clear()
+
+    def _merged(self) -> formats.Tensor | None:
+        """The storage with the pending entries: an insert buffer appends them to their
+        rows (an unordered level, nothing sorted); a queue sorts once. Entries that equal
+        the fill value need no storage (None: nothing to store)."""
         t = self.tensor
         if isinstance(self.pending, InsertBuffer):
-            merged = self.pending.merge(t)
-            if merged is not None:
-                STATS["merges"] += 1
-                _adopt(x, merged)
-            return
-        coords, values = self.pending.take()
+            return self.pending.merged(t)
+        coords, values = self.pending.entries()
         keep = ~equals_fill(values, t.fill_value)
         if not keep.any():
-            return
+            return None
         old_coords, old_values = T.coo_parts(t)
-        merged = formats.Tensor.from_coords(
+        return formats.Tensor.from_coords(
             list(np.concatenate([old_coords, coords[:, keep]], axis=1)),
             np.concatenate([old_values, values[keep]]), t.shape, format=t.spec,
             fill_value=t.fill_value)
-        STATS["merges"] += 1
-        _adopt(x, merged)
 
 
 @dataclass(eq=False)
@@ -138,17 +155,26 @@ class Layer:
 def peek(x: LazyArray, items: list[int]) -> Any | None:
     """``x[i, j, ...]`` while new entries wait in a hashed insert buffer, without merging
     them: the buffer's probe, else the stored entry (None when ``x`` has no such buffer)."""
-    state = x._update
-    if not (isinstance(state, Owned) and isinstance(state.pending, InsertBuffer)
-            and state.pending):
+    if not _buffered(x):
         return None
     coords = np.array(items, dtype=np.int64).reshape(-1, 1)
-    hit, vals = state.pending.lookup(coords)
-    if hit[0]:
-        return vals[0]
-    t = state.tensor
-    pos = int(locate(t, coords)[0])
-    return t.values[pos] if pos >= 0 else t.fill_value
+    with _MERGING:  # a probe inserts the staged entries first, and no merge runs meanwhile
+        if not _buffered(x):  # merged by another thread since
+            return None
+        state = x._update
+        hit, vals = state.pending.lookup(coords)
+        if hit[0]:
+            return vals[0]
+        t = state.tensor
+        pos = int(locate(t, coords)[0])
+        return t.values[pos] if pos >= 0 else t.fill_value
+
+
+def _buffered(x: LazyArray) -> bool:
+    """Whether new entries of ``x`` wait in a hashed insert buffer."""
+    state = x._update
+    return isinstance(state, Owned) and isinstance(state.pending, InsertBuffer) and \
+        bool(state.pending)
 
 
 def _leaf_objects(x: LazyArray) -> tuple[Any, ...] | None:
@@ -200,7 +226,7 @@ def owned_state(x: LazyArray) -> Owned:
         if now and all(a <= b for a, b in zip(now, _unshared(), strict=True)):
             return state
     x._sync()
-    STATS["copies"] += 1
+    STATS.bump("copies")
     return _adopt(x, _own_copy(x.stored()))
 
 
@@ -336,7 +362,7 @@ def mark_layer(x: LazyArray, new: LazyArray) -> None:
     """Make ``new`` (a ``where`` over ``x``) ``x``'s plan, remembered as a setitem layer."""
     x.replace_with(new)
     x._update = Layer(x._expr.lhs)
-    STATS["layers"] += 1
+    STATS.bump("layers")
 
 
 def has_layer(x: LazyArray) -> bool:
@@ -347,7 +373,7 @@ def has_layer(x: LazyArray) -> bool:
 
 def materialize(x: LazyArray) -> None:
     """Compute lazy ``x`` so that assignments continue in its storage."""
-    STATS["computes"] += 1
+    STATS.bump("computes")
     execution.compute(x)
 
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from lazysparse.api import eager
 from lazysparse.api.lazy_array import LazyArray
+from lazysparse.formats.sync import KeyLocks
 from lazysparse.formats.tensor import Tensor
 from lazysparse.logic import dtypes as _dt
 
@@ -27,6 +28,7 @@ _LU_DTYPES = frozenset(np.dtype(t) for t in ("float32", "float64", "complex64", 
 # keyed by id since arrays compare elementwise (no WeakKeyDictionary); the weak
 # reference's callback drops the entry when the array goes
 _FACTORS: dict[int, tuple[weakref.ref[LazyArray], Tensor, dict[Any, Any]]] = {}
+_FACTORING = KeyLocks()
 
 
 def solve_dtype(a: np.dtype, b: np.dtype) -> np.dtype:
@@ -58,6 +60,12 @@ def factorization(x1: LazyArray, dtype: np.dtype, build: bool = True) -> Any:
     ``build=False`` only sets up ``x1``'s cache entry (for the least-squares factors)."""
     t = x1.tensor()
     key = id(x1)
+    with _FACTORING.holding(key):  # threads solving with one matrix factorize it once
+        return _factorize(x1, t, key, dtype, build)
+
+
+def _factorize(x1: LazyArray, t: Tensor, key: int, dtype: np.dtype, build: bool) -> Any:
+    """``factorization``'s cache lookup and LU (the caller holds ``x1``'s key lock)."""
     entry = _FACTORS.get(key)
     if entry is None or entry[0]() is not x1 or entry[1] is not t:
         ref = entry[0] if entry is not None and entry[0]() is x1 else weakref.ref(
@@ -115,8 +123,13 @@ def lstsq_applies(x1: LazyArray, x2: LazyArray) -> bool:
 def _augmented_factorization(x1: LazyArray, dtype: np.dtype) -> Any:
     """The SuperLU factorization of ``x1``'s augmented system (cached with ``solve``'s
     factorizations of the same array; LinAlgError when ``x1`` is rank deficient)."""
-    factorization(x1, dtype, build=False)
-    factors = _FACTORS[id(x1)][2]
+    with _FACTORING.holding(id(x1)):  # factorize once (re-entered by factorization)
+        factorization(x1, dtype, build=False)
+        return _augmented_lu(x1, _FACTORS[id(x1)][2], dtype)
+
+
+def _augmented_lu(x1: LazyArray, factors: dict[Any, Any], dtype: np.dtype) -> Any:
+    """The augmented system's LU from ``factors``, made and kept there when missing."""
     lu = factors.get((_AUGMENTED, dtype))
     if lu is None:
         import scipy.sparse as sps

@@ -34,7 +34,7 @@ HostRunner = Callable[[KernelInfo, QueryData], Tensor]
 
 
 def _numpy(info: KernelInfo, data: QueryData) -> Tensor:
-    cache.STATS["numpy"] += 1
+    cache.STATS.bump("numpy")
     return run_numpy(info, data)
 
 

@@ -76,8 +76,10 @@ class Recipe:
     specs: tuple[Any, ...] = ()
 
     # the last (fills, constants, result fill) whose facts held: every check below is a
-    # function of the fills and constants, so a run with the same ones skips them
-    last: list[Any] = field(default_factory=list, compare=False, repr=False)
+    # function of the fills and constants, so a run with the same ones skips them. One
+    # tuple in one slot, read and replaced whole: threads running this recipe with their
+    # own constants never pair one run's fills with another's result fill
+    last: list[Any] = field(default_factory=lambda: [None], compare=False, repr=False)
 
     def data(self, env: dict[Alias, Any], params: tuple[Any, ...]) -> QueryData | None:
         """The query's runtime data, or None when the kernel's facts no longer hold."""
@@ -91,13 +93,14 @@ class Recipe:
         for f in self.unit_fields:
             extents[f] = 1
         fills = tuple([t.fill_value for t in tensors])
-        last = self.last
-        if last and _same_scalars(last[0], fills) and _same_scalars(last[1], consts):
+        last = self.last[0]
+        if last is not None and _same_scalars(last[0], fills) and \
+                _same_scalars(last[1], consts):
             return QueryData(tensors, consts, self.init, extents,
                              tuple([extents[f] for f in self.info.out_fields]), last[2])
         data = self._checked(tensors, consts, extents)
         if data is not None:
-            self.last[:] = [fills, consts, data.out_fill]
+            self.last[0] = (fills, consts, data.out_fill)
         return data
 
     def _conformed(self, tensors: tuple[Any, ...]) -> tuple[Any, ...] | None:

@@ -55,11 +55,12 @@ from lazysparse.formats.jit import helper_jit
 from lazysparse.formats.levels import Dense, Runs
 from lazysparse.formats.levels.registry import DENSE_KIND, all_located, is_run_valued
 from lazysparse.formats.specs import FormatSpec
+from lazysparse.formats.sync import Counters
 from lazysparse.formats.tensor import Tensor
 from lazysparse.logic.operators import astype_op
 
 # calls of :func:`run_run_length` (tests check that a query ran here)
-STATS: dict[str, int] = {"calls": 0}
+STATS = Counters("calls")
 
 
 # ---------------------------------------------------------------------- merge
@@ -432,7 +433,7 @@ def _reduce_result(info: KernelInfo, data: QueryData, seg: _Segments,
 
 def run_run_length(info: KernelInfo, data: QueryData) -> Tensor:
     """Evaluate a run-length query a segment at a time (see the module docstring)."""
-    STATS["calls"] += 1
+    STATS.bump("calls")
     seg = _Segments(info, data, rle_slots(info, data))
     vals = _segment_values(info, data, seg)
     if info.reduce_op is None:

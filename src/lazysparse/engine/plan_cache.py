@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from lazysparse.formats.config import get_densify_limit
+from lazysparse.formats.sync import Counters
 from lazysparse.logic.nodes import (
     Aggregate,
     Immediate,
@@ -104,7 +105,7 @@ class _HashedKey:
 _BY_VALUE = object()  # marks a class key whose plans are cached under constant values
 _CACHE: OrderedDict[Any, Any] = OrderedDict()
 _LOCK = threading.Lock()
-STATS = {"hits": 0, "misses": 0, "uncacheable": 0}
+STATS = Counters("hits", "misses", "uncacheable")
 
 
 def _is_data(val: Any) -> bool:
@@ -263,7 +264,7 @@ def lookup(plan: Plan, device: str = "cpu") -> tuple[CachedPlan, list[Any], tupl
         raw, inputs, nodes = plan_key(plan)
         key: Any = _HashedKey((device, raw))
     except TypeError:  # an unhashable constant: optimize without caching
-        STATS["uncacheable"] += 1
+        STATS.bump("uncacheable")
         return CachedPlan(optimize(plan, device), frozenset(), cached=False), [], ()
     params = tuple(n.val for n in nodes)
     by_value = False
@@ -276,9 +277,9 @@ def lookup(plan: Plan, device: str = "cpu") -> tuple[CachedPlan, list[Any], tupl
         if hit is not None:
             _CACHE.move_to_end(key)
     if hit is not None:
-        STATS["hits"] += 1
+        STATS.bump("hits")
         return hit, inputs, params
-    STATS["misses"] += 1
+    STATS.bump("misses")
     opt = optimize(plan, device)
     entry = _template(opt, inputs, nodes, by_value)
     if entry is None and not by_value:
@@ -289,7 +290,7 @@ def lookup(plan: Plan, device: str = "cpu") -> tuple[CachedPlan, list[Any], tupl
                 _CACHE[key] = _BY_VALUE
             key = _HashedKey((key.key, tuple(_scalar_key(p) for p in params)))
     if entry is None:
-        STATS["uncacheable"] += 1
+        STATS.bump("uncacheable")
         return CachedPlan(opt, frozenset(), cached=False), inputs, params
     with _LOCK:
         _CACHE[key] = entry

@@ -62,7 +62,9 @@ def data_key(val: Any) -> Any:
 # Keys of subqueries by node identity (and data-key function): a subquery is a closed
 # term (its fields are its own; only its alias is seen outside), so its key, data and
 # parameters do not depend on where it is used. A plan built from computed arrays then
-# keys only the nodes it adds. Entries leave with their node.
+# keys only the nodes it adds. Entries leave with their node. Threads share it safely: it
+# is only read, set and deleted one key at a time (never iterated), and a node's callback
+# runs before its id can be reused, so ``_forget`` never drops a newer node's entry.
 _SUBQUERY_KEYS: dict[tuple[int, int], tuple[Any, ...]] = {}
 
 

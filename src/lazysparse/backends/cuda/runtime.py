@@ -29,6 +29,7 @@ from lazysparse.backends.cuda.program import (
 from lazysparse.backends.host import assemble, run_plan
 from lazysparse.compile.params import Role
 from lazysparse.formats.device import DeviceTensor, _cupy, device_of
+from lazysparse.formats.sync import Counters, KeyLocks
 from lazysparse.logic.nodes import Alias, Plan, Query
 
 NVRTC_OPTIONS: tuple[str, ...] = ()  # the generated code is C++11; NVRTC's default suffices
@@ -36,11 +37,12 @@ PARTIAL_CHUNKS = 4096  # chunks of a full reduction (one partial result each)...
 PARTIAL_BYTES = 256 * 2**20  # ...as long as their partial outputs fit in this
 MIN_DENSE_WORKERS = 4096  # fewer resident dense-row workspaces than this: use a hash table
 DENSE_WS_BYTES_PER_COL = 17  # mark + list + values (8-byte), fill phase
-STATS: dict[str, int] = {"compiled": 0, "memory_hits": 0, "launches": 0, "host_fallback": 0}
+STATS = Counters("compiled", "memory_hits", "launches", "host_fallback")
 _MODULES: dict[Any, tuple[CudaProgram, dict[str, Any]] | None] = {}  # None: runs on host
 _HOST_REASONS: dict[Any, str] = {}  # why a cached host-run key cannot run on the GPU
 _MISSING = object()
 _LOCK = threading.Lock()
+_BUILDING = KeyLocks()  # modules being compiled, by cache key
 
 
 def compile_program(prog: CudaProgram) -> Any:
@@ -170,17 +172,29 @@ def recording() -> Iterator[list[Prepared]]:
 def _module_for(plan: GpuKernelPlan, args: list[Any], kind: str, ws: str, atomic: bool,
                 host_fallback: bool) -> tuple[tuple[CudaProgram, Any] | None, float, str]:
     """The cached or newly compiled ``(program, kernels)`` (None: runs on the host), the
-    compile time spent now and, for the host, the reason."""
+    compile time spent now and, for the host, the reason. Threads wanting the same new
+    module wait for the one compiling it (NVRTC runs once per key)."""
     key = cache_key(plan, args, kind, ws, atomic)
     with _LOCK:
         hit = _MODULES.get(key, _MISSING)
-    if hit is not _MISSING:
-        STATS["memory_hits"] += 1
-        if hit is None:
-            if not host_fallback:
-                program_for(plan, kind, workspace=ws, args=args, atomic=atomic)  # raises
-            return None, 0.0, _HOST_REASONS.get(key, "")
-        return hit, 0.0, ""  # type: ignore[return-value]
+    if hit is _MISSING:
+        with _BUILDING.holding(key):
+            with _LOCK:
+                hit = _MODULES.get(key, _MISSING)
+            if hit is _MISSING:
+                return _compile_module(key, plan, args, kind, ws, atomic, host_fallback)
+    STATS.bump("memory_hits")
+    if hit is None:
+        if not host_fallback:
+            program_for(plan, kind, workspace=ws, args=args, atomic=atomic)  # raises
+        return None, 0.0, _HOST_REASONS.get(key, "")
+    return hit, 0.0, ""  # type: ignore[return-value]
+
+
+def _compile_module(key: Any, plan: GpuKernelPlan, args: list[Any], kind: str, ws: str,
+                    atomic: bool, host_fallback: bool
+                    ) -> tuple[tuple[CudaProgram, Any] | None, float, str]:
+    """Compile and cache the module of ``key`` (None, with the reason: it runs on the host)."""
     t0 = time.perf_counter()
     reason = ""
     try:
@@ -189,15 +203,15 @@ def _module_for(plan: GpuKernelPlan, args: list[Any], kind: str, ws: str, atomic
         # the functions are looked up once (CuPy's get_function builds a RawKernel a call)
         built: tuple[CudaProgram, Any] | None = (
             prog, {n: module.get_function(n) for n in prog.kernel_names})
-        STATS["compiled"] += 1
+        STATS.bump("compiled")
     except CudaUnsupported as e:
         if not host_fallback:
             raise
         built, reason = None, str(e)
     with _LOCK:
-        _MODULES[key] = built
         if built is None:
-            _HOST_REASONS[key] = reason
+            _HOST_REASONS[key] = reason  # before the entry: a reader of None finds it
+        _MODULES[key] = built
     return built, (time.perf_counter() - t0) if built is not None else 0.0, reason
 
 
@@ -233,12 +247,12 @@ def run_prepared(p: Prepared) -> DeviceTensor:
         for log in _RECORDERS:
             log.append(p)
     if p.kernels is None:
-        STATS["host_fallback"] += 1
+        STATS.bump("host_fallback")
         return run_on_host(p.query, p.env)
     kernels = p.kernels
 
     def launch(ln: Launch, grid: Grid, kargs: list[Any]) -> None:
-        STATS["launches"] += 1
+        STATS.bump("launches")
         kernels[ln.name]((grid.blocks,), (grid.threads,), tuple(kargs))
 
     assert p.program is not None

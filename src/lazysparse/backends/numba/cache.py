@@ -36,12 +36,12 @@ from lazysparse.backends.numba.cache_store import (
     warn_memory_only,
 )
 from lazysparse.formats.jit import cache_root
+from lazysparse.formats.sync import Counters
 
 __all__ = ["STATS", "KernelCacheWarning", "cache_dir", "clear_cache", "load_module",
            "memory_get", "memory_put", "source_hash"]
 
-STATS: dict[str, int] = {"memory_hits": 0, "generated": 0, "compiled": 0, "disk_loaded": 0,
-                         "numpy": 0}
+STATS = Counters("memory_hits", "generated", "compiled", "disk_loaded", "numpy")
 _MEMORY: dict[Any, Any] = {}
 _MODULES: dict[str, ModuleType] = {}
 _LOCK = threading.Lock()
@@ -150,7 +150,7 @@ def memory_get(key: Any) -> Any:
     """A compiled kernel from the in-memory cache, or None."""
     k = _MEMORY.get(key)
     if k is not None:
-        STATS["memory_hits"] += 1
+        STATS.bump("memory_hits")
     return k
 
 

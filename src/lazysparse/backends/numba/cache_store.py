@@ -23,6 +23,7 @@ import glob
 import hashlib
 import os
 import pickle
+import threading
 import warnings
 from pathlib import Path
 from types import ModuleType
@@ -37,6 +38,7 @@ STAMP = "__lazysparse_source_sha256__"  # a kernel module's global: the hash of 
 ENV_VAR = "LAZYSPARSE_CACHE_DIR"
 _MAGIC = b"LSK-NBC1"  # starts a checksummed data file: magic, sha256 of the pickle, pickle
 _WARNED: set[tuple[str, str]] = set()
+_WARNED_LOCK = threading.Lock()
 
 
 class KernelCacheWarning(RuntimeWarning):
@@ -55,9 +57,10 @@ def source_stamp(source: str) -> bytes:
 
 def warn_once(kind: str, subject: str, message: str) -> None:
     """Issue ``message`` as a ``KernelCacheWarning`` once per process per (kind, subject)."""
-    if (kind, subject) in _WARNED:
-        return
-    _WARNED.add((kind, subject))
+    with _WARNED_LOCK:  # once also when threads hit the same fault together
+        if (kind, subject) in _WARNED:
+            return
+        _WARNED.add((kind, subject))
     warnings.warn(message, KernelCacheWarning, stacklevel=3)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any
@@ -45,6 +46,20 @@ PARALLEL_MIN_ITERATIONS = 2048  # outer iterations that go parallel whatever the
 
 
 _POOL: list[ThreadPoolExecutor] = []
+_POOL_LOCK = threading.Lock()
+
+
+def _pool(workers: int) -> ThreadPoolExecutor:
+    """The shared worker pool, with at least ``workers`` threads (made or grown once when
+    threads call kernels at once; callers of one pool share its workers)."""
+    pool = _POOL[0] if _POOL else None
+    if pool is None or pool._max_workers < workers:  # noqa: SLF001
+        with _POOL_LOCK:
+            if not _POOL or _POOL[0]._max_workers < workers:  # noqa: SLF001
+                _POOL[:] = [ThreadPoolExecutor(max_workers=max(
+                    workers, numba.get_num_threads() - 1), thread_name_prefix="lazysparse")]
+            pool = _POOL[0]
+    return pool
 
 
 def no_workspaces() -> tuple[Any, ...]:
@@ -129,10 +144,8 @@ def _parallel_map(fn: Any, nch: int, args: tuple[Any, ...],
     if nthreads <= 1:
         worker()
         return
-    if not _POOL or _POOL[0]._max_workers < nthreads - 1:  # noqa: SLF001
-        _POOL[:] = [ThreadPoolExecutor(max_workers=max(1, numba.get_num_threads() - 1),
-                                       thread_name_prefix="lazysparse")]
-    futs = [_POOL[0].submit(worker) for _ in range(nthreads - 1)]
+    pool = _pool(nthreads - 1)
+    futs = [pool.submit(worker) for _ in range(nthreads - 1)]
     try:
         worker()
     finally:

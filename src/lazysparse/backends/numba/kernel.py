@@ -9,6 +9,7 @@ constants, which are passed as arguments.
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,11 +39,15 @@ from lazysparse.compile.params import bind
 from lazysparse.compile.stored_fill import drop_stored_fills
 from lazysparse.compile.workspace import OutputMode
 from lazysparse.formats.specs import FormatSpec
+from lazysparse.formats.sync import KeyLocks
 from lazysparse.formats.tensor import Tensor
 
 # the dispatcher statistics already counted into cache.STATS, by dispatcher (generated
-# modules live as long as the process, so their dispatchers' ids stay theirs)
+# modules live as long as the process, so their dispatchers' ids stay theirs); read and
+# written under _COUNTING, so two threads never count one compile twice
 _COUNTED: dict[int, tuple[int, int]] = {}
+_COUNTING = threading.Lock()
+_BUILDING = KeyLocks()  # kernels being generated, by structure key
 
 
 def _stat_sums(disp: Any) -> tuple[int, int]:
@@ -106,11 +111,17 @@ class Kernel:
         res = run_chunks(self, data, args)
         for f, c in zip(fns, counts, strict=True):
             if len(f.overloads) != c:  # a new specialization: compiled or loaded from disk
-                h0, m0 = _COUNTED.get(id(f), (0, 0))
-                h1, m1 = _COUNTED[id(f)] = _stat_sums(f)
-                cache.STATS["disk_loaded"] += h1 - h0
-                cache.STATS["compiled"] += m1 - m0
+                _count_specializations(f)
         return assemble(self, data, res)
+
+
+def _count_specializations(disp: Any) -> None:
+    """Add the dispatcher's compiles and disk loads since last counted to ``cache.STATS``."""
+    with _COUNTING:
+        h0, m0 = _COUNTED.get(id(disp), (0, 0))
+        h1, m1 = _COUNTED[id(disp)] = _stat_sums(disp)
+    cache.STATS.bump("disk_loaded", h1 - h0)
+    cache.STATS.bump("compiled", m1 - m0)
 
 
 def structure_key(info: KernelInfo, data: QueryData) -> tuple[Any, ...]:
@@ -178,18 +189,22 @@ def build_kernel(d: QueryDecisions, key: tuple[Any, ...]) -> Kernel:
     fns, host_ws = hoist_workspaces(lowered.functions, lowered.signature.extent_names())
     digest = cache.source_hash(module_src(fns, "", fast))
     source = module_src(fns, digest, fast)
-    cache.STATS["generated"] += 1
+    cache.STATS.bump("generated")
     return Kernel(digest, info, lowered, source, text,
                   tuple(o.alias for o in info.operands), host_ws)
 
 
 def cached_kernel(d: QueryDecisions) -> Kernel:
-    """The compiled kernel of a query, from the in-memory cache or built once."""
+    """The compiled kernel of a query, from the in-memory cache or built once (threads
+    wanting the same new kernel wait for the one building it)."""
     key = structure_key(d.info, d.data)
     k = cache.memory_get(key)
     if k is None:
-        k = build_kernel(d, key)
-        cache.memory_put(key, k)
+        with _BUILDING.holding(key):
+            k = cache.memory_get(key)
+            if k is None:
+                k = build_kernel(d, key)
+                cache.memory_put(key, k)
     return k
 
 
