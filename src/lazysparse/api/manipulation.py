@@ -68,25 +68,32 @@ def _wrap(x: LazyArray, body: Any, shape: tuple[int, ...], fmt: str | None = Non
 
 
 @dataclass(frozen=True)
-class WholeWriteBack:
-    """A write into a whole-array view (transpose, reshape) repeated in the array it views:
-    ``parent[...] = to_parent(view, parent)``."""
+class WholeLink:
+    """A whole-array view (transpose, reshape) of ``parent``: taken again as
+    ``forward(parent, view)``; a write into it repeated as
+    ``parent[...] = back(view, parent)``."""
 
-    to_parent: Callable[[LazyArray, LazyArray], LazyArray]
+    forward: Callable[[LazyArray, LazyArray], LazyArray]
+    back: Callable[[LazyArray, LazyArray], LazyArray]
 
-    def __call__(self, parent: LazyArray, view: LazyArray) -> None:
-        parent[...] = self.to_parent(view, parent)
+    def read(self, parent: LazyArray, view: LazyArray) -> LazyArray:
+        return self.forward(parent, view)
 
-
-def _permuted(view: LazyArray, parent: LazyArray, axes: tuple[int, ...]) -> LazyArray:
-    return permute_dims(view, axes)
-
-
-def _reshaped(view: LazyArray, parent: LazyArray) -> LazyArray:
-    return reshape(view, parent.shape)
+    def write(self, parent: LazyArray, view: LazyArray) -> tuple[Any, Any]:
+        return ..., self.back(view, parent)
 
 
-RESHAPED_BACK = WholeWriteBack(_reshaped)
+def _permuted(source: LazyArray, other: LazyArray, axes: tuple[int, ...]) -> LazyArray:
+    """``source`` permuted by ``axes`` (to ``other``'s shape)."""
+    return permute_dims(source, axes)
+
+
+def _reshaped(source: LazyArray, other: LazyArray) -> LazyArray:
+    """``source`` reshaped to ``other``'s shape (not marked a view: ``copy=True``)."""
+    return reshape(source, other.shape, copy=True)
+
+
+RESHAPED = WholeLink(_reshaped, _reshaped)
 
 
 def permute_dims(x: LazyArray, /, axes: tuple[int, ...]) -> LazyArray:
@@ -101,8 +108,8 @@ def permute_dims(x: LazyArray, /, axes: tuple[int, ...]) -> LazyArray:
     f = fresh_fields(x.ndim)
     body = Reorder(Relabel(x.expr, f), tuple(f[a] for a in perm))
     inverse = tuple(int(a) for a in np.argsort(perm))
-    return _wrap(x, body, tuple(x.shape[a] for a in perm)).view_of(
-        x, WholeWriteBack(partial(_permuted, axes=inverse)))  # NumPy: a view
+    link = WholeLink(partial(_permuted, axes=perm), partial(_permuted, axes=inverse))
+    return _wrap(x, body, tuple(x.shape[a] for a in perm)).view_of(x, link)  # NumPy: a view
 
 
 def transpose(x: LazyArray, /, axes: tuple[int, ...] | None = None) -> LazyArray:
@@ -141,7 +148,7 @@ def expand_dims(x: LazyArray, /, axis: int | tuple[int, ...] = 0) -> LazyArray:
     axes = normalize_axes(axis, n, "expand_dims")
     shape_it = iter(x.shape)
     return unit_view(x, tuple(1 if k in axes else next(shape_it) for k in range(n))
-                     ).view_of(x, RESHAPED_BACK)  # NumPy: a view
+                     ).view_of(x, RESHAPED)  # NumPy: a view
 
 
 def squeeze(x: LazyArray, /, axis: int | tuple[int, ...]) -> LazyArray:
@@ -154,7 +161,7 @@ def squeeze(x: LazyArray, /, axis: int | tuple[int, ...]) -> LazyArray:
     if not axes:
         return x
     return unit_view(x, tuple(d for k, d in enumerate(x.shape) if k not in axes)
-                     ).view_of(x, RESHAPED_BACK)  # NumPy: a view
+                     ).view_of(x, RESHAPED)  # NumPy: a view
 
 
 def broadcast_to(x: LazyArray, /, shape: tuple[int, ...]) -> LazyArray:
@@ -214,7 +221,7 @@ def reshape(x: LazyArray, /, shape: tuple[int, ...], *, copy: bool | None = None
         return x.copy() if copy else x
     if [d for d in shape if d != 1] == [d for d in x.shape if d != 1]:
         out = unit_view(x, shape)
-        return out if copy else out.view_of(x, RESHAPED_BACK)  # NumPy: a view unless copy
+        return out if copy else out.view_of(x, RESHAPED)  # NumPy: a view unless copy
 
     def sparse_fn(c: np.ndarray, v: np.ndarray, old: tuple[int, ...]) -> Any:
         flat = np.ravel_multi_index(tuple(c), old) if c.shape[1] else np.zeros(0, np.int64)
@@ -222,7 +229,7 @@ def reshape(x: LazyArray, /, shape: tuple[int, ...], *, copy: bool | None = None
         return shape, new, v
 
     out = eager_apply(x, lambda a: np.reshape(a, shape), sparse_fn)
-    return out if copy else out.view_of(x, RESHAPED_BACK)
+    return out if copy else out.view_of(x, RESHAPED)
 
 
 def _same_dtype_list(arrays: Any, fname: str) -> list[LazyArray]:
