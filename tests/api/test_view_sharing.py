@@ -154,6 +154,31 @@ def test_views_of_a_three_d_array(fmt: str) -> None:
     r.check()
 
 
+@pytest.mark.parametrize("fmt", ["dense", "csr"])
+def test_reshape_copies_where_numpy_does(fmt: str) -> None:
+    """A reshape NumPy cannot make from the strides of a transposed or strided view is a
+    copy, in both directions; one it can (splitting an axis) stays a view."""
+    r = Replay.start(fmt)
+    cases = {"flat_T": lambda a, m: m.reshape(a.T, (-1,)),
+             "strided": lambda a, m: m.reshape(a[:, ::2], (12,)),
+             "split_T": lambda a, m: m.reshape(a.T, (2, 3, 4)),
+             "unit_T": lambda a, m: m.expand_dims(a.T, axis=0)}
+    for name, make in cases.items():
+        r.ref[name], r.lazy[name] = make(r.ref["a"], NumpyNS), make(r.lazy["a"], xp)
+    assert not np.shares_memory(r.ref["flat_T"], r.ref["a"])
+    assert np.shares_memory(r.ref["split_T"], r.ref["a"])
+    r.set("flat_T", 0, 70.0)
+    r.set("strided", 1, 71.0)
+    r.set("split_T", (1, 1, 1), 72.0)
+    r.set("a", (0, 0), 73.0)
+    r.set("unit_T", (0, 5, 3), 74.0)
+    r.check()
+    with pytest.raises(ValueError, match="copy=False"):
+        xp.reshape(r.lazy["a"].T, (-1,), copy=False)
+    np.testing.assert_array_equal(np.asarray(xp.reshape(r.lazy["a"], (-1,), copy=False)),
+                                  r.ref["a"].reshape(-1))
+
+
 def test_the_reported_case_and_chains() -> None:
     a = xp.asarray(np.array([[1.0, 2.0], [3.0, 4.0]]))
     b, c = a[0, :], a[0, :]

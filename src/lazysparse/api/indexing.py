@@ -23,7 +23,7 @@ from lazysparse.api.lazy_array import LazyArray
 from lazysparse.api.manipulation import expand_dims, normalize_axis, reshape
 from lazysparse.api.operands import as_array
 from lazysparse.api.selection import locate, selection
-from lazysparse.api.views import index_lazy, index_tensor, unit_view
+from lazysparse.api.views import index_lazy, index_tensor, indexed_strides, unit_view
 from lazysparse.logic import dtypes as _dt
 from lazysparse.logic.operators import get_operator
 
@@ -119,7 +119,7 @@ def getitem(x: LazyArray, key: Any) -> LazyArray:
     items = normalize_key(key, x.shape)
     out = _select(x, items)
     if out.ndim and not any(isinstance(k, np.ndarray) for k in items):
-        out.view_of(x, IndexLink(tuple(items)))
+        out.view_of(x, IndexLink(tuple(items)), indexed_strides(x, items))
     return out
 
 

@@ -193,7 +193,7 @@ class LazyArray(ArrayOperators, NumpyMethods, ScipyMethods):
 
     __slots__ = ("_expr", "_shape", "_dtype", "_fill_value", "_device", "_format",
                  "_requested_format", "_result", "_update", "_depth", "_size", "_epoch",
-                 "_full", "_stored", "_pending", "_reduces", "_view", "_version",
+                 "_full", "_stored", "_pending", "_reduces", "_view", "_version", "_strides",
                  "__weakref__")
 
     def __init__(self, expr: Subquery, shape: tuple[int, ...], dtype: np.dtype,
@@ -220,6 +220,7 @@ class LazyArray(ArrayOperators, NumpyMethods, ScipyMethods):
         # views (view_of): the array NumPy would share memory with, and how to follow it
         self._view: ViewState | None = None
         self._version = 0  # bumped by every write into this array (write_through)
+        self._strides: tuple[int, ...] | None = None  # a view's NumPy strides (views.py)
         self._depth, self._size, self._epoch = history_extent(expr)
         BY_ALIAS[expr.lhs] = self
         # an uncomputed array with a history: a value a later compute may keep
@@ -426,14 +427,17 @@ class LazyArray(ArrayOperators, NumpyMethods, ScipyMethods):
         return numpy_functions.array_function(func, types, args, kwargs, LazyArray)
 
     # --- views and writes (docs/api.md "Views and writes") ---
-    def view_of(self, parent: LazyArray, link: ViewLink) -> LazyArray:
+    def view_of(self, parent: LazyArray, link: ViewLink, strides: tuple[int, ...]
+                ) -> LazyArray:
         """Mark this array as what NumPy would make a view of ``parent`` (basic indexing,
         transposes, reshapes) and return it: a write into it is repeated in ``parent``
         (:meth:`write_through`), and after a write into ``parent`` (or through any other
         view of it) it takes its value again from ``parent`` when next read
-        (:meth:`_refresh`). ``link`` says how (``ViewLink``)."""
+        (:meth:`_refresh`). ``link`` says how (``ViewLink``); ``strides`` are the NumPy
+        view's (in elements: which later reshape is a view, ``views.reshaped_strides``)."""
         if self is parent:
             return self
+        self._strides = strides
         above = parent._view
         self._view = ViewState(parent, link, above is not None and above.parent() is not None)
         return self

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from lazysparse.api import tensors as T
 from lazysparse.api.building import fresh_alias, fresh_field, fresh_fields, identify
@@ -60,6 +61,50 @@ def unit_view(x: LazyArray, shape: tuple[int, ...]) -> LazyArray:
     out = tuple(fresh_field() if d == 1 else next(kept) for d in shape)
     body = Reorder(Relabel(expr, f), out)
     return LazyArray(identify(body), shape, x.dtype, x.fill_value, x.device)
+
+
+# ---------------------------------------------------------------- NumPy's strides
+
+# Which reshape NumPy makes a view depends on the strides of the array reshaped. A view
+# records the strides (in elements) NumPy's view would have (``LazyArray.view_of``); any
+# other array is C-ordered.
+_BYTE = np.zeros(1, dtype=np.int8)
+
+
+def strides_of(x: LazyArray) -> tuple[int, ...]:
+    """``x``'s strides in elements as NumPy would have them (C order unless a view)."""
+    if x._strides is not None:  # noqa: SLF001 - recorded by view_of
+        return x._strides  # noqa: SLF001
+    out, step = [], 1
+    for d in reversed(x.shape):
+        out.append(step)
+        step *= max(d, 1)
+    return tuple(reversed(out))
+
+
+def indexed_strides(x: LazyArray, items: list[Any]) -> tuple[int, ...]:
+    """The strides of ``x[items]`` (normalized basic items, one per axis plus ``None``s):
+    integers drop their axis, a slice's step multiplies it, a new axis has stride 0."""
+    out: list[int] = []
+    axes = iter(zip(x.shape, strides_of(x), strict=True))
+    for k in items:
+        if k is None:
+            out.append(0)
+            continue
+        n, s = next(axes)
+        if isinstance(k, slice):
+            out.append(s * k.indices(n)[2])
+    return tuple(out)
+
+
+def reshaped_strides(x: LazyArray, shape: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The strides of NumPy's reshape of ``x`` to ``shape`` when it is a view, None when
+    NumPy copies (its own rule, asked of a stand-in over one byte: nothing is read)."""
+    probe = as_strided(_BYTE, x.shape, strides_of(x), writeable=False)
+    try:
+        return np.reshape(probe, shape, copy=False).strides
+    except ValueError:
+        return None
 
 
 # ---------------------------------------------------------------- basic indexing
