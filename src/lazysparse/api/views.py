@@ -17,10 +17,10 @@ first, as is data on a GPU.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 from lazysparse.api import tensors as T
 from lazysparse.api.building import fresh_alias, fresh_field, fresh_fields, identify
@@ -68,18 +68,21 @@ def unit_view(x: LazyArray, shape: tuple[int, ...]) -> LazyArray:
 # Which reshape NumPy makes a view depends on the strides of the array reshaped. A view
 # records the strides (in elements) NumPy's view would have (``LazyArray.view_of``); any
 # other array is C-ordered.
-_BYTE = np.zeros(1, dtype=np.int8)
+
+
+def c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """C-order strides (in elements) of ``shape``."""
+    out, step = [], 1
+    for d in reversed(shape):
+        out.append(step)
+        step *= max(d, 1)
+    return tuple(reversed(out))
 
 
 def strides_of(x: LazyArray) -> tuple[int, ...]:
     """``x``'s strides in elements as NumPy would have them (C order unless a view)."""
-    if x._strides is not None:  # noqa: SLF001 - recorded by view_of
-        return x._strides  # noqa: SLF001
-    out, step = [], 1
-    for d in reversed(x.shape):
-        out.append(step)
-        step *= max(d, 1)
-    return tuple(reversed(out))
+    strides = x._strides  # noqa: SLF001 - recorded by view_of
+    return strides if strides is not None else c_strides(x.shape)
 
 
 def indexed_strides(x: LazyArray, items: list[Any]) -> tuple[int, ...]:
@@ -98,13 +101,49 @@ def indexed_strides(x: LazyArray, items: list[Any]) -> tuple[int, ...]:
 
 
 def reshaped_strides(x: LazyArray, shape: tuple[int, ...]) -> tuple[int, ...] | None:
-    """The strides of NumPy's reshape of ``x`` to ``shape`` when it is a view, None when
-    NumPy copies (its own rule, asked of a stand-in over one byte: nothing is read)."""
-    probe = as_strided(_BYTE, x.shape, strides_of(x), writeable=False)
-    try:
-        return np.reshape(probe, shape, copy=False).strides
-    except ValueError:
-        return None
+    """The strides of NumPy's reshape of ``x`` to ``shape`` (same size) when it is a view,
+    None when NumPy copies: NumPy's rule (``_attempt_nocopy_reshape``, C order): a
+    C-contiguous or empty array always reshapes in place; otherwise each group of old
+    axes merged or split must be contiguous. Axes of size 1 have no say."""
+    strides = strides_of(x)
+    if math.prod(x.shape) == 0 or strides == c_strides(x.shape) or _c_contiguous(
+            x.shape, strides):
+        return c_strides(shape)
+    old = [(d, s) for d, s in zip(x.shape, strides, strict=True) if d != 1]
+    new = list(shape)
+    out = [0] * len(new)
+    oi = ni = 0
+    while ni < len(new) and oi < len(old):
+        nj, oj = ni + 1, oi + 1
+        np_, op = new[ni], old[oi][0]
+        while np_ != op:
+            if np_ < op:
+                np_ *= new[nj]
+                nj += 1
+            else:
+                op *= old[oj][0]
+                oj += 1
+        if any(old[k][1] != old[k + 1][0] * old[k + 1][1] for k in range(oi, oj - 1)):
+            return None  # the old axes merged here are not contiguous
+        out[nj - 1] = old[oj - 1][1]
+        for k in range(nj - 1, ni, -1):
+            out[k - 1] = out[k] * new[k]
+        ni, oi = nj, oj
+    last = out[ni - 1] if ni else 1
+    for k in range(ni, len(new)):
+        out[k] = last  # trailing size-1 axes
+    return tuple(out)
+
+
+def _c_contiguous(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
+    """Whether ``strides`` lay ``shape`` out in C order (size-1 axes aside)."""
+    step = 1
+    for d, s in zip(reversed(shape), reversed(strides), strict=True):
+        if d != 1:
+            if s != step:
+                return False
+            step *= d
+    return True
 
 
 # ---------------------------------------------------------------- basic indexing
