@@ -30,6 +30,7 @@ class NumpyNS:
     reshape = staticmethod(np.reshape)
     expand_dims = staticmethod(np.expand_dims)
     squeeze = staticmethod(np.squeeze)
+    flip = staticmethod(np.flip)
 
 
 # every kind of view NumPy makes of a (4, 6) array (each shares memory in NumPy)
@@ -48,6 +49,8 @@ VIEWS: dict[str, Callable[[Any, Any], Any]] = {
     "reshape_unit": lambda a, m: m.reshape(a, (4, 1, 6)),
     "expand_dims": lambda a, m: m.expand_dims(a, axis=1),
     "squeeze": lambda a, m: m.squeeze(a[1:2], axis=0),
+    "flip": lambda a, m: m.flip(a, axis=1),
+    "flip_all_of_a_slice": lambda a, m: m.flip(a[1:3]),
     "chain": lambda a, m: a[1:][0],
     "chain_transposed": lambda a, m: a.T[1:5][:, 2],
 }

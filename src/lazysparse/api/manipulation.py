@@ -373,7 +373,8 @@ def unstack(x: LazyArray, /, *, axis: int = 0) -> tuple[LazyArray, ...]:
 
 
 def flip(x: LazyArray, /, *, axis: int | tuple[int, ...] | None = None) -> LazyArray:
-    """Reverse the order of elements along ``axis`` (all when None; computes ``x``)."""
+    """Reverse the order of elements along ``axis`` (all when None; computes ``x``); a view
+    of ``x``, as NumPy's."""
     x = _arr(x, "flip")
     axes = tuple(range(x.ndim)) if axis is None else normalize_axes(axis, x.ndim, "flip")
     if not axes or x.ndim == 0:
@@ -385,7 +386,15 @@ def flip(x: LazyArray, /, *, axis: int | tuple[int, ...] | None = None) -> LazyA
             c[a] = shape[a] - 1 - c[a]
         return shape, c, v
 
-    return eager_apply(x, lambda a: np.flip(a, axis=axes), sparse_fn)
+    link = WholeLink(partial(_flipped, axes=axes), partial(_flipped, axes=axes))
+    strides = tuple(-s if k in axes else s for k, s in enumerate(strides_of(x)))
+    return eager_apply(x, lambda a: np.flip(a, axis=axes), sparse_fn).view_of(
+        x, link, strides)  # NumPy: a view
+
+
+def _flipped(source: LazyArray, other: LazyArray, axes: tuple[int, ...]) -> LazyArray:
+    """``source`` reversed along ``axes`` (either way: its own inverse)."""
+    return flip(source, axis=axes)
 
 
 def roll(x: LazyArray, /, shift: int | tuple[int, ...], *,
