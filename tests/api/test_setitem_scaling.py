@@ -135,7 +135,8 @@ def test_copy_on_write_keeps_earlier_values(fmt: str) -> None:
     a[5, 4] = 3.0
     y = x + 1.0  # built before the next assignment
     c = x.copy()
-    v = x[None]  # a view leaf over the same data
+    v = x[None]  # a view: follows x, as in NumPy
+    e = x[None] * 1.0  # an expression over a view leaf of the same data
     t = x.tensor()
     view = np.asarray(x)
     x[1, 2] = 50.0
@@ -147,7 +148,8 @@ def test_copy_on_write_keeps_earlier_values(fmt: str) -> None:
     np.testing.assert_array_equal(user, original)  # the user's memory is never written
     _check(y, a + 1.0)
     _check(c, a)
-    _check(v, a[None])
+    _check(v, expected[None])
+    _check(e, a[None])
     np.testing.assert_array_equal(t.to_numpy(), a)
     np.testing.assert_array_equal(view, a)
     z = x * 2.0  # built after: sees the new value
@@ -158,7 +160,7 @@ HOLDERS = {
     "expression": lambda x: x + 1.0,
     "copy": lambda x: x.copy(),
     "asarray": lambda x: xp.asarray(x),
-    "view leaf": lambda x: x[None],
+    "view leaf in an expression": lambda x: x[None] * 1.0,
     "tensor": lambda x: x.tensor(),
     "numpy view": lambda x: np.asarray(x),
     "values view": lambda x: x.tensor().values[:],

@@ -23,7 +23,7 @@ from lazysparse.api.lazy_array import LazyArray
 from lazysparse.api.manipulation import expand_dims, normalize_axis, reshape
 from lazysparse.api.operands import as_array
 from lazysparse.api.selection import locate, selection
-from lazysparse.api.views import index_lazy, index_tensor, unit_view
+from lazysparse.api.views import index_lazy, index_tensor, indexed_strides, unit_view
 from lazysparse.logic import dtypes as _dt
 from lazysparse.logic.operators import get_operator
 
@@ -109,7 +109,9 @@ def _is_full(k: Any, n: int) -> bool:
 def getitem(x: LazyArray, key: Any) -> LazyArray:
     """``x[key]`` following the Array API (and NumPy) indexing rules. A basic index
     (integers, slices, ``...``, ``None``) with an n-d result is what NumPy makes a view:
-    marked so (``LazyArray.view_of``): a write into it is written into ``x`` too."""
+    marked so (``LazyArray.view_of``): a write into it is written into ``x`` too, and it
+    follows later writes into ``x``."""
+    x._refresh()  # noqa: SLF001 - a stale view's storage must not be read below
     if isinstance(key, LazyArray) and key.dtype == _dt.BOOL and key.ndim == x.ndim > 0:
         out = _sparse_mask(x, key)
         if out is not None:
@@ -117,24 +119,27 @@ def getitem(x: LazyArray, key: Any) -> LazyArray:
     items = normalize_key(key, x.shape)
     out = _select(x, items)
     if out.ndim and not any(isinstance(k, np.ndarray) for k in items):
-        out.view_of(x, IndexWriteBack(tuple(items)))
+        out.view_of(x, IndexLink(tuple(items)), indexed_strides(x, items))
     return out
 
 
 @dataclass(frozen=True)
-class IndexWriteBack:
-    """A write into ``x[items]`` (basic indexing) repeated in ``x``: ``x[items] = view``,
-    the size-1 axes ``None`` added dropped from the view first."""
+class IndexLink:
+    """``x[items]`` (basic indexing) as a view of ``x``: taken again as ``x[items]``; a
+    write into it repeated as ``x[items] = view``, the size-1 axes ``None`` added dropped
+    from the view first."""
 
     items: tuple[Any, ...]
 
-    def __call__(self, parent: LazyArray, view: LazyArray) -> None:
+    def read(self, parent: LazyArray, view: LazyArray) -> LazyArray:
+        return _select(parent, list(self.items))
+
+    def write(self, parent: LazyArray, view: LazyArray) -> tuple[Any, Any]:
         kept = tuple(k for k in self.items if k is not None)
         axes = [k for k in self.items if k is None or isinstance(k, slice)]
         axes += [slice(None)] * (view.ndim - len(axes))  # trailing, unindexed axes
         shape = tuple(d for d, k in zip(view.shape, axes, strict=True) if k is not None)
-        value = view if shape == view.shape else reshape(view, shape)
-        parent[kept] = value
+        return kept, view if shape == view.shape else reshape(view, shape, copy=True)
 
 
 def _select(x: LazyArray, items: list[Any]) -> LazyArray:
@@ -383,12 +388,14 @@ def setitem(x: LazyArray, key: Any, value: Any) -> None:
     computed (copy-on-write), a ``where`` layer when it is lazy (``api/setitem.py``).
     A write into a view is written into the array it views too
     (``LazyArray.write_through``)."""
-    _setitem(x, key, value)
+    x._refresh()  # noqa: SLF001 - a stale view takes its array's value before the write
+    assign(x, key, value)
     x.write_through()
 
 
-def _setitem(x: LazyArray, key: Any, value: Any) -> None:
-    """``x[key] = value`` into ``x`` alone."""
+def assign(x: LazyArray, key: Any, value: Any) -> None:
+    """``x[key] = value`` into ``x`` alone (a view's write goes on up its chain in
+    ``LazyArray.write_through``)."""
     val = S.value_operand(x, value)
     scalar = not isinstance(val, LazyArray) or val.ndim == 0
     if isinstance(key, LazyArray) and key.dtype == _dt.BOOL and key.ndim > 0:

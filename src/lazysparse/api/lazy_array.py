@@ -8,10 +8,11 @@ resulting ``formats.Tensor``.
 
 from __future__ import annotations
 
+import itertools
 import math
 import weakref
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -122,6 +123,68 @@ def _known_region(node: Any) -> tuple[Any, bool] | None:
     return None
 
 
+class ViewLink(Protocol):
+    """How a view follows the array it views (``LazyArray.view_of``; docs/api.md "Views and
+    writes"): ``indexing.IndexLink`` (basic indexing), ``manipulation.WholeLink``
+    (transposes, reshapes)."""
+
+    def read(self, parent: LazyArray, view: LazyArray) -> LazyArray:
+        """The view's value taken again from ``parent``'s current value."""
+
+    def write(self, parent: LazyArray, view: LazyArray) -> tuple[Any, Any]:
+        """``(key, value)``: the assignment ``parent[key] = value`` that repeats the view's
+        current value in ``parent``."""
+
+
+class _WriteClock:
+    """Counts the writes into arrays: a view whose chain was checked at the current count
+    reads without looking again (``LazyArray._refresh``: one comparison)."""
+
+    __slots__ = ("now", "_ticks")
+
+    def __init__(self) -> None:
+        self._ticks = itertools.count(1)
+        self.now = 0
+
+    def tick(self) -> None:
+        """One more write happened."""
+        self.now = next(self._ticks)
+
+
+WRITES = _WriteClock()
+
+
+class ViewState:
+    """What makes an array a view: the array it views (held weakly when that one is no
+    view: while it lives the view follows it; held strongly when it is a view of a living
+    array, so a chain such as ``c[1:][0]`` keeps the views between), the ``link`` to it,
+    the parent's write version the view's value was taken at (``seen``) and the
+    ``WRITES`` count its chain was last found current at (``checked``)."""
+
+    __slots__ = ("link", "_strong", "_weak", "seen", "checked")
+
+    def __init__(self, parent: LazyArray, link: ViewLink, strong: bool) -> None:
+        self.link = link
+        self._strong = parent if strong else None
+        self._weak = None if strong else weakref.ref(parent)
+        self.seen = parent._version
+        self.checked = WRITES.now
+
+    def parent(self) -> LazyArray | None:
+        """The array viewed, or None when it has died."""
+        return self._strong if self._weak is None else self._weak()
+
+
+# ``x[key] = value`` into ``x`` alone (``indexing.assign``), installed when the namespace
+# is built (as ``array_operators.install``): ``write_through`` repeats it up a chain
+_ASSIGN: list[Callable[[LazyArray, Any, Any], None]] = []
+
+
+def install_assign(assign: Callable[[LazyArray, Any, Any], None]) -> None:
+    """Give ``LazyArray.write_through`` the assignment into one array."""
+    _ASSIGN[:] = [assign]
+
+
 class LazyArray(ArrayOperators, NumpyMethods, ScipyMethods):
     """A lazily evaluated (possibly sparse) array of the lazysparse namespace: its Python
     operators, indexing and transposes are ``api/array_operators.py``'s (generated from the
@@ -131,7 +194,7 @@ class LazyArray(ArrayOperators, NumpyMethods, ScipyMethods):
 
     __slots__ = ("_expr", "_shape", "_dtype", "_fill_value", "_device", "_format",
                  "_requested_format", "_result", "_update", "_depth", "_size", "_epoch",
-                 "_full", "_stored", "_pending", "_reduces", "_base", "_parent", "_write_back",
+                 "_full", "_stored", "_pending", "_reduces", "_view", "_version", "_strides",
                  "__weakref__")
 
     def __init__(self, expr: Subquery, shape: tuple[int, ...], dtype: np.dtype,
@@ -155,10 +218,10 @@ class LazyArray(ArrayOperators, NumpyMethods, ScipyMethods):
         self._update: Any = None  # api.setitem's state: ownership, pending sparse entries
         self._stored: int | None = None  # largest_stored(), once asked
         self._reduces: bool | None = None  # runs_reduction(), once asked
-        # views (view_of): the array NumPy would share memory with, and how a write goes back
-        self._base: weakref.ref[LazyArray] | None = None
-        self._parent: LazyArray | None = None
-        self._write_back: Any = None
+        # views (view_of): the array NumPy would share memory with, and how to follow it
+        self._view: ViewState | None = None
+        self._version = 0  # bumped by every write into this array (write_through)
+        self._strides: tuple[int, ...] | None = None  # a view's NumPy strides (views.py)
         self._depth, self._size, self._epoch = history_extent(expr)
         BY_ALIAS[expr.lhs] = self
         # an uncomputed array with a history: a value a later compute may keep
@@ -215,7 +278,10 @@ class LazyArray(ArrayOperators, NumpyMethods, ScipyMethods):
 
     @property
     def fill_value(self) -> Any:
-        """The value of unstored entries."""
+        """The value of unstored entries (a view's follows its array: a whole-array write
+        into a sparse array can change it)."""
+        if self._view is not None:
+            self._refresh()
         return self._fill_value
 
     @property
@@ -224,6 +290,8 @@ class LazyArray(ArrayOperators, NumpyMethods, ScipyMethods):
         field used as a value), so its nominal fill value decides nothing (the fill rule of
         docs/api.md). Known without computing: stored tensors say it, expressions follow
         the registry's rule (``logic.inference.infer_region``)."""
+        if self._view is not None:
+            self._refresh()
         if self._result is not None:
             return bool(getattr(self._result, "full", True))
         if self._full is None:
@@ -233,6 +301,8 @@ class LazyArray(ArrayOperators, NumpyMethods, ScipyMethods):
     @property
     def format(self) -> str | None:
         """The storage format name once known (leaves, computed results, asformat)."""
+        if self._view is not None:
+            self._refresh()
         if self._result is not None:
             return self._result.format
         return self._format
@@ -302,8 +372,11 @@ class LazyArray(ArrayOperators, NumpyMethods, ScipyMethods):
         self._leaf()
 
     def _sync(self) -> None:
-        """Merge the sparse entries ``__setitem__`` queued into the storage (``api.setitem``:
-        new coordinates are batched until the array is next read)."""
+        """Bring a view up to date with its array (:meth:`_refresh`) and merge the sparse
+        entries ``__setitem__`` queued into the storage (``api.setitem``: new coordinates
+        are batched until the array is next read)."""
+        if self._view is not None:
+            self._refresh()
         if self._update is not None and self._update.dirty:
             self._update.flush(self)
 
@@ -355,30 +428,64 @@ class LazyArray(ArrayOperators, NumpyMethods, ScipyMethods):
         return numpy_functions.array_function(func, types, args, kwargs, LazyArray)
 
     # --- views and writes (docs/api.md "Views and writes") ---
-    def view_of(self, parent: LazyArray, write_back: Any) -> LazyArray:
+    def view_of(self, parent: LazyArray, link: ViewLink, strides: tuple[int, ...]
+                ) -> LazyArray:
         """Mark this array as what NumPy would make a view of ``parent`` (basic indexing,
-        transposes, reshapes) and return it. ``write_back(parent, self)`` repeats a write
-        into this array in ``parent`` (:meth:`write_through`). The first array of a chain of
-        views is held weakly (while it lives a write reaches it); the views between are
-        held, so ``c[1:][0][2] = v`` reaches ``c``."""
+        transposes, reshapes) and return it: a write into it is repeated in ``parent``
+        (:meth:`write_through`), and after a write into ``parent`` (or through any other
+        view of it) it takes its value again from ``parent`` when next read
+        (:meth:`_refresh`). ``link`` says how (``ViewLink``); ``strides`` are the NumPy
+        view's (in elements: which later reshape is a view, ``views.reshaped_strides``)."""
         if self is parent:
             return self
-        root = parent._base() if parent._base is not None else None
-        if root is not None:  # parent is a view of a living array: keep the chain
-            self._base, self._parent = parent._base, parent
-        else:
-            self._base, self._parent = weakref.ref(parent), None
-        self._write_back = write_back
+        self._strides = strides
+        above = parent._view
+        self._view = ViewState(parent, link, above is not None and above.parent() is not None)
         return self
 
-    def write_through(self) -> None:
-        """After a write into this array (``__setitem__``, ``+=``): the same write into the
-        array it is a view of, as NumPy's shared memory would make it — nothing when that
-        array has died (no one could see it)."""
-        root = self._base() if self._base is not None else None
-        if root is None:
+    def _refresh(self) -> None:
+        """A view whose array was written since its value was taken takes it again
+        (``link.read``), the arrays above it first, top-down, in a loop (no recursion on a
+        long chain). Nothing to do when no write happened anywhere since the last look
+        (``WRITES``); a view whose array has died keeps its value and is no view any more."""
+        state = self._view
+        now = WRITES.now
+        if state is None or state.checked == now:
             return
-        self._write_back(self._parent if self._parent is not None else root, self)
+        chain: list[tuple[LazyArray, ViewState, LazyArray]] = []
+        view = self
+        while state is not None and state.checked != now:
+            parent = state.parent()
+            if parent is None:
+                view._view = None
+                break
+            chain.append((view, state, parent))
+            view, state = parent, parent._view
+        for view, state, parent in reversed(chain):
+            if parent._version != state.seen:
+                view.replace_with(state.link.read(parent, view))
+                view._version += 1  # its own views follow in turn
+                state.seen = parent._version
+            state.checked = now
+
+    def write_through(self) -> None:
+        """After a write into this array (``__setitem__``, ``+=``, ``@=``): a new write
+        version, and the same write into the array it views, that one's array and so on up
+        the chain (a loop), as NumPy's shared memory would make it; every other view of
+        them follows when next read. A view whose array has died takes the write alone."""
+        self._version += 1
+        view = self
+        while (state := view._view) is not None:
+            parent = state.parent()
+            if parent is None:
+                view._view = None
+                break
+            key, value = state.link.write(parent, view)
+            _ASSIGN[0](parent, key, value)
+            parent._version += 1
+            state.seen = parent._version  # the view and its array agree
+            view = parent
+        WRITES.tick()
 
     # --- functional updates ---
     def replace_with(self, other: LazyArray) -> None:

@@ -25,7 +25,7 @@ from lazysparse.api.eager import eager_apply, leaf
 from lazysparse.api.execution import compute
 from lazysparse.api.lazy_array import LazyArray
 from lazysparse.api.operands import as_array, is_array_like
-from lazysparse.api.views import unit_view
+from lazysparse.api.views import reshaped_strides, strides_of, unit_view
 from lazysparse.formats import Tensor, convert
 from lazysparse.formats.concat import concat_tensors, join_layout, with_leading_axis
 from lazysparse.formats.config import check_allocation
@@ -68,25 +68,32 @@ def _wrap(x: LazyArray, body: Any, shape: tuple[int, ...], fmt: str | None = Non
 
 
 @dataclass(frozen=True)
-class WholeWriteBack:
-    """A write into a whole-array view (transpose, reshape) repeated in the array it views:
-    ``parent[...] = to_parent(view, parent)``."""
+class WholeLink:
+    """A whole-array view (transpose, reshape) of ``parent``: taken again as
+    ``forward(parent, view)``; a write into it repeated as
+    ``parent[...] = back(view, parent)``."""
 
-    to_parent: Callable[[LazyArray, LazyArray], LazyArray]
+    forward: Callable[[LazyArray, LazyArray], LazyArray]
+    back: Callable[[LazyArray, LazyArray], LazyArray]
 
-    def __call__(self, parent: LazyArray, view: LazyArray) -> None:
-        parent[...] = self.to_parent(view, parent)
+    def read(self, parent: LazyArray, view: LazyArray) -> LazyArray:
+        return self.forward(parent, view)
 
-
-def _permuted(view: LazyArray, parent: LazyArray, axes: tuple[int, ...]) -> LazyArray:
-    return permute_dims(view, axes)
-
-
-def _reshaped(view: LazyArray, parent: LazyArray) -> LazyArray:
-    return reshape(view, parent.shape)
+    def write(self, parent: LazyArray, view: LazyArray) -> tuple[Any, Any]:
+        return ..., self.back(view, parent)
 
 
-RESHAPED_BACK = WholeWriteBack(_reshaped)
+def _permuted(source: LazyArray, other: LazyArray, axes: tuple[int, ...]) -> LazyArray:
+    """``source`` permuted by ``axes`` (to ``other``'s shape)."""
+    return permute_dims(source, axes)
+
+
+def _reshaped(source: LazyArray, other: LazyArray) -> LazyArray:
+    """``source`` reshaped to ``other``'s shape (not marked a view: ``copy=True``)."""
+    return reshape(source, other.shape, copy=True)
+
+
+RESHAPED = WholeLink(_reshaped, _reshaped)
 
 
 def permute_dims(x: LazyArray, /, axes: tuple[int, ...]) -> LazyArray:
@@ -101,8 +108,10 @@ def permute_dims(x: LazyArray, /, axes: tuple[int, ...]) -> LazyArray:
     f = fresh_fields(x.ndim)
     body = Reorder(Relabel(x.expr, f), tuple(f[a] for a in perm))
     inverse = tuple(int(a) for a in np.argsort(perm))
+    link = WholeLink(partial(_permuted, axes=perm), partial(_permuted, axes=inverse))
+    strides = strides_of(x)
     return _wrap(x, body, tuple(x.shape[a] for a in perm)).view_of(
-        x, WholeWriteBack(partial(_permuted, axes=inverse)))  # NumPy: a view
+        x, link, tuple(strides[a] for a in perm))  # NumPy: a view
 
 
 def transpose(x: LazyArray, /, axes: tuple[int, ...] | None = None) -> LazyArray:
@@ -140,8 +149,7 @@ def expand_dims(x: LazyArray, /, axis: int | tuple[int, ...] = 0) -> LazyArray:
     n = x.ndim + (len(axis) if isinstance(axis, tuple) else 1)
     axes = normalize_axes(axis, n, "expand_dims")
     shape_it = iter(x.shape)
-    return unit_view(x, tuple(1 if k in axes else next(shape_it) for k in range(n))
-                     ).view_of(x, RESHAPED_BACK)  # NumPy: a view
+    return _unit_view_of(x, tuple(1 if k in axes else next(shape_it) for k in range(n)))
 
 
 def squeeze(x: LazyArray, /, axis: int | tuple[int, ...]) -> LazyArray:
@@ -153,8 +161,15 @@ def squeeze(x: LazyArray, /, axis: int | tuple[int, ...]) -> LazyArray:
             raise ValueError(f"squeeze: axis {a} has size {x.shape[a]}, not 1")
     if not axes:
         return x
-    return unit_view(x, tuple(d for k, d in enumerate(x.shape) if k not in axes)
-                     ).view_of(x, RESHAPED_BACK)  # NumPy: a view
+    return _unit_view_of(x, tuple(d for k, d in enumerate(x.shape) if k not in axes))
+
+
+def _unit_view_of(x: LazyArray, shape: tuple[int, ...]) -> LazyArray:
+    """``x`` with size-1 axes added or dropped (``views.unit_view``), a view of ``x`` (in
+    NumPy too: such a reshape never copies)."""
+    strides = reshaped_strides(x, shape)
+    assert strides is not None
+    return unit_view(x, shape).view_of(x, RESHAPED, strides)
 
 
 def broadcast_to(x: LazyArray, /, shape: tuple[int, ...]) -> LazyArray:
@@ -191,7 +206,9 @@ def broadcast_arrays(*arrays: LazyArray) -> list[LazyArray]:
 
 def reshape(x: LazyArray, /, shape: tuple[int, ...], *, copy: bool | None = None) -> LazyArray:
     """``x`` with a new shape (C order). Lazy when only size-1 axes change, else computes
-    ``x`` and relinearizes its stored coordinates (sparse stays sparse)."""
+    ``x`` and relinearizes its stored coordinates (sparse stays sparse). A view of ``x``
+    where NumPy's is one (``views.reshaped_strides``), else a copy (ValueError for
+    ``copy=False``, as NumPy)."""
     x = _arr(x, "reshape")
     if isinstance(shape, int | np.integer):
         shape = (shape,)
@@ -208,13 +225,15 @@ def reshape(x: LazyArray, /, shape: tuple[int, ...], *, copy: bool | None = None
     if math.prod(shape) != x.size:
         raise ValueError(f"reshape: cannot reshape array of shape {x.shape} (size {x.size}) "
                          f"into shape {shape}")
-    if copy is False and x.result is None:
-        pass  # lazy arrays are never aliased; no copy is made either way
     if shape == x.shape:
         return x.copy() if copy else x
+    strides = None if copy else reshaped_strides(x, shape)
+    if strides is None and copy is False:
+        raise ValueError(f"reshape: cannot reshape an array of shape {x.shape} with these "
+                         f"strides into {shape} without a copy, but copy=False (as NumPy)")
     if [d for d in shape if d != 1] == [d for d in x.shape if d != 1]:
         out = unit_view(x, shape)
-        return out if copy else out.view_of(x, RESHAPED_BACK)  # NumPy: a view unless copy
+        return out if strides is None else out.view_of(x, RESHAPED, strides)
 
     def sparse_fn(c: np.ndarray, v: np.ndarray, old: tuple[int, ...]) -> Any:
         flat = np.ravel_multi_index(tuple(c), old) if c.shape[1] else np.zeros(0, np.int64)
@@ -222,7 +241,8 @@ def reshape(x: LazyArray, /, shape: tuple[int, ...], *, copy: bool | None = None
         return shape, new, v
 
     out = eager_apply(x, lambda a: np.reshape(a, shape), sparse_fn)
-    return out if copy else out.view_of(x, RESHAPED_BACK)
+    # NumPy: a view unless copy, or the strides of x (a transposed view) need one
+    return out if strides is None else out.view_of(x, RESHAPED, strides)
 
 
 def _same_dtype_list(arrays: Any, fname: str) -> list[LazyArray]:
@@ -353,7 +373,8 @@ def unstack(x: LazyArray, /, *, axis: int = 0) -> tuple[LazyArray, ...]:
 
 
 def flip(x: LazyArray, /, *, axis: int | tuple[int, ...] | None = None) -> LazyArray:
-    """Reverse the order of elements along ``axis`` (all when None; computes ``x``)."""
+    """Reverse the order of elements along ``axis`` (all when None; computes ``x``); a view
+    of ``x``, as NumPy's."""
     x = _arr(x, "flip")
     axes = tuple(range(x.ndim)) if axis is None else normalize_axes(axis, x.ndim, "flip")
     if not axes or x.ndim == 0:
@@ -365,7 +386,15 @@ def flip(x: LazyArray, /, *, axis: int | tuple[int, ...] | None = None) -> LazyA
             c[a] = shape[a] - 1 - c[a]
         return shape, c, v
 
-    return eager_apply(x, lambda a: np.flip(a, axis=axes), sparse_fn)
+    link = WholeLink(partial(_flipped, axes=axes), partial(_flipped, axes=axes))
+    strides = tuple(-s if k in axes else s for k, s in enumerate(strides_of(x)))
+    return eager_apply(x, lambda a: np.flip(a, axis=axes), sparse_fn).view_of(
+        x, link, strides)  # NumPy: a view
+
+
+def _flipped(source: LazyArray, other: LazyArray, axes: tuple[int, ...]) -> LazyArray:
+    """``source`` reversed along ``axes`` (either way: its own inverse)."""
+    return flip(source, axis=axes)
 
 
 def roll(x: LazyArray, /, shift: int | tuple[int, ...], *,

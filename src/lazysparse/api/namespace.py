@@ -36,7 +36,7 @@ from lazysparse.api import (
 from lazysparse.api.array_operators import ArrayFunctions
 from lazysparse.api.devices import CPU, Device
 from lazysparse.api.execution import compute
-from lazysparse.api.lazy_array import LazyArray
+from lazysparse.api.lazy_array import LazyArray, install_assign
 from lazysparse.api.operands import is_operand
 from lazysparse.logic.operators import OPERATORS
 
@@ -108,3 +108,5 @@ array_operators.install(ArrayFunctions(
     is_operand=is_operand, getitem=indexing.getitem, setitem=indexing.setitem,
     permute_dims=manipulation.permute_dims, matrix_transpose=manipulation.matrix_transpose,
     matmul=linalg.matmul))
+# a write into a view is repeated up its chain with this assignment (docs/api.md)
+install_assign(indexing.assign)

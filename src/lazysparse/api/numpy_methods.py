@@ -64,7 +64,11 @@ class NumpyMethods:
         """The flattened array (C order)."""
         return self.reshape((-1,), order=order)
 
-    flatten = ravel
+    def flatten(self, order: str = "C") -> Any:
+        """A flattened copy (C order): NumPy's ``flatten`` never returns a view."""
+        if order != "C":
+            raise TypeError(f"LazyArray.flatten: order={order!r} is not supported (C only)")
+        return _NS["reshape"](self, (-1,), copy=True)
 
     squeeze = _method(np.squeeze, "squeeze")
 

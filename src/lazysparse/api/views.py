@@ -17,6 +17,7 @@ first, as is data on a GPU.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -60,6 +61,89 @@ def unit_view(x: LazyArray, shape: tuple[int, ...]) -> LazyArray:
     out = tuple(fresh_field() if d == 1 else next(kept) for d in shape)
     body = Reorder(Relabel(expr, f), out)
     return LazyArray(identify(body), shape, x.dtype, x.fill_value, x.device)
+
+
+# ---------------------------------------------------------------- NumPy's strides
+
+# Which reshape NumPy makes a view depends on the strides of the array reshaped. A view
+# records the strides (in elements) NumPy's view would have (``LazyArray.view_of``); any
+# other array is C-ordered.
+
+
+def c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """C-order strides (in elements) of ``shape``."""
+    out, step = [], 1
+    for d in reversed(shape):
+        out.append(step)
+        step *= max(d, 1)
+    return tuple(reversed(out))
+
+
+def strides_of(x: LazyArray) -> tuple[int, ...]:
+    """``x``'s strides in elements as NumPy would have them (C order unless a view)."""
+    strides = x._strides  # noqa: SLF001 - recorded by view_of
+    return strides if strides is not None else c_strides(x.shape)
+
+
+def indexed_strides(x: LazyArray, items: list[Any]) -> tuple[int, ...]:
+    """The strides of ``x[items]`` (normalized basic items, one per axis plus ``None``s):
+    integers drop their axis, a slice's step multiplies it, a new axis has stride 0."""
+    out: list[int] = []
+    axes = iter(zip(x.shape, strides_of(x), strict=True))
+    for k in items:
+        if k is None:
+            out.append(0)
+            continue
+        n, s = next(axes)
+        if isinstance(k, slice):
+            out.append(s * k.indices(n)[2])
+    return tuple(out)
+
+
+def reshaped_strides(x: LazyArray, shape: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The strides of NumPy's reshape of ``x`` to ``shape`` (same size) when it is a view,
+    None when NumPy copies: NumPy's rule (``_attempt_nocopy_reshape``, C order): a
+    C-contiguous or empty array always reshapes in place; otherwise each group of old
+    axes merged or split must be contiguous. Axes of size 1 have no say."""
+    strides = strides_of(x)
+    if math.prod(x.shape) == 0 or strides == c_strides(x.shape) or _c_contiguous(
+            x.shape, strides):
+        return c_strides(shape)
+    old = [(d, s) for d, s in zip(x.shape, strides, strict=True) if d != 1]
+    new = list(shape)
+    out = [0] * len(new)
+    oi = ni = 0
+    while ni < len(new) and oi < len(old):
+        nj, oj = ni + 1, oi + 1
+        np_, op = new[ni], old[oi][0]
+        while np_ != op:
+            if np_ < op:
+                np_ *= new[nj]
+                nj += 1
+            else:
+                op *= old[oj][0]
+                oj += 1
+        if any(old[k][1] != old[k + 1][0] * old[k + 1][1] for k in range(oi, oj - 1)):
+            return None  # the old axes merged here are not contiguous
+        out[nj - 1] = old[oj - 1][1]
+        for k in range(nj - 1, ni, -1):
+            out[k - 1] = out[k] * new[k]
+        ni, oi = nj, oj
+    last = out[ni - 1] if ni else 1
+    for k in range(ni, len(new)):
+        out[k] = last  # trailing size-1 axes
+    return tuple(out)
+
+
+def _c_contiguous(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
+    """Whether ``strides`` lay ``shape`` out in C order (size-1 axes aside)."""
+    step = 1
+    for d, s in zip(reversed(shape), reversed(strides), strict=True):
+        if d != 1:
+            if s != step:
+                return False
+            step *= d
+    return True
 
 
 # ---------------------------------------------------------------- basic indexing
