@@ -112,9 +112,10 @@ def sizeof_lazy(x: LazyArray) -> int:
 
 
 def token_lazy(x: LazyArray) -> tuple[str, str, str]:
-    """Dask token: the alias of the array's plan (unique in this process, and names one
-    immutable value), plus this process's id."""
-    return ("lazysparse", _PROCESS, x._expr.lhs.name)  # noqa: SLF001
+    """Dask token: the alias of the array's current plan (unique in this process, and names
+    one immutable value; ``expr`` first brings a view up to date with writes into its array
+    and merges queued sparse writes), plus this process's id."""
+    return ("lazysparse", _PROCESS, x.expr.lhs.name)
 
 
 def register() -> None:
