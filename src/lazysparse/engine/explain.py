@@ -18,7 +18,7 @@ from lazysparse.formats.specs import is_structured
 from lazysparse.logic.nodes import Alias, Plan, Query, Reformat, Table
 from lazysparse.optimizer.analysis import plan_infos
 from lazysparse.optimizer.pipeline import optimize
-from lazysparse.optimizer.reports import schedule_reports
+from lazysparse.optimizer.reports import KernelEstimate, kernel_estimate, schedule_reports
 
 if TYPE_CHECKING:
     from lazysparse.compile.decisions import QueryDecisions
@@ -38,10 +38,14 @@ class KernelExplanation:
     schedule: str | None = None
     # the query's decisions (operands sorted or read csr-like, its runner), as recorded
     decisions: QueryDecisions | None = field(default=None, compare=False, repr=False)
+    # the optimizer's work and output-size estimate (optimizer.reports.kernel_estimate)
+    estimate: KernelEstimate | None = None
 
     def __str__(self) -> str:
         fmt = self.output_format
         sched = f"  {self.schedule}\n" if self.schedule else ""
+        if self.estimate is not None:
+            sched += f"  {self.estimate.describe()}\n"
         return (f"kernel {self.alias} = f({', '.join(self.inputs)})\n"
                 f"  loop order (outermost first): {', '.join(self.loop_order) or '()'}\n"
                 f"{sched}"
@@ -151,7 +155,8 @@ def explain_plan(plan: Plan) -> Explanation:
         d, k = explain_query(body, env)
         kernels.append(KernelExplanation(body.lhs.name, body, d.info.loop_order,
                                          d.info.out_spec, tuple(k.inputs), k.source,
-                                         _schedule_line(body, schedules, d), d))
+                                         _schedule_line(body, schedules, d), d,
+                                         kernel_estimate(body, infos)))
         info = infos[body.lhs]
         env[body.lhs] = placeholder(info.shape, spec, d.info.out_dtype, info.fill
                                     if info.fill is not None else 0)

@@ -19,6 +19,8 @@ import numpy as np
 from lazysparse.formats.config import check_densify, get_densify_limit
 from lazysparse.formats.dtypes import same_value
 from lazysparse.formats.levels.registry import DENSE_KIND, PLAIN_KIND, all_located
+from lazysparse.formats.statistics import statistics
+from lazysparse.formats.tensor import Tensor
 from lazysparse.logic.dtypes import scalar_as
 from lazysparse.logic.nodes import (
     Aggregate,
@@ -43,6 +45,7 @@ from lazysparse.logic.operators import (
     mapjoin_region,
 )
 from lazysparse.logic.traversal import walk
+from lazysparse.optimizer.degrees import StatsView, intersection_probability
 from lazysparse.optimizer.rewrite import accesses
 
 INDEX_DTYPE = np.dtype("int64")
@@ -57,7 +60,8 @@ class AliasInfo:
     """Facts about one alias: its axes' sizes (axis order), dtype, fill value, storage.
 
     ``mode_order`` lists axes outermost level first; ``level_kinds`` parallels it (None while
-    unknown); ``nnz`` is the stored-entry count or its estimate.
+    unknown); ``nnz`` is the stored-entry count or its estimate; ``stats`` the degree
+    statistics of a stored sparse tensor (or a copy of one), else None (``degrees.py``).
     """
 
     shape: tuple[int, ...]
@@ -66,6 +70,7 @@ class AliasInfo:
     mode_order: tuple[int, ...]
     nnz: float
     level_kinds: tuple[str, ...] | None = None
+    stats: StatsView | None = None
 
     @property
     def size(self) -> int:
@@ -99,8 +104,11 @@ def tensor_info(tns: Any) -> AliasInfo:
     spec = getattr(tns, "spec", None)
     kinds = tuple(spec.level_kinds) if spec is not None else None
     shape = tuple(int(d) for d in tns.shape)
+    stats = None
+    if isinstance(tns, Tensor) and kinds is not None and not all_located(kinds):
+        stats = StatsView(statistics(tns), tuple(range(len(shape))))
     return AliasInfo(shape, np.dtype(tns.dtype), tns.fill_value,
-                     tuple(int(m) for m in tns.mode_order), float(tns.nnz), kinds)
+                     tuple(int(m) for m in tns.mode_order), float(tns.nnz), kinds, stats)
 
 
 def field_sizes(expr: LogicNode, infos: dict[Alias, AliasInfo]) -> dict[Field, int]:
@@ -264,6 +272,9 @@ def nonzero_probability(expr: LogicNode, bound: set[Field], sizes: dict[Field, i
     """
     if memo is None:
         memo = {}
+    p_deg = _degree_probability(expr, bound, sizes, infos, memo)
+    if p_deg is not None:
+        return p_deg
     p_struct = _prob(expr, bound, sizes, infos, memo)
     all_fields = set(sizes)
     if bound >= all_fields:
@@ -271,6 +282,44 @@ def nonzero_probability(expr: LogicNode, bound: set[Field], sizes: dict[Field, i
     p_all = _prob(expr, all_fields, sizes, infos, memo)
     rest = math.prod(sizes[f] for f in all_fields - bound)
     return min(p_struct, _project(p_all, rest))
+
+
+def _degree_probability(expr: LogicNode, bound: set[Field], sizes: dict[Field, int],
+                        infos: dict[Alias, AliasInfo], memo: dict[Any, Any]) -> float | None:
+    """The degree-statistics estimate (``degrees.py``) when ``expr`` is, under reductions
+    that keep its fill, one sparse access or a mapjoin whose masking operands are sparse
+    accesses with statistics and whose others are dense accesses or scalars; else None."""
+    key = ("degrees", id(expr), frozenset(bound))
+    if key in memo:
+        return memo[key]
+    memo[key] = None
+    e = expr
+    while isinstance(e, Reorder | Reformat | Aggregate):
+        if isinstance(e, Aggregate) and not _keeps_sparse(e, infos, memo):
+            return None
+        e = e.arg
+    if isinstance(e, MapJoin):
+        if _selection_flags(e, infos, memo):
+            return None
+        accs = []
+        for x, m in zip(e.args, _mask_flags(e, infos, memo), strict=True):
+            if m:
+                accs.append(x)
+            elif not (isinstance(x, Immediate) or isinstance(x, Relabel)
+                      and isinstance(x.arg, Alias) and not infos[x.arg].sparse):
+                return None
+    else:
+        accs = [e]
+    items = []
+    for a in accs:
+        if not (isinstance(a, Relabel) and isinstance(a.arg, Alias)):
+            return None
+        view = infos[a.arg].stats
+        if view is None or not infos[a.arg].sparse:
+            return None
+        items.append((a.idxs, view))
+    memo[key] = intersection_probability(items, bound, sizes)
+    return memo[key]
 
 
 def _project(p: float, n: float) -> float:
@@ -604,7 +653,21 @@ def _computed_info(rhs: LogicNode, infos: dict[Alias, AliasInfo]) -> AliasInfo:
         # stored on its sparse operands' union (a large ``A + 1``): scalars add no entries
         p = nonzero_probability(expr, set(axes), all_sizes, infos, {"scalars_sparse": True})
     nnz = math.prod(shape) * (p if sparse else 1.0)
-    return AliasInfo(shape, dtype, fill, mode, nnz, kinds)
+    return AliasInfo(shape, dtype, fill, mode, nnz, kinds,
+                     _copied_stats(loop.arg, agg, axes, infos) if sparse else None)
+
+
+def _copied_stats(body: LogicNode, agg: Aggregate | None, axes: tuple[Field, ...],
+                  infos: dict[Alias, AliasInfo]) -> StatsView | None:
+    """The source's statistics when a query only copies one access (a relayout, a
+    transposed copy): its axes are a permutation of the source's."""
+    if agg is not None or not (isinstance(body, Relabel) and isinstance(body.arg, Alias)):
+        return None
+    view = infos[body.arg].stats
+    idxs = body.idxs
+    if view is None or len(set(idxs)) != len(idxs) or set(idxs) != set(axes):
+        return None
+    return view.permuted([idxs.index(f) for f in axes])
 
 
 def compute_queries(plan: Plan, infos: dict[Alias, AliasInfo],
