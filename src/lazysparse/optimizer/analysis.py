@@ -51,6 +51,9 @@ from lazysparse.optimizer.rewrite import accesses
 INDEX_DTYPE = np.dtype("int64")
 # a result whose estimated density exceeds this is stored dense
 DENSE_THRESHOLD = 0.25
+# ... or this, when degree statistics sized it (``degrees.py``): that estimate is close
+# enough to store sparse what a sparse library keeps sparse up to the break-even density
+SKEWED_DENSE_THRESHOLD = 0.5
 # a first level whose slices are nonempty with at least this probability is a dense level
 DENSE_LEVEL_THRESHOLD = 0.5
 
@@ -322,6 +325,14 @@ def _degree_probability(expr: LogicNode, bound: set[Field], sizes: dict[Field, i
     return memo[key]
 
 
+def dense_threshold(expr: LogicNode, bound: set[Field], sizes: dict[Field, int],
+                    infos: dict[Alias, AliasInfo], memo: dict[Any, Any] | None = None) -> float:
+    """The density above which ``expr`` over the ``bound`` axes is stored dense:
+    ``SKEWED_DENSE_THRESHOLD`` when degree statistics size it, else ``DENSE_THRESHOLD``."""
+    p = _degree_probability(expr, bound, sizes, infos, {} if memo is None else memo)
+    return DENSE_THRESHOLD if p is None else SKEWED_DENSE_THRESHOLD
+
+
 def _project(p: float, n: float) -> float:
     if p <= 0.0:
         return 0.0
@@ -523,7 +534,7 @@ def choose_level_kinds(rhs: LogicNode, infos: dict[Alias, AliasInfo]) -> tuple[s
     """Level kinds for a canonical query's result stored in its axis order.
 
     Dense when the result cannot skip entries (the fill does not survive the operation) or
-    its estimated density exceeds ``DENSE_THRESHOLD``; otherwise compressed levels, with a
+    its estimated density exceeds ``dense_threshold``; otherwise compressed levels, with a
     dense first level when most of its slices are expected nonempty (CSR rather than DCSR).
     A dense result past the densify limit that is ``sparse_representable`` stays sparse
     (sized with scalars adding no entries): a huge ``A + 1`` is never densified.
@@ -539,7 +550,7 @@ def choose_level_kinds(rhs: LogicNode, infos: dict[Alias, AliasInfo]) -> tuple[s
     memo: dict[Any, Any] = {}
     p_out = nonzero_probability(expr, set(axes), sizes, infos, memo)
     size = math.prod(sizes[f] for f in axes)
-    if p_out > DENSE_THRESHOLD or size == 0:
+    if p_out > dense_threshold(expr, set(axes), sizes, infos, memo) or size == 0:
         nbytes = size * expr_dtype(expr, infos).itemsize
         limit = get_densify_limit()
         if size == 0 or limit is None or nbytes <= limit:
@@ -649,7 +660,8 @@ def _computed_info(rhs: LogicNode, infos: dict[Alias, AliasInfo]) -> AliasInfo:
         all_sizes.setdefault(f, 1)
     sparse = not all_located(kinds)
     p = nonzero_probability(expr, set(axes), all_sizes, infos)
-    if sparse and p > DENSE_THRESHOLD and sparse_representable(expr, infos):
+    if (sparse and p > dense_threshold(expr, set(axes), all_sizes, infos)
+            and sparse_representable(expr, infos)):
         # stored on its sparse operands' union (a large ``A + 1``): scalars add no entries
         p = nonzero_probability(expr, set(axes), all_sizes, infos, {"scalars_sparse": True})
     nnz = math.prod(shape) * (p if sparse else 1.0)

@@ -34,7 +34,6 @@ import numpy as np
 from lazysparse.formats.statistics import TensorStats
 from lazysparse.logic.nodes import Field
 
-
 # degrees whose variance exceeds this multiple of their mean are skewed (``TensorStats``)
 SKEW_DISPERSION = 4.0
 
