@@ -105,3 +105,16 @@ def test_row_normalization_of_zipf_text_stays_sparse() -> None:
     with np.errstate(invalid="ignore", divide="ignore"):
         ref = np.where(dd != 0, dd / norms, 0.0)
     np.testing.assert_allclose(np.nan_to_num(xp.to_numpy(r)), ref)
+
+
+def test_the_plan_cache_tells_skewed_from_uniform_inputs() -> None:
+    # same shape and density: only the degrees differ, and so must the cached plans
+    u = row_normalized(sp.random_array(TN.shape, density=TN.nnz / np.prod(TN.shape), rng=11,
+                                       format="csr"))
+    assert u.nnz == TN.nnz
+    for m in (u, TN, u):
+        t = xp.asarray(m)
+        r = xp.compute(t[:40] @ t.T)
+        ref = m[:40].toarray() @ m.toarray().T
+        assert (r.format == "dense") == (m is TN)
+        np.testing.assert_allclose(xp.to_numpy(r), ref, atol=1e-12)

@@ -17,6 +17,7 @@ csr-like tensor's row degrees are ``diff(ptr)``, its column degrees ``bincount(i
 
 from __future__ import annotations
 
+import math
 import weakref
 from typing import TYPE_CHECKING
 
@@ -33,6 +34,9 @@ if TYPE_CHECKING:
 # the tensor; its degrees are unknown and the uniform model decides
 DEGREE_EXTENT_RATIO = 8
 DEGREE_EXTENT_FLOOR = 1 << 16
+# degrees whose variance exceeds this multiple of their mean are skewed (uniformly random
+# entries have binomial degrees: about 1)
+SKEW_DISPERSION = 4.0
 # how many of the heaviest coordinates ``TensorStats.heaviest`` reports by default
 HEAVY_COUNT = 4
 
@@ -127,6 +131,18 @@ def statistics(t: Tensor) -> TensorStats:
         stats = TensorStats(t)
         _TABLE[t] = stats
     return stats
+
+
+def skew_signature(t: Tensor) -> tuple[int, ...]:
+    """Per axis, 0 when ``t``'s degrees look uniform (or are unknown), else the rounded log2
+    of their dispersion: what a cache of optimized plans must tell apart besides shape and
+    density (the optimizer sizes skewed operands by their degrees)."""
+    stats = statistics(t)
+    out = []
+    for axis in range(len(stats.shape)):
+        disp = stats.dispersion(axis)
+        out.append(0 if disp is None or disp <= SKEW_DISPERSION else round(math.log2(disp)))
+    return tuple(out)
 
 
 def _level_entries(t: Tensor) -> tuple[int, ...]:

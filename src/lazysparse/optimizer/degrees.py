@@ -31,11 +31,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lazysparse.formats.statistics import TensorStats
+from lazysparse.formats.statistics import SKEW_DISPERSION, TensorStats
 from lazysparse.logic.nodes import Field
-
-# degrees whose variance exceeds this multiple of their mean are skewed (``TensorStats``)
-SKEW_DISPERSION = 4.0
 
 
 @dataclass(frozen=True)
