@@ -118,3 +118,17 @@ def test_the_plan_cache_tells_skewed_from_uniform_inputs() -> None:
         ref = m[:40].toarray() @ m.toarray().T
         assert (r.format == "dense") == (m is TN)
         np.testing.assert_allclose(xp.to_numpy(r), ref, atol=1e-12)
+
+
+def test_a_cosine_block_fused_with_its_normalization_is_sized_by_degrees() -> None:
+    # the normalized rows are not stored: the product reads (D / |D|) of stored D
+    d = zipf_terms(2000, 3000, 40_000, seed=5)
+    x = xp.asarray(d)
+    tn = x / xp.sqrt(xp.sum(x * x, axis=1))[:, None]
+    k = _product_kernel(xp.explain(tn[:50] @ tn.T))
+    assert k.output_format.name == "dense"
+    exact = (np.diff(d[:50].tocsc().indptr) * np.diff(d.tocsc().indptr)).sum()
+    assert k.estimate is not None and k.estimate.work == pytest.approx(exact)
+    ref = row_normalized(d)
+    np.testing.assert_allclose(xp.to_numpy(tn[:50] @ tn.T),
+                               ref[:50].toarray() @ ref.toarray().T, atol=1e-12)

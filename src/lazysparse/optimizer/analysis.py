@@ -289,9 +289,9 @@ def nonzero_probability(expr: LogicNode, bound: set[Field], sizes: dict[Field, i
 
 def _degree_probability(expr: LogicNode, bound: set[Field], sizes: dict[Field, int],
                         infos: dict[Alias, AliasInfo], memo: dict[Any, Any]) -> float | None:
-    """The degree-statistics estimate (``degrees.py``) when ``expr`` is, under reductions
-    that keep its fill, one sparse access or a mapjoin whose masking operands are sparse
-    accesses with statistics and whose others are dense accesses or scalars; else None."""
+    """The degree-statistics estimate (``degrees.py``) of ``expr`` under reductions that
+    keep its fill, when its pattern is the intersection of sparse accesses with statistics
+    (``_pattern_accesses``); else None."""
     key = ("degrees", id(expr), frozenset(bound))
     if key in memo:
         return memo[key]
@@ -301,28 +301,33 @@ def _degree_probability(expr: LogicNode, bound: set[Field], sizes: dict[Field, i
         if isinstance(e, Aggregate) and not _keeps_sparse(e, infos, memo):
             return None
         e = e.arg
-    if isinstance(e, MapJoin):
-        if _selection_flags(e, infos, memo):
-            return None
-        accs = []
-        for x, m in zip(e.args, _mask_flags(e, infos, memo), strict=True):
-            if m:
-                accs.append(x)
-            elif not (isinstance(x, Immediate) or isinstance(x, Relabel)
-                      and isinstance(x.arg, Alias) and not infos[x.arg].sparse):
-                return None
-    else:
-        accs = [e]
-    items = []
-    for a in accs:
-        if not (isinstance(a, Relabel) and isinstance(a.arg, Alias)):
-            return None
-        view = infos[a.arg].stats
-        if view is None or not infos[a.arg].sparse:
-            return None
-        items.append((a.idxs, view))
-    memo[key] = intersection_probability(items, bound, sizes)
+    accs = _pattern_accesses(e, infos, memo)
+    if not accs or any(infos[a.arg].stats is None for a in accs):  # type: ignore[index]
+        return None
+    items = [(a.idxs, infos[a.arg].stats) for a in accs]  # type: ignore[index]
+    memo[key] = intersection_probability(items, bound, sizes)  # type: ignore[arg-type]
     return memo[key]
+
+
+def _pattern_accesses(e: LogicNode, infos: dict[Alias, AliasInfo],
+                      memo: dict[Any, Any]) -> list[Relabel] | None:
+    """The sparse accesses whose intersection is ``e``'s pattern: a sparse access itself; a
+    mapjoin's masking operands' (recursively: ``(A / n[:, None]) * (B / m[:, None])``),
+    its other operands dense or scalars. None when something else can add entries."""
+    if isinstance(e, Relabel) and isinstance(e.arg, Alias):
+        return [e] if infos[e.arg].sparse else None
+    if not isinstance(e, MapJoin) or _selection_flags(e, infos, memo):
+        return None
+    out: list[Relabel] = []
+    for x, m in zip(e.args, _mask_flags(e, infos, memo), strict=True):
+        if m:
+            sub = _pattern_accesses(x, infos, memo)
+            if sub is None:
+                return None
+            out += sub
+        elif not isinstance(x, Immediate) and expr_fill(x, infos) is not None:
+            return None
+    return out or None
 
 
 def dense_threshold(expr: LogicNode, bound: set[Field], sizes: dict[Field, int],
