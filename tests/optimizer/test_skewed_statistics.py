@@ -107,3 +107,12 @@ def test_a_non_star_or_uniform_intersection_is_left_to_the_uniform_model() -> No
     j = Field("j")
     assert intersection_probability([((i, t), _view(u)), ((j, t), _view(u))], {i, t, j},
                                     {**sizes, j: 300}) is None
+
+
+def test_a_hypersparse_coo_axis_is_skipped_when_its_other_axes_are_counted() -> None:
+    coords = (np.array([0, 1, 1]), np.array([3, 10**9 - 1, 7]), np.array([0, 0, 1]))
+    t = Tensor.from_coords(coords, np.ones(3), (2, 10**9, 2), format="coo")
+    stats = statistics(t)
+    np.testing.assert_array_equal(stats.degrees(2), [2, 1])
+    np.testing.assert_array_equal(stats.degrees(0), [1, 2])
+    assert stats.degrees(1) is None

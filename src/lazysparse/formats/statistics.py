@@ -68,10 +68,10 @@ class TensorStats:
             raise IndexError(f"axis {axis} is out of bounds for a {len(self.shape)}-d tensor")
         if axis not in self._degrees:
             t = self._source()
-            if t is None or t.levels is not self._levels or self.shape[axis] > max(
-                    DEGREE_EXTENT_FLOOR, DEGREE_EXTENT_RATIO * self.nnz):
+            if t is None or t.levels is not self._levels or not _kept(self.shape[axis],
+                                                                      self.nnz):
                 return None
-            self._degrees[axis] = _degree_vector(t, axis)
+            self._degrees.update(_degree_vectors(t, axis))
         return self._degrees[axis]
 
     def max_degree(self, axis: int) -> int | None:
@@ -155,20 +155,26 @@ def _level_entries(t: Tensor) -> tuple[int, ...]:
     return tuple(out)
 
 
-def _degree_vector(t: Tensor, axis: int) -> np.ndarray:
-    """Stored entries at each coordinate of ``axis``."""
+def _degree_vectors(t: Tensor, axis: int) -> dict[int, np.ndarray]:
+    """Stored entries at each coordinate of ``axis`` (of every axis when the coordinates
+    had to be expanded: one pass serves them all)."""
     n = t.shape[axis]
     if t.full:
-        return np.full(n, t.size // n if n else 0, dtype=np.int64)
+        return {axis: np.full(n, t.size // n if n else 0, dtype=np.int64)}
     level = t.mode_order.index(axis)
     lv = t.levels
     if len(lv) == 2 and isinstance(lv[0], Dense) and isinstance(lv[1], Compressed):
-        ptr, idx = lv[1].ptr, lv[1].idx
         if level == 0:
-            return np.diff(ptr).astype(np.int64, copy=False)
-        return np.bincount(idx, minlength=n).astype(np.int64, copy=False)
+            return {axis: np.diff(lv[1].ptr).astype(np.int64, copy=False)}
+        return {axis: np.bincount(lv[1].idx, minlength=n).astype(np.int64, copy=False)}
     if len(lv) == 1 and isinstance(lv[0], Compressed):
-        return np.bincount(lv[0].idx[: int(lv[0].ptr[1])], minlength=n).astype(np.int64)
+        return {axis: np.bincount(lv[0].idx[: int(lv[0].ptr[1])], minlength=n).astype(np.int64)}
     coords, _ = expand(t)
-    return np.bincount(np.asarray(coords[level], dtype=np.int64),
-                       minlength=n).astype(np.int64, copy=False)
+    nnz = int(t.nnz)
+    return {m: np.bincount(np.asarray(c, dtype=np.int64), minlength=t.shape[m]).astype(np.int64)
+            for m, c in zip(t.mode_order, coords, strict=True) if _kept(t.shape[m], nnz)}
+
+
+def _kept(extent: int, nnz: int) -> bool:
+    """Whether a degree vector of ``extent`` entries is kept (``DEGREE_EXTENT_RATIO``)."""
+    return extent <= max(DEGREE_EXTENT_FLOOR, DEGREE_EXTENT_RATIO * nnz)
