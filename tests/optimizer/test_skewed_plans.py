@@ -132,3 +132,14 @@ def test_a_cosine_block_fused_with_its_normalization_is_sized_by_degrees() -> No
     ref = row_normalized(d)
     np.testing.assert_allclose(xp.to_numpy(tn[:50] @ tn.T),
                                ref[:50].toarray() @ ref.toarray().T, atol=1e-12)
+
+
+def test_explain_run_shows_the_actual_entries_next_to_the_estimate() -> None:
+    a = xp.asarray(G)
+    e = a[:100] @ a
+    k = _product_kernel(xp.explain(e, run=True))
+    ref = G[:100] @ G
+    assert k.estimate is not None and k.estimate.actual_entries == ref.nnz
+    assert f"actual: {ref.nnz} stored entries" in str(k)
+    assert xp.explain(e).kernels[-1].estimate.actual_entries is None  # type: ignore[union-attr]
+    assert e.result is None  # explaining computes nothing the array keeps

@@ -88,12 +88,17 @@ class KernelEstimate:
     work: float
     entries: float
     size: int
+    # the stored entries of the result once the kernel ran (``xp.explain(..., run=True)``)
+    actual_entries: int | None = None
 
     def describe(self) -> str:
-        """``estimate: work W, output E entries (density d)``."""
+        """``estimate: work W, output E entries (density d)[; actual: N entries]``."""
         density = self.entries / self.size if self.size else 0.0
-        return (f"estimate: work {self.work:.3g} (innermost iterations), "
+        line = (f"estimate: work {self.work:.3g} (innermost iterations), "
                 f"output {self.entries:.3g} entries (density {density:.3g})")
+        if self.actual_entries is not None:
+            line += f"; actual: {self.actual_entries} stored entries"
+        return line
 
 
 def kernel_estimate(q: Query, infos: dict[Alias, AliasInfo]) -> KernelEstimate:
