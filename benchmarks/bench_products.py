@@ -7,12 +7,20 @@ Cases (issue 23 item 3), on the workflow corpus's term counts (``tests/workflows
 - ``B.T @ B`` of the float counts (the same path for every dtype);
 - ``X[:6] @ X.T`` and ``Tn[:500] @ Tn.T``: similarity of a few rows against all.
 
+``--skewed`` (issue 36): zipf text (20k docs x 30k terms, 400k draws; ``Tn`` row-normalized)
+and a Chung–Lu power-law graph (20k vertices, mean degree 10): the cosine block
+``Tn[:200] @ Tn.T``, ``D @ D.T`` (3k docs), ``X.T @ X``, ``D.T @ v``, ``A[:200] @ A``,
+``A.T @ v``, 2-hop ``A @ A``, triangles ``sum(A * (A @ A))``, row normalization. Each row adds
+the stored entries of both results and ``xp.explain``'s estimate of the product kernel's
+work and output entries next to the actual (work: ``sum_t deg(t) deg'(t)`` from scipy).
+
 Each row: scipy's and lazysparse's best time (``xp.compute`` included; runs alternate so
 both share the machine's load), their ratio (< 1: lazysparse faster) and lazysparse's
 first call (planning and kernel compilation or the on-disk cache). One thread unless
 ``NUMBA_NUM_THREADS`` says otherwise. Not a test: nothing is asserted.
 
-Usage: ``NUMBA_NUM_THREADS=1 python benchmarks/bench_products.py [--repeat R] [--small]``.
+Usage: ``NUMBA_NUM_THREADS=1 python benchmarks/bench_products.py [--repeat R] [--small]
+[--skewed]``.
 """
 
 from __future__ import annotations
@@ -32,6 +40,7 @@ import numpy as np  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.optimizer.skewed_data import chung_lu, row_normalized, zipf_terms  # noqa: E402
 from tests.workflows.corpus import TEXT, Size, term_counts  # noqa: E402
 
 import lazysparse as xp  # noqa: E402
@@ -61,6 +70,75 @@ def cases(small: bool) -> list[Case]:
     ]
 
 
+# (name, lazysparse call, scipy call, the lazy expression explained, actual product work)
+SkewedCase = tuple[str, Callable[[], Any], Callable[[], Any], Callable[[], Any], float | None]
+
+
+def _work(a: sp.csr_array, b: sp.csr_array) -> float:
+    """Products of ``a @ b``: ``sum_t colnnz_a(t) * rownnz_b(t)``."""
+    return float((np.diff(a.tocsc().indptr) * np.diff(sp.csr_array(b).indptr)).sum())
+
+
+def skewed_cases(small: bool) -> list[SkewedCase]:
+    docs, terms, draws, n = (2_000, 3_000, 40_000, 3_000) if small else (
+        20_000, 30_000, 400_000, 20_000)
+    d = zipf_terms(docs, terms, draws, seed=0)
+    tn, d3 = row_normalized(d), sp.csr_array(d[: docs // 7])
+    g = chung_lu(n, 10, seed=0)
+    lt, ld, ld3, lg = xp.asarray(tn), xp.asarray(d), xp.asarray(d3), xp.asarray(g)
+    v_doc, v_vert = np.random.default_rng(1).random(docs), np.random.default_rng(2).random(n)
+    lv_doc, lv_vert = xp.asarray(v_doc), xp.asarray(v_vert)
+
+    def norm() -> Any:
+        return ld / xp.sqrt(xp.sum(ld * ld, axis=1))[:, None]
+
+    return [
+        ("cosine block Tn[:200] @ Tn.T", lambda: xp.compute(lt[:200] @ lt.T),
+         lambda: tn[:200] @ tn.T, lambda: lt[:200] @ lt.T, _work(tn[:200], tn.T)),
+        (f"D @ D.T ({d3.shape[0]} docs)", lambda: xp.compute(ld3 @ ld3.T),
+         lambda: d3 @ d3.T, lambda: ld3 @ ld3.T, _work(d3, d3.T)),
+        ("co-occurrence X.T @ X", lambda: xp.compute(ld.T @ ld), lambda: d.T @ d,
+         lambda: ld.T @ ld, _work(d.T, d)),
+        ("D.T @ v", lambda: xp.compute(ld.T @ lv_doc), lambda: d.T @ v_doc,
+         lambda: ld.T @ lv_doc, None),
+        ("graph A[:200] @ A", lambda: xp.compute(lg[:200] @ lg), lambda: g[:200] @ g,
+         lambda: lg[:200] @ lg, _work(g[:200], g)),
+        ("graph A.T @ v", lambda: xp.compute(lg.T @ lv_vert), lambda: g.T @ v_vert,
+         lambda: lg.T @ lv_vert, None),
+        ("graph 2-hop A @ A", lambda: xp.compute(lg @ lg), lambda: g @ g,
+         lambda: lg @ lg, _work(g, g)),
+        ("graph triangles sum(A * (A @ A))", lambda: xp.compute(xp.sum(lg * (lg @ lg))),
+         lambda: (g * (g @ g)).sum(), lambda: xp.sum(lg * (lg @ lg)), None),
+        ("row normalization D / |D|", lambda: xp.compute(norm()),
+         lambda: row_normalized(d), norm, None),
+    ]
+
+
+def _stored(r: Any) -> str:
+    return str(getattr(r, "nnz", "-"))
+
+
+def _estimate(expr: Any) -> str:
+    """The last kernel's estimate (work, output entries) as ``work/entries``."""
+    est = getattr(xp.explain(expr()).kernels[-1], "estimate", None)  # None: before issue 36
+    return "-" if est is None else f"{est.work:.3g} / {est.entries:.3g}"
+
+
+def run_skewed(small: bool, repeat: int) -> None:
+    print("\n# skewed corpus (issue 36)")
+    print("| case | scipy ms | lazysparse ms | ls/scipy | stored ls / scipy | "
+          "estimated work / entries | actual work / entries |")
+    print("|---|---|---|---|---|---|---|")
+    for name, ours, theirs, expr, work in skewed_cases(small):
+        _, ls, sc = best_times(ours, theirs, repeat)
+        r, s = ours(), theirs()
+        nonzeros = np.count_nonzero(s.data if sp.issparse(s) else s)  # the true result's
+        actual = f"{work:.3g} / {nonzeros:.3g}" if work is not None else f"- / {nonzeros:.3g}"
+        print(f"| {name} | {sc * 1e3:.1f} | {ls * 1e3:.1f} | {ls / sc:.2f} | "
+              f"{getattr(r, 'format', '-')} {_stored(r)} / {_stored(s)} | {_estimate(expr)} "
+              f"| {actual} |", flush=True)
+
+
 def best_times(ours: Callable[[], Any], theirs: Callable[[], Any], repeat: int
                ) -> tuple[float, float, float]:
     """(first call of ours, best of ours, best of theirs); runs alternate."""
@@ -80,7 +158,11 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--small", action="store_true", help="small sizes (a smoke run)")
+    ap.add_argument("--skewed", action="store_true", help="only the skewed corpus (issue 36)")
     args = ap.parse_args()
+    if args.skewed:
+        run_skewed(args.small, args.repeat)
+        return
     print(f"# products, NUMBA_NUM_THREADS={os.environ['NUMBA_NUM_THREADS']}, "
           f"best of {args.repeat}")
     print("| case | scipy ms | lazysparse ms | ls/scipy | lazysparse 1st call ms |")
@@ -89,6 +171,7 @@ def main() -> None:
         first, ls, sc = best_times(ours, theirs, args.repeat)
         print(f"| {name} | {sc * 1e3:.1f} | {ls * 1e3:.1f} | {ls / sc:.2f} | "
               f"{first * 1e3:.0f} |", flush=True)
+    run_skewed(args.small, args.repeat)
 
 
 if __name__ == "__main__":

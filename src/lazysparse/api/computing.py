@@ -92,11 +92,12 @@ def compute_arrays(arrays: tuple[LazyArray, ...]) -> None:
             a.set_result(tensor)
 
 
-def explain_arrays(arrays: tuple[LazyArray, ...]) -> Explanation:
-    """How computing ``arrays`` together would run, with the held values it would keep."""
+def explain_arrays(arrays: tuple[LazyArray, ...], run: bool = False) -> Explanation:
+    """How computing ``arrays`` together would run, with the held values it would keep
+    (``run``: running the kernels, ``engine.explain.explain_plan``)."""
     todo = tuple({id(a): a for a in arrays if a.result is None}.values())
     kept = held_values(todo, BY_ALIAS) if todo else ()
-    expl = explain_plan(build_plan(tuple(arrays) + tuple(k.array for k in kept)))
+    expl = explain_plan(build_plan(tuple(arrays) + tuple(k.array for k in kept)), run=run)
     return dataclasses.replace(expl, kept=tuple(k.describe() for k in kept))
 
 

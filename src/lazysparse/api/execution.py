@@ -35,11 +35,13 @@ def compute(*arrays: LazyArray) -> LazyArray | tuple[LazyArray, ...]:
     return arrays[0] if len(arrays) == 1 else arrays
 
 
-def explain(*arrays: Any) -> Explanation:
-    """``xp.explain(*arrays)``: how computing ``arrays`` together would run (a Plan works too)."""
+def explain(*arrays: Any, run: bool = False) -> Explanation:
+    """``xp.explain(*arrays)``: how computing ``arrays`` together would run (a Plan works too);
+    ``run=True`` runs the kernels too, each showing its result's actual stored entries next
+    to the optimizer's estimate (the arrays themselves stay uncomputed)."""
     if len(arrays) == 1 and isinstance(arrays[0], Plan):
-        return explain_plan(arrays[0])
+        return explain_plan(arrays[0], run=run)
     _check_arrays(arrays, "explain")
     if not arrays:
         raise TypeError("explain needs at least one array")
-    return explain_arrays(arrays)
+    return explain_arrays(arrays, run=run)

@@ -7,6 +7,7 @@ chosen format, which is all code generation looks at.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +19,7 @@ from lazysparse.formats.specs import is_structured
 from lazysparse.logic.nodes import Alias, Plan, Query, Reformat, Table
 from lazysparse.optimizer.analysis import plan_infos
 from lazysparse.optimizer.pipeline import optimize
-from lazysparse.optimizer.reports import schedule_reports
+from lazysparse.optimizer.reports import KernelEstimate, kernel_estimate, schedule_reports
 
 if TYPE_CHECKING:
     from lazysparse.compile.decisions import QueryDecisions
@@ -38,10 +39,14 @@ class KernelExplanation:
     schedule: str | None = None
     # the query's decisions (operands sorted or read csr-like, its runner), as recorded
     decisions: QueryDecisions | None = field(default=None, compare=False, repr=False)
+    # the optimizer's work and output-size estimate (optimizer.reports.kernel_estimate)
+    estimate: KernelEstimate | None = None
 
     def __str__(self) -> str:
         fmt = self.output_format
         sched = f"  {self.schedule}\n" if self.schedule else ""
+        if self.estimate is not None:
+            sched += f"  {self.estimate.describe()}\n"
         return (f"kernel {self.alias} = f({', '.join(self.inputs)})\n"
                 f"  loop order (outermost first): {', '.join(self.loop_order) or '()'}\n"
                 f"{sched}"
@@ -130,10 +135,15 @@ def _schedule_line(body: Query, schedules: dict[Any, Any], d: QueryDecisions) ->
     return "; ".join(parts) if parts else None
 
 
-def explain_plan(plan: Plan) -> Explanation:
+def explain_plan(plan: Plan, run: bool = False) -> Explanation:
     """Optimize ``plan`` and describe every kernel of the result (each query decided once,
-    ``backends.execute.explain_query``; its record is the explanation's ``decisions``)."""
-    from lazysparse.backends.execute import explain_query  # the backend loads on first use
+    ``backends.execute.explain_query``; its record is the explanation's ``decisions``).
+    ``run``: run each query too (on its runner, ``backends.execute.run_query``), so that
+    later kernels read real results and each estimate shows its actual stored entries."""
+    from lazysparse.backends.execute import (  # the backend loads on first use
+        explain_query,
+        run_query,
+    )
 
     after = optimize(plan)
     schedules = schedule_reports(plan)
@@ -149,10 +159,15 @@ def explain_plan(plan: Plan) -> Explanation:
         assert isinstance(body.rhs, Reformat)
         spec: FormatSpec = body.rhs.tns.val
         d, k = explain_query(body, env)
+        estimate = kernel_estimate(body, infos)
+        info = infos[body.lhs]
+        if run:
+            env[body.lhs] = run_query(body, env)
+            estimate = dataclasses.replace(estimate, actual_entries=int(env[body.lhs].nnz))
+        else:
+            env[body.lhs] = placeholder(info.shape, spec, d.info.out_dtype, info.fill
+                                        if info.fill is not None else 0)
         kernels.append(KernelExplanation(body.lhs.name, body, d.info.loop_order,
                                          d.info.out_spec, tuple(k.inputs), k.source,
-                                         _schedule_line(body, schedules, d), d))
-        info = infos[body.lhs]
-        env[body.lhs] = placeholder(info.shape, spec, d.info.out_dtype, info.fill
-                                    if info.fill is not None else 0)
+                                         _schedule_line(body, schedules, d), d, estimate))
     return Explanation(plan, after, tuple(kernels))

@@ -4,9 +4,10 @@ The key is everything the passes decide on: the device whose passes run (``cpu``
 ``cuda`` differ: ``optimizer.pipeline.passes_for``), the plan's structural key, the
 *class* of each scalar constant (its kind and whether it is 0, 1, -1, NaN, ±inf, an integer
 extreme, or else its sign: the values operator algebra treats specially), each input's
-shape and density bucket (the optimizer's nnz estimates), which inputs are the same object,
-and the densify limit. A fully dense input's fill value is left out: no decision reads it, and
-dense iterates whose fill drifts with constants (``r + beta * p``) must share one plan.
+shape, density bucket (the optimizer's nnz estimates) and skew (its degree statistics),
+which inputs are the same object, and the densify limit. A fully dense input's fill value
+is left out: no decision reads it, and dense iterates whose fill drifts with constants
+(``r + beta * p``) must share one plan.
 
 The cached plan keeps no data and no constant values: its input tables hold ``_Slot``
 numbers and its pointwise constants ``_Param`` numbers, filled from the new call's inputs
@@ -28,7 +29,9 @@ from typing import Any
 import numpy as np
 
 from lazysparse.formats.config import get_densify_limit
+from lazysparse.formats.statistics import skew_signature
 from lazysparse.formats.sync import Counters
+from lazysparse.formats.tensor import Tensor
 from lazysparse.logic.nodes import (
     Aggregate,
     Immediate,
@@ -120,7 +123,8 @@ def _is_dense(t: Any) -> bool:
 
 def _data_key(val: Any) -> Any:
     """The key of an input: its signature (without the fill value when it is dense), its
-    shape and its density bucket; None for what is not data. Everything the optimizer reads
+    shape, its density bucket and its skew (``formats.statistics.skew_signature``: degree
+    statistics size skewed operands); None for what is not data. Everything the optimizer reads
     of an input, so the structural key caches it with a computed array's leaf."""
     if hasattr(val, "levels") and hasattr(val, "signature") and _is_dense(val):
         key: Any = ("dense-data", val.spec, val.dtype, val.ndim)
@@ -128,7 +132,8 @@ def _data_key(val: Any) -> Any:
         key = data_key(val)
         if key is None:
             return None
-    return (key, tuple(val.shape), _density_bucket(val))
+    skew = skew_signature(val) if isinstance(val, Tensor) and not _is_dense(val) else ()
+    return (key, tuple(val.shape), _density_bucket(val), skew)
 
 
 def _density_bucket(t: Any) -> int:

@@ -26,7 +26,8 @@ class Tensor:
     the structure (``check=False`` skips the O(nnz) checks for trusted, internally built data).
     """
 
-    __slots__ = ("shape", "levels", "mode_order", "values", "fill_value", "spec", "_index_dtype")
+    __slots__ = ("shape", "levels", "mode_order", "values", "fill_value", "spec", "_index_dtype",
+                 "__weakref__")  # weakly keyed statistics (formats.statistics)
 
     def __init__(
         self,

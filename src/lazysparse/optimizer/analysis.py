@@ -19,6 +19,8 @@ import numpy as np
 from lazysparse.formats.config import check_densify, get_densify_limit
 from lazysparse.formats.dtypes import same_value
 from lazysparse.formats.levels.registry import DENSE_KIND, PLAIN_KIND, all_located
+from lazysparse.formats.statistics import statistics
+from lazysparse.formats.tensor import Tensor
 from lazysparse.logic.dtypes import scalar_as
 from lazysparse.logic.nodes import (
     Aggregate,
@@ -43,11 +45,15 @@ from lazysparse.logic.operators import (
     mapjoin_region,
 )
 from lazysparse.logic.traversal import walk
+from lazysparse.optimizer.degrees import StatsView, intersection_probability
 from lazysparse.optimizer.rewrite import accesses
 
 INDEX_DTYPE = np.dtype("int64")
 # a result whose estimated density exceeds this is stored dense
 DENSE_THRESHOLD = 0.25
+# ... or this, when degree statistics sized it (``degrees.py``): that estimate is close
+# enough to store sparse what a sparse library keeps sparse up to the break-even density
+SKEWED_DENSE_THRESHOLD = 0.5
 # a first level whose slices are nonempty with at least this probability is a dense level
 DENSE_LEVEL_THRESHOLD = 0.5
 
@@ -57,7 +63,8 @@ class AliasInfo:
     """Facts about one alias: its axes' sizes (axis order), dtype, fill value, storage.
 
     ``mode_order`` lists axes outermost level first; ``level_kinds`` parallels it (None while
-    unknown); ``nnz`` is the stored-entry count or its estimate.
+    unknown); ``nnz`` is the stored-entry count or its estimate; ``stats`` the degree
+    statistics of a stored sparse tensor (or a copy of one), else None (``degrees.py``).
     """
 
     shape: tuple[int, ...]
@@ -66,6 +73,7 @@ class AliasInfo:
     mode_order: tuple[int, ...]
     nnz: float
     level_kinds: tuple[str, ...] | None = None
+    stats: StatsView | None = None
 
     @property
     def size(self) -> int:
@@ -99,8 +107,11 @@ def tensor_info(tns: Any) -> AliasInfo:
     spec = getattr(tns, "spec", None)
     kinds = tuple(spec.level_kinds) if spec is not None else None
     shape = tuple(int(d) for d in tns.shape)
+    stats = None
+    if isinstance(tns, Tensor) and kinds is not None and not all_located(kinds):
+        stats = StatsView(statistics(tns), tuple(range(len(shape))))
     return AliasInfo(shape, np.dtype(tns.dtype), tns.fill_value,
-                     tuple(int(m) for m in tns.mode_order), float(tns.nnz), kinds)
+                     tuple(int(m) for m in tns.mode_order), float(tns.nnz), kinds, stats)
 
 
 def field_sizes(expr: LogicNode, infos: dict[Alias, AliasInfo]) -> dict[Field, int]:
@@ -264,6 +275,9 @@ def nonzero_probability(expr: LogicNode, bound: set[Field], sizes: dict[Field, i
     """
     if memo is None:
         memo = {}
+    p_deg = _degree_probability(expr, bound, sizes, infos, memo)
+    if p_deg is not None:
+        return p_deg
     p_struct = _prob(expr, bound, sizes, infos, memo)
     all_fields = set(sizes)
     if bound >= all_fields:
@@ -283,6 +297,57 @@ def _union(probs: Any) -> float:
             return 1.0
         total += math.log1p(-p)
     return -math.expm1(total)
+
+
+def _degree_probability(expr: LogicNode, bound: set[Field], sizes: dict[Field, int],
+                        infos: dict[Alias, AliasInfo], memo: dict[Any, Any]) -> float | None:
+    """The degree-statistics estimate (``degrees.py``) of ``expr`` under reductions that
+    keep its fill, when its pattern is the intersection of sparse accesses with statistics
+    (``_pattern_accesses``); else None."""
+    key = ("degrees", id(expr), frozenset(bound))
+    if key in memo:
+        return memo[key]
+    memo[key] = None
+    e = expr
+    while isinstance(e, Reorder | Reformat | Aggregate):
+        if isinstance(e, Aggregate) and not _keeps_sparse(e, infos, memo):
+            return None
+        e = e.arg
+    accs = _pattern_accesses(e, infos, memo)
+    if not accs or any(infos[a.arg].stats is None for a in accs):  # type: ignore[index]
+        return None
+    items = [(a.idxs, infos[a.arg].stats) for a in accs]  # type: ignore[index]
+    memo[key] = intersection_probability(items, bound, sizes)  # type: ignore[arg-type]
+    return memo[key]
+
+
+def _pattern_accesses(e: LogicNode, infos: dict[Alias, AliasInfo],
+                      memo: dict[Any, Any]) -> list[Relabel] | None:
+    """The sparse accesses whose intersection is ``e``'s pattern: a sparse access itself; a
+    mapjoin's masking operands' (recursively: ``(A / n[:, None]) * (B / m[:, None])``),
+    its other operands dense or scalars. None when something else can add entries."""
+    if isinstance(e, Relabel) and isinstance(e.arg, Alias):
+        return [e] if infos[e.arg].sparse else None
+    if not isinstance(e, MapJoin) or _selection_flags(e, infos, memo):
+        return None
+    out: list[Relabel] = []
+    for x, m in zip(e.args, _mask_flags(e, infos, memo), strict=True):
+        if m:
+            sub = _pattern_accesses(x, infos, memo)
+            if sub is None:
+                return None
+            out += sub
+        elif not isinstance(x, Immediate) and expr_fill(x, infos) is not None:
+            return None
+    return out or None
+
+
+def dense_threshold(expr: LogicNode, bound: set[Field], sizes: dict[Field, int],
+                    infos: dict[Alias, AliasInfo], memo: dict[Any, Any] | None = None) -> float:
+    """The density above which ``expr`` over the ``bound`` axes is stored dense:
+    ``SKEWED_DENSE_THRESHOLD`` when degree statistics size it, else ``DENSE_THRESHOLD``."""
+    p = _degree_probability(expr, bound, sizes, infos, {} if memo is None else memo)
+    return DENSE_THRESHOLD if p is None else SKEWED_DENSE_THRESHOLD
 
 
 def _project(p: float, n: float) -> float:
@@ -486,7 +551,7 @@ def choose_level_kinds(rhs: LogicNode, infos: dict[Alias, AliasInfo]) -> tuple[s
     """Level kinds for a canonical query's result stored in its axis order.
 
     Dense when the result cannot skip entries (the fill does not survive the operation) or
-    its estimated density exceeds ``DENSE_THRESHOLD``; otherwise compressed levels, with a
+    its estimated density exceeds ``dense_threshold``; otherwise compressed levels, with a
     dense first level when most of its slices are expected nonempty (CSR rather than DCSR).
     A dense result past the densify limit that is ``sparse_representable`` stays sparse
     (sized with scalars adding no entries): a huge ``A + 1`` is never densified.
@@ -502,7 +567,7 @@ def choose_level_kinds(rhs: LogicNode, infos: dict[Alias, AliasInfo]) -> tuple[s
     memo: dict[Any, Any] = {}
     p_out = nonzero_probability(expr, set(axes), sizes, infos, memo)
     size = math.prod(sizes[f] for f in axes)
-    if p_out > DENSE_THRESHOLD or size == 0:
+    if p_out > dense_threshold(expr, set(axes), sizes, infos, memo) or size == 0:
         nbytes = size * expr_dtype(expr, infos).itemsize
         limit = get_densify_limit()
         if size == 0 or limit is None or nbytes <= limit:
@@ -612,11 +677,26 @@ def _computed_info(rhs: LogicNode, infos: dict[Alias, AliasInfo]) -> AliasInfo:
         all_sizes.setdefault(f, 1)
     sparse = not all_located(kinds)
     p = nonzero_probability(expr, set(axes), all_sizes, infos)
-    if sparse and p > DENSE_THRESHOLD and sparse_representable(expr, infos):
+    if (sparse and p > dense_threshold(expr, set(axes), all_sizes, infos)
+            and sparse_representable(expr, infos)):
         # stored on its sparse operands' union (a large ``A + 1``): scalars add no entries
         p = nonzero_probability(expr, set(axes), all_sizes, infos, {"scalars_sparse": True})
     nnz = math.prod(shape) * (p if sparse else 1.0)
-    return AliasInfo(shape, dtype, fill, mode, nnz, kinds)
+    return AliasInfo(shape, dtype, fill, mode, nnz, kinds,
+                     _copied_stats(loop.arg, agg, axes, infos) if sparse else None)
+
+
+def _copied_stats(body: LogicNode, agg: Aggregate | None, axes: tuple[Field, ...],
+                  infos: dict[Alias, AliasInfo]) -> StatsView | None:
+    """The source's statistics when a query only copies one access (a relayout, a
+    transposed copy): its axes are a permutation of the source's."""
+    if agg is not None or not (isinstance(body, Relabel) and isinstance(body.arg, Alias)):
+        return None
+    view = infos[body.arg].stats
+    idxs = body.idxs
+    if view is None or len(set(idxs)) != len(idxs) or set(idxs) != set(axes):
+        return None
+    return view.permuted([idxs.index(f) for f in axes])
 
 
 def compute_queries(plan: Plan, infos: dict[Alias, AliasInfo],

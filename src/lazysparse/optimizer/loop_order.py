@@ -55,12 +55,12 @@ from lazysparse.logic.nodes import (
 )
 from lazysparse.logic.operators import get_operator
 from lazysparse.optimizer.analysis import (
-    DENSE_THRESHOLD,
     AliasInfo,
     check_dense_result,
     choose_level_kinds,
     compute_queries,
     computed_info,
+    dense_threshold,
     expr_dtype,
     expr_fill,
     field_sizes,
@@ -313,7 +313,7 @@ class _Pricer:
         buffer (two or more result levels receive scattered writes: a reduced loop encloses
         them or they run out of storage order; every one of the ``T`` tasks of the innermost
         loop is appended, then the buffer is sorted once), else 0. A result estimated dense
-        (``DENSE_THRESHOLD``) takes scattered writes in place."""
+        (``dense_threshold``) takes scattered writes in place."""
         storage = self.storage(order)
         in_order = 0
         for f in order:
@@ -323,7 +323,9 @@ class _Pricer:
         if len(storage) - in_order < 2:
             return 0.0
         space = math.prod(self.sizes[f] for f in self.outputs)
-        if space == 0 or self.cost.tasks(frozenset(self.outputs)) / space > DENSE_THRESHOLD:
+        out = frozenset(self.outputs)
+        if space == 0 or self.cost.tasks(out) / space > dense_threshold(
+                self.body, set(out), self.sizes, self.infos, self.cost.algebra):
             return 0.0
         t = self.cost.tasks(frozenset(order))
         return SORT_WEIGHT * t * math.log2(t + 2.0)

@@ -8,8 +8,16 @@ passes to the kernels' final aliases.
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+
 from lazysparse.logic.nodes import Alias, Field, MapJoin, Plan, Query, Reformat, Table
-from lazysparse.optimizer.analysis import query_parts
+from lazysparse.optimizer.analysis import (
+    AliasInfo,
+    field_sizes,
+    nonzero_probability,
+    query_parts,
+)
 from lazysparse.optimizer.formats import normal_form
 from lazysparse.optimizer.loop_order import (
     ScheduleReport,
@@ -69,3 +77,39 @@ def _final_names(plan: Plan) -> dict[Alias, Alias]:
     order = ([q for q in qs if isinstance(q.rhs, Table)]
              + [q for q in qs if not isinstance(q.rhs, Table)])
     return {q.lhs: Alias(f"A{k}") for k, q in enumerate(order)}
+
+
+@dataclass(frozen=True)
+class KernelEstimate:
+    """The optimizer's estimate for one kernel: iterations of its innermost loop (the
+    products a contraction forms; exact from degree statistics for a one-index
+    contraction of stored operands, ``degrees.py``) and its result's stored entries."""
+
+    work: float
+    entries: float
+    size: int
+    # the stored entries of the result once the kernel ran (``xp.explain(..., run=True)``)
+    actual_entries: int | None = None
+
+    def describe(self) -> str:
+        """``estimate: work W, output E entries (density d)[; actual: N entries]``."""
+        density = self.entries / self.size if self.size else 0.0
+        line = (f"estimate: work {self.work:.3g} (innermost iterations), "
+                f"output {self.entries:.3g} entries (density {density:.3g})")
+        if self.actual_entries is not None:
+            line += f"; actual: {self.actual_entries} stored entries"
+        return line
+
+
+def kernel_estimate(q: Query, infos: dict[Alias, AliasInfo]) -> KernelEstimate:
+    """The estimate of canonical compute query ``q`` of an optimized plan, whose operands'
+    facts are in ``infos`` (``plan_infos``)."""
+    _, _, loop = query_parts(q.rhs)
+    sizes = field_sizes(loop.arg, infos)
+    for f in loop.idxs:
+        sizes.setdefault(f, 1)
+    fields = set(loop.idxs)
+    work = math.prod(sizes[f] for f in fields) * nonzero_probability(loop.arg, fields,
+                                                                      sizes, infos)
+    info = infos[q.lhs]
+    return KernelEstimate(work, info.nnz, info.size)
