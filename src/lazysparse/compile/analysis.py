@@ -188,7 +188,7 @@ class KernelInfo:
     # so a coordinate where that is ``init`` may be skipped whatever the op's identity
     unit_reduced: bool = False
     # loop fields too long in this call for a dense row workspace within the densify limit
-    # (``wide_fields``): writes that scatter along one of them sort instead
+    # or next to the operands' stored values (``wide_fields``): writes that scatter along one of them sort instead
     wide: tuple[str, ...] = ()
     # a map of the reduction's value (``PResult``) applied once per result entry; its
     # operands are dense accesses by result fields, scalars and fields (out_dtype's source)
@@ -446,7 +446,8 @@ def analyze_query(query: Query, env: dict[Alias, Any]) -> tuple[KernelInfo, Quer
         const_dtypes=tuple(rd.const_dtypes), epilogue=epilogue,
         fill_identity=_fill_identity(expr, shape.reduce_op, acc_dtype, rd.tensors, rd.consts),
         unit_reduced=bool(shape.reduced) and all(extents[f] == 1 for f in shape.reduced),
-        wide=wide_fields(extents, shape.loop_order, acc_dtype))
+        wide=wide_fields(extents, shape.loop_order, acc_dtype,
+                         sum(int(t.values.shape[0]) for t in rd.tensors)))
     data = QueryData(tuple(rd.tensors), tuple(rd.consts), shape.init, extents,
                      tuple(extents[f] for f in shape.out_fields), out_fill)
     return info, data
@@ -468,16 +469,28 @@ def _epilogue(rd: _Reader, shape: _Shape, acc_dtype: np.dtype, out_fill: Any
     return epilogue, out_dtype, eval_fill(epilogue, rd.tensors, rd.consts, out_fill)
 
 
+# a dense row workspace up to this many bytes is kept whatever the data (it is cheap next
+# to compiling and sorting); past it, only while the operands store at least one value
+# per WORKSPACE_RATIO coordinates of the scattered field
+WORKSPACE_MIN_BYTES = 64 << 20
+WORKSPACE_RATIO = 64
+
+
 def wide_fields(extents: dict[str, int], loop_order: tuple[str, ...],
-                acc_dtype: np.dtype) -> tuple[str, ...]:
+                acc_dtype: np.dtype, stored: int) -> tuple[str, ...]:
     """Loop fields whose dense row workspace (a mark, a list entry and a value per
-    coordinate) would pass the densify limit: ``sum(A, axis=0)`` of a 1e9 x 1e9 matrix with
-    3 entries must not allocate 17 GB of workspace for a 2-entry result."""
+    coordinate) would pass the densify limit, or be large and far longer than the
+    ``stored`` values of the operands: ``sum(A, axis=0)`` of a 1e9 x 1e9 matrix with 3
+    entries must not allocate 17 GB of workspace for a 2-entry result, nor 1.7 GB at 1e8."""
     limit = get_densify_limit()
-    if limit is None:
-        return ()
     per = 1 + 8 + acc_dtype.itemsize
-    return tuple(f for f in loop_order if extents[f] * per > limit)
+
+    def wide(n: int) -> bool:
+        if limit is not None and n * per > limit:
+            return True
+        return n * per > WORKSPACE_MIN_BYTES and n > WORKSPACE_RATIO * stored
+
+    return tuple(f for f in loop_order if wide(extents[f]))
 
 
 def _value_dtype(node: PNode, consts: list[Any]) -> Any:
