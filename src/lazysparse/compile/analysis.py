@@ -444,7 +444,8 @@ def analyze_query(query: Query, env: dict[Alias, Any]) -> tuple[KernelInfo, Quer
         out_dtype=out_dtype, acc_dtype=acc_dtype,
         fill_keys=tuple(o.fill_key for o in rd.operands),
         const_dtypes=tuple(rd.const_dtypes), epilogue=epilogue,
-        fill_identity=_fill_identity(expr, shape.reduce_op, acc_dtype, rd.tensors, rd.consts),
+        fill_identity=_fill_identity(expr, shape.reduce_op, acc_dtype, rd.tensors, rd.consts,
+                                     _unit_init(shape, extents)),
         unit_reduced=bool(shape.reduced) and all(extents[f] == 1 for f in shape.reduced),
         wide=wide_fields(extents, shape.loop_order, acc_dtype,
                          sum(int(t.values.shape[0]) for t in rd.tensors)))
@@ -553,8 +554,9 @@ def const_decided(info: KernelInfo) -> bool:
                                               and _has_const(info.expr))
 
 
-def decisions_hold(info: KernelInfo, tensors: Any, consts: Any) -> bool:
-    """Whether ``info``'s fill-time decisions are the same for these tensors and constants."""
+def decisions_hold(info: KernelInfo, tensors: Any, consts: Any, init: Any = None) -> bool:
+    """Whether ``info``'s fill-time decisions are the same for these tensors, constants and
+    reduction init."""
     def same(node: PNode) -> bool:
         if not isinstance(node, PApply):
             return True
@@ -564,8 +566,9 @@ def decisions_hold(info: KernelInfo, tensors: Any, consts: Any) -> bool:
             and _uniform_selection(node.op, node.args, node.operand_dtypes, tensors,
                                    consts) == node.uniform)
 
+    unit = init if info.unit_reduced else None
     return same(info.expr) and info.fill_identity == _fill_identity(
-        info.expr, info.reduce_op, info.acc_dtype, tensors, consts)
+        info.expr, info.reduce_op, info.acc_dtype, tensors, consts, unit)
 
 
 def _has_const(node: PNode) -> bool:
@@ -585,14 +588,34 @@ def _const_in_decisions(node: PNode) -> bool:
 
 
 def _fill_identity(expr: PNode, rop: Operator | None, acc_dtype: np.dtype,
-                   tensors: list[Any], consts: list[Any]) -> bool:
-    """Whether the reduced expression's fill-time value is the reduction's identity."""
+                   tensors: list[Any], consts: list[Any], unit_init: Any = None) -> bool:
+    """Whether the reduced expression's fill-time value is the reduction's identity, or,
+    given ``unit_init`` (the init, when every reduced field has extent 1: each entry
+    receives ``op(init, v)`` once, then any epilogue, whose value at the init is the result
+    fill), leaves it unchanged: the sum over a size-1 axis, ``overwrite(0.0, 0.0 + A)``,
+    skips A's unstored coordinates."""
     if rop is None:
         return False
-    ident = rop.identity_for(acc_dtype)
     v = fill_time_value(expr, tensors, consts)
-    return (ident is not None and v is not None
-            and same_value(np.asarray(v).astype(acc_dtype)[()], ident))
+    if v is None:
+        return False
+    ident = rop.identity_for(acc_dtype)
+    if ident is not None and same_value(np.asarray(v).astype(acc_dtype)[()], ident):
+        return True
+    if unit_init is None:
+        return False
+    init = np.asarray(unit_init).astype(acc_dtype)[()]
+    with np.errstate(all="ignore"):
+        got = np.asarray(rop.apply(init, v)).astype(acc_dtype)[()]
+    return same_value(got, init)
+
+
+def _unit_init(shape: _Shape, extents: dict[str, int]) -> Any:
+    """The init when each result entry receives one value (every reduced field of extent
+    1), else None (``_fill_identity``)."""
+    if shape.reduce_op is None or not shape.reduced:
+        return None
+    return shape.init if all(extents[f] == 1 for f in shape.reduced) else None
 
 
 def has_implicit(t: Any) -> bool:
