@@ -188,7 +188,8 @@ class KernelInfo:
     # so a coordinate where that is ``init`` may be skipped whatever the op's identity
     unit_reduced: bool = False
     # loop fields too long in this call for a dense row workspace within the densify limit
-    # or next to the operands' stored values (``wide_fields``): writes that scatter along one of them sort instead
+    # or next to the operands' stored values (``wide_fields``): writes that scatter along
+    # one of them sort instead
     wide: tuple[str, ...] = ()
     # a map of the reduction's value (``PResult``) applied once per result entry; its
     # operands are dense accesses by result fields, scalars and fields (out_dtype's source)

@@ -276,6 +276,33 @@ def _rows_holding(ptr, idx, key, ordered, rows, pos, fill):  # pragma: no cover 
     return w
 
 
+@helper_jit(nogil=True)
+def _rows_in_window(ptr, idx, start, stop, roots, cptr, crd, pos, fill):
+    # pragma: no cover - compiled
+    """The rows with entries whose sorted coordinates fall in ``[start, stop)``: the rows
+    (``roots``), their segments' ends (``cptr``), new coordinates and source positions;
+    returns ``(rows, entries)``."""
+    m = 0
+    w = 0
+    for r in range(ptr.size - 1):
+        a, b = ptr[r], ptr[r + 1]
+        if a == b:
+            continue
+        qa = _lower_bound(idx, a, b, start)
+        qb = _lower_bound(idx, qa, b, stop)
+        if qa == qb:
+            continue
+        if fill:
+            roots[m] = r
+            for q in range(qa, qb):
+                crd[w + q - qa] = idx[q] - start
+                pos[w + q - qa] = q
+            cptr[m + 1] = w + qb - qa
+        m += 1
+        w += qb - qa
+    return m, w
+
+
 # ----------------------------------------------------------------------------- picks
 
 
@@ -410,6 +437,8 @@ def select(t: Tensor, picks: Sequence[Pick]) -> Tensor | None:
     if len(picks) != t.ndim or not t.ndim:
         return None
     column = _column_of_dense_rows(t, picks)
+    if column is None:
+        column = _window_of_dense_rows(t, picks)
     if column is not None:
         return column
     out: list[Level] = []
@@ -474,6 +503,46 @@ def _column_of_dense_rows(t: Tensor, picks: Sequence[Pick]) -> Tensor | None:
     level = Compressed(root.size, np.array([0, n], dtype=dt), rows)
     return Tensor((t.shape[a0],), [level], (0,), t.values[pos], t.fill_value,
                   format=_spec_of((level.kind,), (0,)), check=False)
+
+
+# a window of a CSR's columns under all of its rows is stored DCSR (only the rows holding
+# entries) when the rows are this many and the hits at most one per WINDOW_SPARSE_RATIO rows
+WINDOW_MIN_ROWS = 1 << 20
+WINDOW_SPARSE_RATIO = 16
+
+
+def _window_of_dense_rows(t: Tensor, picks: Sequence[Pick]) -> Tensor | None:
+    """``x[:, j0:j1]`` of a CSR with far more rows than entries in the window (``x[i0:i1]``
+    of such a CSC): a DCSR of the rows holding entries there, found in one pass over the
+    pointers, instead of a CSR whose walk keeps several int64 arrays per row. None for
+    other shapes, steps, and windows that a dense row level suits."""
+    if t.ndim != 2 or len(t.levels) != 2:
+        return None
+    root, leaf = t.levels
+    a0, a1 = t.mode_order
+    r = _as_range(picks[a1], getattr(leaf, "size", 0))
+    if (r is None or isinstance(picks[a1], int) or r.step != 1 or not isinstance(root, Dense)
+            or root.size < WINDOW_MIN_ROWS or _as_range(picks[a0], root.size) != range(root.size)
+            or type(leaf) is not Compressed or not leaf.unique or not leaf.ordered):
+        return None
+    dt = np.int64 if root.size >= 2**31 - 1 else leaf.idx.dtype
+    ptr, idx = leaf.ptr, leaf.idx
+    lo, hi = idx.dtype.type(r.start), idx.dtype.type(max(r.stop, r.start))
+    none = np.empty(0, dtype=np.int64)
+    m, w = _rows_in_window(ptr, idx, lo, hi, none.astype(dt), none.astype(dt),
+                           none.astype(idx.dtype), none, False)
+    if m * WINDOW_SPARSE_RATIO > root.size:
+        return None
+    roots, cptr = np.empty(m, dtype=dt), np.zeros(m + 1, dtype=dt)
+    crd, pos = np.empty(w, dtype=idx.dtype), np.empty(w, dtype=np.int64)
+    if m:
+        _rows_in_window(ptr, idx, lo, hi, roots, cptr, crd, pos, True)
+    levels = [Compressed(root.size, np.array([0, m], dtype=dt), roots),
+              Compressed(len(r), cptr, crd)]
+    shape = tuple(len(r) if a == a1 else t.shape[a] for a in range(2))
+    return Tensor(shape, levels, t.mode_order, t.values[pos], t.fill_value,
+                  format=_spec_of(tuple(lv.kind for lv in levels), tuple(t.mode_order)),
+                  check=False)
 
 
 def _whole_segments(out: list[Level], level: Compressed, src: np.ndarray,
