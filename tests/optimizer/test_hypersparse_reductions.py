@@ -331,3 +331,22 @@ def test_reductions_of_a_1e9_csr_in_a_capped_child() -> None:
     assert got["any1"] == {"5": 1.0, "70": 1.0, str(n - 1): 1.0}
     assert got["sum0"] == {"3": -0.5, "9": 3.0, "12": 4.0}
     assert got["el0"] == -0.5 and got["el1"] == 1.0
+
+
+@pytest.mark.parametrize("name", ["max", "min", "all"])
+def test_a_dense_fold_within_the_limit_holds_only_its_result_and_counts(name: str) -> None:
+    """``max(A, axis=1)`` of a 1e7-row CSR is dense within the limit: it holds the result and
+    one visit count per row, and folds the unstored zeros in a block at a time (it held
+    seven arrays of the result's length at once, a MemoryError at 1e8 rows)."""
+    n = 10**7
+    entries: Entries = ((n, n), np.array([5, 70, 70, n - 1]), np.array([3, 3, 9, 12]),
+                        np.array([1.5, -2.0, 3.0, 4.0]))
+    a = xp.asarray(_scipy("csr", entries))
+    fn = lambda: xp.compute(getattr(xp, name)(a, axis=1))  # noqa: E731
+    fn()
+    out, _, peak = _measured(fn)
+    assert peak < (2 * 8 * n + (64 << 20)) / 2**20
+    want, rest = _expected(name, 1, entries)
+    vals = out.tensor().values
+    assert {k: float(vals[k]) for k in want} == pytest.approx(want)
+    assert float(vals[6]) == rest and float(vals[n - 2]) == rest
