@@ -8,9 +8,14 @@ the size and ``set_densify_limit``, before allocating anything.
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import time
 import tracemalloc
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -116,3 +121,232 @@ def test_a_row_workspace_past_the_limit_sorts_instead(fmt: str) -> None:
         got = xp.compute(e)
     assert got.format != "dense"
     np.testing.assert_allclose(np.asarray(got), want)
+
+
+# --------------------------------------------------------------------------------------
+# issue 32 item 3: csr and csc inputs too, every reduction along every axis, and reads of
+# one element or a slice of a lazy reduction: a sparse result (or a small dense one) in
+# time and memory of the stored entries and the input's own pointers, or DensifyError
+
+REDUCTIONS = ["sum", "mean", "any", "all", "max", "min", "prod", "count_nonzero"]
+LONG = 10**9
+SQUARE = 10**8  # a CSR of this many rows holds a 400 MB pointer array
+BOUND_S, BOUND_MIB = 1.0, 100.0
+SMALL_LIMIT = 64 << 20  # a dense result past this raises in the square tests
+
+Entries = tuple[tuple[int, int], np.ndarray, np.ndarray, np.ndarray]
+
+
+def _scipy(fmt: str, entries: Entries) -> Any:
+    """A scipy array holding ``entries``, its pointers built directly (no COO detour)."""
+    shape, rows, cols, vals = entries
+    if fmt not in ("csr", "csc"):
+        return sp.coo_array((vals, (rows, cols)), shape=shape)
+    major, minor, n = (rows, cols, shape[0]) if fmt == "csr" else (cols, rows, shape[1])
+    order = np.lexsort((minor, major))
+    ptr = np.zeros(n + 1, np.int32)
+    np.add.at(ptr, major + 1, 1)
+    np.cumsum(ptr, out=ptr)
+    cls = sp.csr_array if fmt == "csr" else sp.csc_array
+    return cls((vals[order], minor[order].astype(np.int32), ptr), shape=shape)
+
+
+def _lazy(fmt: str, entries: Entries) -> Any:
+    a = xp.asarray(_scipy("coo" if fmt == "dcsr" else fmt, entries))
+    return xp.compute(xp.asformat(a, "dcsr")) if fmt == "dcsr" else a
+
+
+def _expected(name: str, axis: int | None, entries: Entries) -> tuple[Any, float | None]:
+    """NumPy's answer on the stored rows and columns plus one unstored row and column
+    standing for all the others: per stored coordinate of the result (or the scalar), and
+    the value at every other coordinate (None when every coordinate is stored)."""
+    shape, rows, cols, vals = entries
+    ur, uc = np.unique(rows), np.unique(cols)
+    er, ec = int(ur.size < shape[0]), int(uc.size < shape[1])
+    small = np.zeros((ur.size + er, uc.size + ec))
+    small[np.searchsorted(ur, rows), np.searchsorted(uc, cols)] = vals
+    if name == "mean":  # over the whole axis, not the small one
+        got = small.sum(axis=axis) / (shape[0] * shape[1] if axis is None else shape[axis])
+    else:
+        got = getattr(np, name)(small, axis=axis)
+    if axis is None:
+        return float(got), None
+    keys, extra = (uc, ec) if axis == 0 else (ur, er)
+    got = np.asarray(got, dtype=float)
+    return dict(zip(keys.tolist(), got[:keys.size].tolist(), strict=True)), \
+        (float(got[-1]) if extra else None)
+
+
+def _check(out: Any, want: Any, rest: float | None) -> None:
+    """``out`` against ``_expected``: at the stored coordinates and everywhere else."""
+    if not isinstance(want, dict):
+        assert float(out) == pytest.approx(want)
+        return
+    if out.format == "dense":  # only where it is small: read it whole
+        assert out.shape[0] <= 10**6, out.shape
+        arr = np.asarray(out, dtype=float)
+        assert {k: float(arr[k]) for k in want} == pytest.approx(want)
+        others = np.ones(arr.shape, bool)
+        others[list(want)] = False
+        assert rest is None or np.all(arr[others] == rest)
+        return
+    got = _entries(out)
+    fill = float(out.tensor().fill_value)
+    assert {k: got.get(k, fill) for k in want} == pytest.approx(want)
+    if rest is not None:
+        assert fill == pytest.approx(rest)
+        assert all(v == pytest.approx(rest) for k, v in got.items() if k not in want)
+
+
+def _bounded(fn: Callable[[], Any], timed: bool = True) -> Any:
+    """``fn()`` after a warm-up call, within the time and traced-memory bound."""
+    fn()
+    out, seconds, peak = _measured(fn)
+    assert peak < BOUND_MIB, f"{peak:.1f} MiB traced"
+    assert not timed or seconds < BOUND_S, f"{seconds:.2f} s"
+    return out
+
+
+WIDE: Entries = ((1, LONG), np.array([0, 0]), np.array([12345, LONG - 1]),
+                 np.array([2.5, -4.0]))
+TALL: Entries = ((LONG, 1), np.array([7, 123456]), np.array([0, 0]), np.array([-1.5, 3.0]))
+
+
+@pytest.mark.parametrize("name", REDUCTIONS)
+@pytest.mark.parametrize("axis", [0, 1, None])
+@pytest.mark.parametrize(("fmt", "entries"), [("csr", WIDE), ("dcsr", WIDE), ("csc", TALL),
+                                              ("coo", TALL)], ids=["csr-1xN", "dcsr-1xN",
+                                                                   "csc-Nx1", "coo-Nx1"])
+def test_reductions_of_a_long_vector_matrix_are_bounded(fmt: str, entries: Entries,
+                                                        axis: int | None, name: str) -> None:
+    a = _lazy(fmt, entries)
+    long_axis = 1 if entries[0][0] == 1 else 0
+    # prod folds nothing yet: along the long axis it visits each of its 1e9 coordinates
+    timed = not (name == "prod" and axis in (long_axis, None))
+    out = _bounded(lambda: xp.compute(getattr(xp, name)(a, axis=axis)), timed)
+    _check(out, *_expected(name, axis, entries))
+    if axis == 1 - long_axis:  # the result is as long as the matrix: sparse
+        assert out.format != "dense" and out.nnz <= 2
+
+
+SQ: Entries = ((SQUARE, SQUARE), np.array([5, 70, 70, SQUARE - 1]), np.array([3, 3, 9, 12]),
+               np.array([1.5, -2.0, 3.0, 4.0]))
+
+
+@pytest.fixture(scope="module")
+def square() -> dict[str, tuple[Any, Entries]]:
+    """A 1e8 x 1e8 CSR with 4 entries and its transpose, a CSC sharing its arrays."""
+    csr = _scipy("csr", SQ)
+    shape, rows, cols, vals = SQ
+    return {"csr": (xp.asarray(csr), SQ), "csc": (xp.asarray(csr.T), (shape, cols, rows, vals))}
+
+
+@pytest.mark.parametrize("name", ["sum", "mean", "any", "count_nonzero"])
+@pytest.mark.parametrize("axis", [0, 1, None])
+@pytest.mark.parametrize("fmt", ["csr", "csc"])
+def test_fill_keeping_reductions_of_a_huge_csr_are_sparse_and_bounded(
+        square: dict[str, tuple[Any, Entries]], fmt: str, axis: int | None, name: str) -> None:
+    """Row sums of a CSR write one entry per stored row (not per row), column sums sort
+    their few entries (no dense row workspace of 1e8 columns)."""
+    a, entries = square[fmt]
+    out = _bounded(lambda: xp.compute(getattr(xp, name)(a, axis=axis)))
+    _check(out, *_expected(name, axis, entries))
+    if axis is not None:
+        assert out.format != "dense" and out.nnz == len(_expected(name, axis, entries)[0])
+
+
+@pytest.mark.parametrize("name", ["max", "min", "prod", "all"])
+@pytest.mark.parametrize("axis", [0, 1])
+def test_dense_reductions_of_a_huge_csr_raise_before_allocating(
+        square: dict[str, tuple[Any, Entries]], axis: int, name: str) -> None:
+    a, _ = square["csr"]
+
+    def raised() -> str:
+        with pytest.raises(DensifyError, match=r"\(100000000,\).*set_densify_limit") as e:
+            xp.compute(getattr(xp, name)(a, axis=axis))
+        return str(e.value)
+
+    with set_densify_limit(SMALL_LIMIT):
+        _, _, peak = _measured(raised)
+    assert peak < BOUND_MIB
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc"])
+def test_element_and_slice_reads_of_lazy_reductions_are_bounded(
+        square: dict[str, tuple[Any, Entries]], fmt: str) -> None:
+    a, entries = square[fmt]
+    col_sums, _ = _expected("sum", 0, entries)
+    row_sums, _ = _expected("sum", 1, entries)
+    for k in (*col_sums, 5, 11):
+        got = _bounded(lambda k=k: float(xp.sum(a, axis=0)[k]))
+        assert got == pytest.approx(col_sums.get(k, 0.0))
+    for k in (*row_sums, 6):
+        got = _bounded(lambda k=k: float(xp.sum(a, axis=1)[k]))
+        assert got == pytest.approx(row_sums.get(k, 0.0))
+    part = _bounded(lambda: np.asarray(xp.compute(xp.sum(a, axis=1)[10:80])))
+    want = np.zeros(70)
+    for k, v in row_sums.items():
+        if 10 <= k < 80:
+            want[k - 10] = v
+    np.testing.assert_allclose(part, want)
+
+
+HUGE_CHILD = """
+import json, resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (8 << 30, 8 << 30))
+import numpy as np, scipy.sparse as sp
+import lazysparse as xp
+n = 10**9
+rows, cols = np.array([5, 70, 70, n - 1]), np.array([3, 3, 9, 12])
+indptr = np.zeros(n + 1, np.int32)
+np.add.at(indptr, rows + 1, 1)
+np.cumsum(indptr, out=indptr)
+a = xp.asarray(sp.csr_array((np.array([1.5, -2.0, 3.0, 4.0]), cols.astype(np.int32), indptr),
+                            shape=(n, n)))
+def entries(x):
+    t = xp.compute(x).tensor()
+    from lazysparse.api.eager import stored_entries
+    c, v = stored_entries(t)
+    return {int(k): float(w) for k, w in zip(c[0], v)}
+print(json.dumps({
+    "sum1": entries(xp.sum(a, axis=1)), "mean1": entries(xp.mean(a, axis=1)),
+    "any1": entries(xp.any(a, axis=1)), "sum0": entries(xp.sum(a, axis=0)),
+    "el0": float(xp.sum(a, axis=0)[3]), "el1": float(xp.sum(a, axis=1)[70])}))
+"""
+
+
+@pytest.mark.slow
+def test_reductions_of_a_1e9_csr_in_a_capped_child() -> None:
+    """The reported case: a 1e9 x 1e9 CSR (4 GB of pointers) under an 8 GB address-space
+    cap, so an allocation past it is a traceback, not the machine's OOM killer."""
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    env = dict(os.environ, PYTHONPATH=src + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run([sys.executable, "-c", HUGE_CHILD], capture_output=True, text=True,
+                          env=env, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    n = 10**9
+    assert got["sum1"] == {"5": 1.5, "70": 1.0, str(n - 1): 4.0}
+    assert got["mean1"] == pytest.approx({"5": 1.5 / n, "70": 1.0 / n, str(n - 1): 4.0 / n})
+    assert got["any1"] == {"5": 1.0, "70": 1.0, str(n - 1): 1.0}
+    assert got["sum0"] == {"3": -0.5, "9": 3.0, "12": 4.0}
+    assert got["el0"] == -0.5 and got["el1"] == 1.0
+
+
+@pytest.mark.parametrize("name", ["max", "min", "all"])
+def test_a_dense_fold_within_the_limit_holds_only_its_result_and_counts(name: str) -> None:
+    """``max(A, axis=1)`` of a 1e7-row CSR is dense within the limit: it holds the result and
+    one visit count per row, and folds the unstored zeros in a block at a time (it held
+    seven arrays of the result's length at once, a MemoryError at 1e8 rows)."""
+    n = 10**7
+    entries: Entries = ((n, n), np.array([5, 70, 70, n - 1]), np.array([3, 3, 9, 12]),
+                        np.array([1.5, -2.0, 3.0, 4.0]))
+    a = xp.asarray(_scipy("csr", entries))
+    fn = lambda: xp.compute(getattr(xp, name)(a, axis=1))  # noqa: E731
+    fn()
+    out, _, peak = _measured(fn)
+    assert peak < (2 * 8 * n + (64 << 20)) / 2**20
+    want, rest = _expected(name, 1, entries)
+    vals = out.tensor().values
+    assert {k: float(vals[k]) for k in want} == pytest.approx(want)
+    assert float(vals[6]) == rest and float(vals[n - 2]) == rest

@@ -136,7 +136,7 @@ class Recipe:
             return None
         if self.fold_ok is not None and fold_ok(info, data) != self.fold_ok:
             return None
-        if self.recheck and not decisions_hold(info, tensors, consts):
+        if self.recheck and not decisions_hold(info, tensors, consts, self.init):
             return None
         return data
 

@@ -188,7 +188,8 @@ class KernelInfo:
     # so a coordinate where that is ``init`` may be skipped whatever the op's identity
     unit_reduced: bool = False
     # loop fields too long in this call for a dense row workspace within the densify limit
-    # (``wide_fields``): writes that scatter along one of them sort instead
+    # or next to the operands' stored values (``wide_fields``): writes that scatter along
+    # one of them sort instead
     wide: tuple[str, ...] = ()
     # a map of the reduction's value (``PResult``) applied once per result entry; its
     # operands are dense accesses by result fields, scalars and fields (out_dtype's source)
@@ -444,9 +445,11 @@ def analyze_query(query: Query, env: dict[Alias, Any]) -> tuple[KernelInfo, Quer
         out_dtype=out_dtype, acc_dtype=acc_dtype,
         fill_keys=tuple(o.fill_key for o in rd.operands),
         const_dtypes=tuple(rd.const_dtypes), epilogue=epilogue,
-        fill_identity=_fill_identity(expr, shape.reduce_op, acc_dtype, rd.tensors, rd.consts),
+        fill_identity=_fill_identity(expr, shape.reduce_op, acc_dtype, rd.tensors, rd.consts,
+                                     _unit_init(shape, extents)),
         unit_reduced=bool(shape.reduced) and all(extents[f] == 1 for f in shape.reduced),
-        wide=wide_fields(extents, shape.loop_order, acc_dtype))
+        wide=wide_fields(extents, shape.loop_order, acc_dtype,
+                         sum(int(t.values.shape[0]) for t in rd.tensors)))
     data = QueryData(tuple(rd.tensors), tuple(rd.consts), shape.init, extents,
                      tuple(extents[f] for f in shape.out_fields), out_fill)
     return info, data
@@ -468,16 +471,28 @@ def _epilogue(rd: _Reader, shape: _Shape, acc_dtype: np.dtype, out_fill: Any
     return epilogue, out_dtype, eval_fill(epilogue, rd.tensors, rd.consts, out_fill)
 
 
+# a dense row workspace up to this many bytes is kept whatever the data (it is cheap next
+# to compiling and sorting); past it, only while the operands store at least one value
+# per WORKSPACE_RATIO coordinates of the scattered field
+WORKSPACE_MIN_BYTES = 64 << 20
+WORKSPACE_RATIO = 64
+
+
 def wide_fields(extents: dict[str, int], loop_order: tuple[str, ...],
-                acc_dtype: np.dtype) -> tuple[str, ...]:
+                acc_dtype: np.dtype, stored: int) -> tuple[str, ...]:
     """Loop fields whose dense row workspace (a mark, a list entry and a value per
-    coordinate) would pass the densify limit: ``sum(A, axis=0)`` of a 1e9 x 1e9 matrix with
-    3 entries must not allocate 17 GB of workspace for a 2-entry result."""
+    coordinate) would pass the densify limit, or be large and far longer than the
+    ``stored`` values of the operands: ``sum(A, axis=0)`` of a 1e9 x 1e9 matrix with 3
+    entries must not allocate 17 GB of workspace for a 2-entry result, nor 1.7 GB at 1e8."""
     limit = get_densify_limit()
-    if limit is None:
-        return ()
     per = 1 + 8 + acc_dtype.itemsize
-    return tuple(f for f in loop_order if extents[f] * per > limit)
+
+    def wide(n: int) -> bool:
+        if limit is not None and n * per > limit:
+            return True
+        return n * per > WORKSPACE_MIN_BYTES and n > WORKSPACE_RATIO * stored
+
+    return tuple(f for f in loop_order if wide(extents[f]))
 
 
 def _value_dtype(node: PNode, consts: list[Any]) -> Any:
@@ -540,8 +555,9 @@ def const_decided(info: KernelInfo) -> bool:
                                               and _has_const(info.expr))
 
 
-def decisions_hold(info: KernelInfo, tensors: Any, consts: Any) -> bool:
-    """Whether ``info``'s fill-time decisions are the same for these tensors and constants."""
+def decisions_hold(info: KernelInfo, tensors: Any, consts: Any, init: Any = None) -> bool:
+    """Whether ``info``'s fill-time decisions are the same for these tensors, constants and
+    reduction init."""
     def same(node: PNode) -> bool:
         if not isinstance(node, PApply):
             return True
@@ -551,8 +567,9 @@ def decisions_hold(info: KernelInfo, tensors: Any, consts: Any) -> bool:
             and _uniform_selection(node.op, node.args, node.operand_dtypes, tensors,
                                    consts) == node.uniform)
 
+    unit = init if info.unit_reduced else None
     return same(info.expr) and info.fill_identity == _fill_identity(
-        info.expr, info.reduce_op, info.acc_dtype, tensors, consts)
+        info.expr, info.reduce_op, info.acc_dtype, tensors, consts, unit)
 
 
 def _has_const(node: PNode) -> bool:
@@ -572,14 +589,34 @@ def _const_in_decisions(node: PNode) -> bool:
 
 
 def _fill_identity(expr: PNode, rop: Operator | None, acc_dtype: np.dtype,
-                   tensors: list[Any], consts: list[Any]) -> bool:
-    """Whether the reduced expression's fill-time value is the reduction's identity."""
+                   tensors: list[Any], consts: list[Any], unit_init: Any = None) -> bool:
+    """Whether the reduced expression's fill-time value is the reduction's identity, or,
+    given ``unit_init`` (the init, when every reduced field has extent 1: each entry
+    receives ``op(init, v)`` once, then any epilogue, whose value at the init is the result
+    fill), leaves it unchanged: the sum over a size-1 axis, ``overwrite(0.0, 0.0 + A)``,
+    skips A's unstored coordinates."""
     if rop is None:
         return False
-    ident = rop.identity_for(acc_dtype)
     v = fill_time_value(expr, tensors, consts)
-    return (ident is not None and v is not None
-            and same_value(np.asarray(v).astype(acc_dtype)[()], ident))
+    if v is None:
+        return False
+    ident = rop.identity_for(acc_dtype)
+    if ident is not None and same_value(np.asarray(v).astype(acc_dtype)[()], ident):
+        return True
+    if unit_init is None:
+        return False
+    init = np.asarray(unit_init).astype(acc_dtype)[()]
+    with np.errstate(all="ignore"):
+        got = np.asarray(rop.apply(init, v)).astype(acc_dtype)[()]
+    return same_value(got, init)
+
+
+def _unit_init(shape: _Shape, extents: dict[str, int]) -> Any:
+    """The init when each result entry receives one value (every reduced field of extent
+    1), else None (``_fill_identity``)."""
+    if shape.reduce_op is None or not shape.reduced:
+        return None
+    return shape.init if all(extents[f] == 1 for f in shape.reduced) else None
 
 
 def has_implicit(t: Any) -> bool:

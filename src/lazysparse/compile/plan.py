@@ -158,7 +158,10 @@ class EntryBound:
     """A bound on one output group's entries, known before the kernel runs: the position
     counts of the operands driving the group's loop (``levels``: (operand, level) pairs),
     summed, or for an intersection (every driver required) their least; or, for a
-    ``range`` outermost loop, its extent (``extent``: the field; a DCSR result's rows)."""
+    ``range`` outermost loop, its extent (``extent``: the field; a DCSR result's rows),
+    capped by ``levels`` when given: the drivers of the loop below, a row being written
+    only when that loop visits one of their positions in it (a CSR's row sums store at
+    most one entry per stored row, not one per row)."""
 
     levels: tuple[tuple[int, int], ...] = ()
     least: bool = False
@@ -166,16 +169,37 @@ class EntryBound:
 
     def count(self, tensors: tuple[Any, ...], extents: dict[str, int]) -> int:
         """The bound for one call's operands and loop extents."""
-        if self.extent is not None:
-            return int(extents[self.extent])
         sizes = [int(tensors[s].levels[lv].idx.shape[0]) for s, lv in self.levels]
-        return min(sizes) if self.least else sum(sizes)
+        held = (min(sizes) if self.least else sum(sizes)) if sizes else None
+        if self.extent is None:
+            return held or 0
+        n = int(extents[self.extent])
+        return n if held is None else min(n, held)
+
+
+def _driver_atoms(plan: KernelPlan, d: int) -> EntryBound | None:
+    """The positions of loop ``d``'s drivers, when they carry every output field of the
+    loops above it (each position then belongs to one entry of the enclosing groups)."""
+    info, lp = plan.info, plan.levels[d]
+    if not lp.kind.skips:
+        return None
+    outer = [f for f in info.loop_order[:d] if f in info.out_fields]
+    atoms = []
+    for s in lp.drivers:
+        op = info.operands[s]
+        if any(op.level_of(f) is None for f in outer):
+            return None
+        atoms.append((s, op.level_of(lp.field)))
+    least = bool(lp.required) and set(lp.drivers) <= set(lp.required)
+    return EntryBound(tuple(atoms), least=least)  # type: ignore[arg-type]
 
 
 def append_bounds(plan: KernelPlan) -> tuple[EntryBound, ...] | None:
     """Per output group, a bound on its entries (:class:`EntryBound`); None unless every
     group's loop is driven by operands that carry all enclosing output fields, or is the
-    outermost ``range`` loop (then one fill pass can run without counting first)."""
+    outermost ``range`` loop (then one fill pass can run without counting first). An
+    append writes only at points its loops visit, so a ``range`` loop's group is also
+    bounded by the drivers of a skipping loop below it."""
     info, out = plan.info, plan.output
     if out.mode is not OutputMode.APPEND:
         return None
@@ -183,20 +207,15 @@ def append_bounds(plan: KernelPlan) -> tuple[EntryBound, ...] | None:
     for grp in out.groups:
         fld = info.out_storage_fields[grp[-1]]
         d = info.loop_order.index(fld)
-        lp = plan.levels[d]
-        if d == 0 and lp.kind is LoopKind.RANGE:
-            bounds.append(EntryBound(extent=fld))
+        if d == 0 and plan.levels[0].kind is LoopKind.RANGE:
+            below = _driver_atoms(plan, 1) if len(plan.levels) > 1 else None
+            bounds.append(EntryBound(extent=fld) if below is None else
+                          EntryBound(below.levels, below.least, extent=fld))
             continue
-        if not lp.kind.skips:
+        b = _driver_atoms(plan, d)
+        if b is None:
             return None
-        outer = [f for f in info.loop_order[:d] if f in info.out_fields]
-        atoms = []
-        for s in lp.drivers:
-            op = info.operands[s]
-            if any(op.level_of(f) is None for f in outer):
-                return None
-            atoms.append((s, op.level_of(fld)))
-        bounds.append(EntryBound(tuple(atoms), least=bool(lp.required)))  # type: ignore[arg-type]
+        bounds.append(b)
     return tuple(bounds)
 
 

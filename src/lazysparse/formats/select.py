@@ -249,6 +249,60 @@ def _by_index(lo, hi, idx, keys, counts, out_pos, out_crd, fill, vals):
     return w
 
 
+@helper_jit(nogil=True)
+def _rows_holding(ptr, idx, key, ordered, rows, pos, fill):  # pragma: no cover - compiled
+    """The rows whose unique segment ``ptr[r]..ptr[r+1]`` holds coordinate ``key`` (binary
+    search when sorted, else a scan) and its position there; returns how many."""
+    w = 0
+    for r in range(ptr.size - 1):
+        a, b = ptr[r], ptr[r + 1]
+        if a == b:
+            continue
+        q = b
+        if ordered:
+            q = _lower_bound(idx, a, b, key)
+            if q < b and idx[q] != key:
+                q = b
+        else:
+            for u in range(a, b):
+                if idx[u] == key:
+                    q = u
+                    break
+        if q < b:
+            if fill:
+                rows[w] = r
+                pos[w] = q
+            w += 1
+    return w
+
+
+@helper_jit(nogil=True)
+def _rows_in_window(ptr, idx, start, stop, roots, cptr, crd, pos, fill):
+    # pragma: no cover - compiled
+    """The rows with entries whose sorted coordinates fall in ``[start, stop)``: the rows
+    (``roots``), their segments' ends (``cptr``), new coordinates and source positions;
+    returns ``(rows, entries)``."""
+    m = 0
+    w = 0
+    for r in range(ptr.size - 1):
+        a, b = ptr[r], ptr[r + 1]
+        if a == b:
+            continue
+        qa = _lower_bound(idx, a, b, start)
+        qb = _lower_bound(idx, qa, b, stop)
+        if qa == qb:
+            continue
+        if fill:
+            roots[m] = r
+            for q in range(qa, qb):
+                crd[w + q - qa] = idx[q] - start
+                pos[w + q - qa] = q
+            cptr[m + 1] = w + qb - qa
+        m += 1
+        w += qb - qa
+    return m, w
+
+
 # ----------------------------------------------------------------------------- picks
 
 
@@ -382,6 +436,11 @@ def select(t: Tensor, picks: Sequence[Pick]) -> Tensor | None:
     selects from the stored coordinates."""
     if len(picks) != t.ndim or not t.ndim:
         return None
+    column = _column_of_dense_rows(t, picks)
+    if column is None:
+        column = _window_of_dense_rows(t, picks)
+    if column is not None:
+        return column
     out: list[Level] = []
     walk = _Walk.emitted(np.zeros(1, dtype=np.int64))
     values = None
@@ -419,6 +478,71 @@ def select(t: Tensor, picks: Sequence[Pick]) -> Tensor | None:
     if values is None:
         values = t.values[walk.src]
     return Tensor(shape, out, order, values, t.fill_value, format=spec, check=False)
+
+
+def _column_of_dense_rows(t: Tensor, picks: Sequence[Pick]) -> Tensor | None:
+    """``x[:, j]`` of a CSR (``x[i, :]`` of a CSC): one compiled pass over the row pointers
+    finds the rows holding ``j``, so memory is the hits, not the walk's per-row positions,
+    segments and counts (``x[:, 5]`` of a 1e9-row CSR: 48 GB). None for other shapes."""
+    if t.ndim != 2 or len(t.levels) != 2:
+        return None
+    root, leaf = t.levels
+    a0, a1 = t.mode_order
+    key = picks[a1]
+    if (not isinstance(key, int) or not isinstance(root, Dense)
+            or _as_range(picks[a0], root.size) != range(root.size)
+            or type(leaf) is not Compressed or not leaf.unique):
+        return None
+    dt = np.int64 if root.size >= 2**31 - 1 else leaf.idx.dtype
+    ptr, idx, c = leaf.ptr, leaf.idx, leaf.idx.dtype.type(key)
+    none = np.empty(0, dtype=np.int64)
+    n = _rows_holding(ptr, idx, c, leaf.ordered, none.astype(dt), none, False)
+    rows, pos = np.empty(n, dtype=dt), np.empty(n, dtype=np.int64)
+    if n:
+        _rows_holding(ptr, idx, c, leaf.ordered, rows, pos, True)
+    level = Compressed(root.size, np.array([0, n], dtype=dt), rows)
+    return Tensor((t.shape[a0],), [level], (0,), t.values[pos], t.fill_value,
+                  format=_spec_of((level.kind,), (0,)), check=False)
+
+
+# a window of a CSR's columns under all of its rows is stored DCSR (only the rows holding
+# entries) when the rows are this many and the hits at most one per WINDOW_SPARSE_RATIO rows
+WINDOW_MIN_ROWS = 1 << 20
+WINDOW_SPARSE_RATIO = 16
+
+
+def _window_of_dense_rows(t: Tensor, picks: Sequence[Pick]) -> Tensor | None:
+    """``x[:, j0:j1]`` of a CSR with far more rows than entries in the window (``x[i0:i1]``
+    of such a CSC): a DCSR of the rows holding entries there, found in one pass over the
+    pointers, instead of a CSR whose walk keeps several int64 arrays per row. None for
+    other shapes, steps, and windows that a dense row level suits."""
+    if t.ndim != 2 or len(t.levels) != 2:
+        return None
+    root, leaf = t.levels
+    a0, a1 = t.mode_order
+    r = _as_range(picks[a1], getattr(leaf, "size", 0))
+    if (r is None or isinstance(picks[a1], int) or r.step != 1 or not isinstance(root, Dense)
+            or root.size < WINDOW_MIN_ROWS or _as_range(picks[a0], root.size) != range(root.size)
+            or type(leaf) is not Compressed or not leaf.unique or not leaf.ordered):
+        return None
+    dt = np.int64 if root.size >= 2**31 - 1 else leaf.idx.dtype
+    ptr, idx = leaf.ptr, leaf.idx
+    lo, hi = idx.dtype.type(r.start), idx.dtype.type(max(r.stop, r.start))
+    none = np.empty(0, dtype=np.int64)
+    m, w = _rows_in_window(ptr, idx, lo, hi, none.astype(dt), none.astype(dt),
+                           none.astype(idx.dtype), none, False)
+    if m * WINDOW_SPARSE_RATIO > root.size:
+        return None
+    roots, cptr = np.empty(m, dtype=dt), np.zeros(m + 1, dtype=dt)
+    crd, pos = np.empty(w, dtype=idx.dtype), np.empty(w, dtype=np.int64)
+    if m:
+        _rows_in_window(ptr, idx, lo, hi, roots, cptr, crd, pos, True)
+    levels = [Compressed(root.size, np.array([0, m], dtype=dt), roots),
+              Compressed(len(r), cptr, crd)]
+    shape = tuple(len(r) if a == a1 else t.shape[a] for a in range(2))
+    return Tensor(shape, levels, t.mode_order, t.values[pos], t.fill_value,
+                  format=_spec_of(tuple(lv.kind for lv in levels), tuple(t.mode_order)),
+                  check=False)
 
 
 def _whole_segments(out: list[Level], level: Compressed, src: np.ndarray,

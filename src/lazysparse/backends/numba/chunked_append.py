@@ -89,17 +89,30 @@ def chunk_group_bounds(k: Any, data: QueryData, nch: int) -> list[Any] | None:
     rows = np.array([t * n // nch for t in range(nch + 1)], np.int64)
     out = []
     for b in lw.bounds:
-        if b.extent is not None:
-            if b.extent != f0:
-                return None
+        if b.extent is not None and b.extent != f0:
+            return None
+        by_rows = _row_major(info, b, f0)
+        if b.extent is None and not by_rows:
+            return None
+        if b.extent is None:
+            out.append(_rows_bound(data, b, rows))
+        elif by_rows:  # a chunk's rows, at most one per stored position below them
+            out.append(np.minimum(np.diff(rows), _rows_bound(data, b, rows)))
+        else:
             out.append(np.diff(rows))
-            continue
-        for s, lv in b.levels:
-            op = info.operands[s]
-            if lv != 1 or not op.levels[0].located or op.levels[0].field != f0:
-                return None
-        out.append(_rows_bound(data, b, rows))
     return out
+
+
+def _row_major(info: Any, b: EntryBound, f0: str) -> bool:
+    """Whether ``b``'s operands store their positions at level 1 under a located row level
+    ``f0`` (so a chunk of rows holds ``ptr[hi] - ptr[lo]`` of them)."""
+    if not b.levels:
+        return False
+    for s, lv in b.levels:
+        op = info.operands[s]
+        if lv != 1 or not op.levels[0].located or op.levels[0].field != f0:
+            return False
+    return True
 
 
 def chunked_single_pass(k: Any, data: QueryData, args: list[Any], dsize: int, nch: int,

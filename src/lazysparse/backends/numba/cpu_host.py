@@ -296,7 +296,8 @@ def _run_in_place(k: Kernel, data: QueryData, args: list[Any], nch: int, osize: 
             mod.combine_range(out, res, np.int64(1), np.int64(osize), init, np.int64(0),
                               np.int64(1))
     if lw.fold is not None:
-        fold_skipped(k, data, res, cnt.reshape(-1, osize).sum(axis=0) if osize else cnt)
+        fold_skipped(k, data, res, cnt.reshape(-1, osize).sum(axis=0) if osize and
+                     cnt.shape[0] > osize else cnt)
     if lw.epilogue is EpiloguePlace.FINALIZE:  # after partials and folding: values complete
         out = res if res.dtype == info.out_dtype else np.empty(osize, info.out_dtype)
         mod.finalize(*args, res, out)
@@ -483,33 +484,38 @@ def _single_pass(k: Kernel, data: QueryData, args: list[Any], dsize: int,
 
 
 _INT64_MAX = int(np.iinfo(np.int64).max)
+# entries of the result folded per step: the fold's temporaries (the misses, their
+# positions, repeated values) stay this long whatever the result's size
+FOLD_BLOCK = 1 << 20
 
 
 def fold_skipped(k: Kernel, data: QueryData, res: Any, visits: Any) -> None:
     """Fold the entries a reduction skipped into ``res`` in place: each output entry spans
     ``prod(reduced extents)`` points; the ``extent - visits`` it did not visit all hold the
     same value ``v``, so ``res ⊕= repeat(v, extent - visits)`` (``repeat`` from the registry;
-    ``v`` once for idempotent operators)."""
+    ``v`` once for idempotent operators), a block of entries at a time."""
     info, lw = k.info, k.lowered
     rop = info.reduce_op
     assert rop is not None and lw.fold is not None
     total = math.prod(data.extents[f] for f in info.reduced)
-    # more than 2**63 - 1 points (a huge sparse array): count in Python ints
-    miss = total - visits if total <= _INT64_MAX else total - np.asarray(visits, object)
-    where = np.nonzero(np.asarray(miss > 0, dtype=bool))[0]
-    if where.size == 0:
-        return
     fills = tuple(t.fill_value for t in data.tensors)
     ok, v = fold_value(info, lw.fold, fills, data.consts)
     if not ok:  # the kernel's structure was chosen without the constants' values
         raise ValueError("internal: folded loops disagree on the skipped value")
     ad = info.acc_dtype
     ods = tuple(np.dtype(d) for d in rop.operand_dtypes(ad, info.expr.dtype))
-    with np.errstate(all="ignore"):
-        rep = rop.fold_repeat(np.asarray(scalar(scalar(v, info.expr.dtype), ods[1])),
-                              miss[where])
-        cur = res[where].astype(ods[0]) if ods[0] != ad else res[where]
-        res[where] = np.asarray(rop.apply(cur, rep)).astype(ad)
+    x = np.asarray(scalar(scalar(v, info.expr.dtype), ods[1]))
+    for lo in range(0, int(res.shape[0]), FOLD_BLOCK):
+        part, seen = res[lo:lo + FOLD_BLOCK], visits[lo:lo + FOLD_BLOCK]
+        # more than 2**63 - 1 points (a huge sparse array): count in Python ints
+        miss = total - seen if total <= _INT64_MAX else total - np.asarray(seen, object)
+        where = np.flatnonzero(np.asarray(miss > 0, dtype=bool))
+        if where.size == 0:
+            continue
+        with np.errstate(all="ignore"):
+            rep = rop.fold_repeat(x, miss[where])
+            cur = part[where].astype(ods[0]) if ods[0] != ad else part[where]
+            part[where] = np.asarray(rop.apply(cur, rep)).astype(ad)
 
 
 __all__ = ["PARALLEL_MIN_ITERATIONS", "chunks", "fold_skipped", "no_workspaces", "run_chunks"]
