@@ -16,6 +16,7 @@ import numpy as np
 
 from lazysparse.api import eager
 from lazysparse.api.elementwise import where
+from lazysparse.api.fill_folds import reduce_folding_fill
 from lazysparse.api.lazy_array import LazyArray
 from lazysparse.api.plans import (
     astype,
@@ -52,7 +53,7 @@ def _reduce_accumulating(name: str, fname: str, x: Any, axis: Any, dtype: Any,
     x = check_array(x, fname)
     axes = normalize_axes(axis, x.ndim, fname)
     acc = accumulation_dtype(x.dtype, dtype, fname)
-    return lazy_reduce(op(name), astype(x, acc), axes, keepdims)
+    return reduce_folding_fill(op(name), astype(x, acc), axes, keepdims)
 
 
 def sum(x: Any, /, *, axis: Any = None, dtype: Any = None,  # noqa: A001 - the standard's name
@@ -76,7 +77,7 @@ def _extremum(name: str, fname: str, x: Any, axis: Any, keepdims: bool) -> LazyA
         # NumPy's wording: Dask recognizes it when it reduces a 0-size meta array
         raise ValueError(f"{fname}: zero-size array to reduction operation {name} which has "
                          f"no identity (axes {axes} of an array of shape {x.shape})")
-    return lazy_reduce(o, x, axes, keepdims)
+    return reduce_folding_fill(o, x, axes, keepdims)
 
 
 def max(x: Any, /, *, axis: Any = None, keepdims: bool = False) -> LazyArray:  # noqa: A001

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from lazysparse.api import eager
+from lazysparse.api.fill_folds import reduce_folding_fill
 from lazysparse.api.lazy_array import LazyArray
 from lazysparse.api.operands import as_operand
 from lazysparse.api.plans import check_array, lazy_reduce, normalize_axes, normalize_axis, op
@@ -24,15 +25,15 @@ from lazysparse.logic import dtypes as _dt
 def all(x: Any, /, *, axis: Any = None, keepdims: bool = False) -> LazyArray:  # noqa: A001
     """Whether every element over ``axis`` is true (nonzero); True for empty reductions."""
     x = check_array(x, "all")
-    return lazy_reduce(op("logical_and"), x, normalize_axes(axis, x.ndim, "all"), keepdims,
-                       init=np.bool_(True))
+    return reduce_folding_fill(op("logical_and"), x, normalize_axes(axis, x.ndim, "all"),
+                               keepdims, init=np.bool_(True))
 
 
 def any(x: Any, /, *, axis: Any = None, keepdims: bool = False) -> LazyArray:  # noqa: A001
     """Whether some element over ``axis`` is true (nonzero); False for empty reductions."""
     x = check_array(x, "any")
-    return lazy_reduce(op("logical_or"), x, normalize_axes(axis, x.ndim, "any"), keepdims,
-                       init=np.bool_(False))
+    return reduce_folding_fill(op("logical_or"), x, normalize_axes(axis, x.ndim, "any"),
+                               keepdims, init=np.bool_(False))
 
 
 def _edge(v: Any, x: LazyArray, axis: int, what: str) -> np.ndarray:
