@@ -46,6 +46,10 @@ from lazysparse.logic.operators import Operator, aggregate_dtype
 # the operators rewritten; ``logical_and``/``logical_or`` reduce ``x != 0``
 _FOLDED = ("maximum", "minimum", "multiply", "logical_and", "logical_or")
 _INT64_MAX = int(np.iinfo(np.int64).max)
+# for an idempotent operator, the comparison of (stored, fill) where o(stored, fill) is the
+# fill (a NaN stored wins ``max``/``min``; a where-map keeps the result's pattern sparse)
+_FILL_WINS = {"maximum": "less", "minimum": "greater", "logical_and": "logical_xor",
+              "logical_or": "logical_xor"}
 
 
 def reduce_folding_fill(o: Operator, x: LazyArray, axes: Sequence[int],
@@ -58,19 +62,22 @@ def reduce_folding_fill(o: Operator, x: LazyArray, axes: Sequence[int],
         x = lazy_map(op("not_equal"), x, 0)
     if init is None:
         init = o.init_for(x.dtype)
-    f = x.fill_value
-    nan_fill = x.dtype.kind == "f" and bool(np.isnan(f))
-    # entries unequal to the fill: x's pattern (fill False) whatever the fill is
-    keep = lazy_map(op("equal"), x, x) if nan_fill else lazy_map(op("not_equal"), x, f.item())
-    ident = o.identity_for(x.dtype)
-    stored = lazy_reduce(o, where(keep, x, ident.item()), axes, keepdims, init)
-    n = math.prod(x.shape[a] for a in axes)
-    count = lazy_reduce(op("add"), astype(keep, np.dtype(np.int64)), axes, keepdims)
-    missing = lazy_map(op("less"), count, n)
-    if o.idempotent:
-        out = where(missing, lazy_map(o, stored, f.item()), stored)
+    parts = _Parts(o, x, tuple(axes), keepdims, init)
+    if o.idempotent:  # o(stored, fill) is one of them: where the fill wins, the fill
+        stored = parts.stored()
+        folded = where(lazy_map(op(_FILL_WINS[o.name]), stored, parts.fill), parts.fill,
+                       stored)
+    elif x.dtype.kind == "f" and parts.fill == 0:
+        folded = _zero_product(parts)
+    else:  # stored * fill ** (n - count)
+        power = lazy_map(op("pow"), parts.fill, lazy_map(op("subtract"), parts.n,
+                                                         parts.count()))
+        folded = lazy_map(op("multiply"), parts.stored(), astype(power, x.dtype))
+    t = x.result
+    if t is not None and parts.n > int(t.nnz):  # every region has an unstored point
+        out = folded
     else:
-        out = where(missing, _product_with_fill(x, axes, keepdims, stored, count, n), stored)
+        out = where(lazy_map(op("less"), parts.count(), parts.n), folded, parts.stored())
     dtype = aggregate_dtype(o, init, x.dtype)
     out = astype(out, dtype)
     shape = reduced_shape(x.shape, axes, False)
@@ -103,20 +110,48 @@ def _logical(o: Operator) -> bool:
     return o.name in ("logical_and", "logical_or")
 
 
-def _product_with_fill(x: LazyArray, axes: Sequence[int], keepdims: bool,
-                       stored: LazyArray, count: LazyArray, n: int) -> LazyArray:
-    """``stored * fill ** (n - count)``: where the fill is 0, a float product is NaN when
-    the region stores an ``inf`` or NaN (``0 * inf``), else a zero (of the stored
-    product's sign times the fill's)."""
-    f = x.fill_value
-    if x.dtype.kind != "f" or f != 0:
-        power = lazy_map(op("pow"), f.item(), lazy_map(op("subtract"), n, count))
-        return lazy_map(op("multiply"), stored, astype(power, x.dtype))
-    odd = lazy_map(op("logical_not"), lazy_map(op("isfinite"), x))
-    nonfinite = lazy_reduce(op("logical_or"), odd, axes, keepdims, np.bool_(False))
-    sign = lazy_map(op("copysign"), 1.0, stored)
-    zero = lazy_map(op("multiply"), sign, f.item())
-    return where(nonfinite, np.nan, astype(zero, x.dtype))
+class _Parts:
+    """The fill-keeping pieces of one rewritten reduction, each built once when needed."""
+
+    def __init__(self, o: Operator, x: LazyArray, axes: tuple[int, ...], keepdims: bool,
+                 init: Any) -> None:
+        self.o, self.x, self.axes, self.keepdims, self.init = o, x, axes, keepdims, init
+        f = x.fill_value
+        self.fill = f.item()
+        self.n = math.prod(x.shape[a] for a in axes)
+        # the entries unequal to the fill: x's pattern (fill False) whatever the fill is
+        self.keep = (lazy_map(op("equal"), x, x) if x.dtype.kind == "f" and np.isnan(f)
+                     else lazy_map(op("not_equal"), x, self.fill))
+        self._stored: LazyArray | None = None
+        self._count: LazyArray | None = None
+
+    def stored(self) -> LazyArray:
+        """``init ⊕`` the entries unequal to the fill (the others made the identity)."""
+        if self._stored is None:
+            ident = self.o.identity_for(self.x.dtype).item()
+            self._stored = lazy_reduce(self.o, where(self.keep, self.x, ident), self.axes,
+                                       self.keepdims, self.init)
+        return self._stored
+
+    def count(self) -> LazyArray:
+        """How many entries of each region are unequal to the fill (int64)."""
+        if self._count is None:
+            self._count = lazy_reduce(op("add"), astype(self.keep, np.dtype(np.int64)),
+                                      self.axes, self.keepdims)
+        return self._count
+
+
+def _zero_product(parts: _Parts) -> LazyArray:
+    """A float product over an unstored 0, as NumPy's in order: NaN where the region stores
+    an ``inf`` or NaN (``0 * inf``), else a zero of the sign of every factor's product
+    (one reduction of each stored entry's sign, NaN for a non-finite one)."""
+    x = parts.x
+    sign = where(lazy_map(op("isfinite"), x), lazy_map(op("copysign"), 1.0, x), np.nan)
+    signs = lazy_reduce(op("multiply"), astype(where(parts.keep, sign, 1.0), x.dtype),
+                        parts.axes, parts.keepdims, np.asarray(1.0, x.dtype)[()])
+    z = parts.fill
+    zero = where(lazy_map(op("less"), signs, 0.0), -z, z)
+    return astype(where(lazy_map(op("isnan"), signs), np.nan, zero), x.dtype)
 
 
 __all__ = ["reduce_folding_fill"]

@@ -18,7 +18,7 @@ from lazysparse.api import eager
 from lazysparse.api.fill_folds import reduce_folding_fill
 from lazysparse.api.lazy_array import LazyArray
 from lazysparse.api.operands import as_operand
-from lazysparse.api.plans import check_array, lazy_reduce, normalize_axes, normalize_axis, op
+from lazysparse.api.plans import check_array, normalize_axes, normalize_axis, op
 from lazysparse.logic import dtypes as _dt
 
 
