@@ -403,3 +403,45 @@ def test_fill_folds_keep_numpy_values_with_inf_and_nan(fmt: str, name: str) -> N
     np.testing.assert_array_equal(np.array([got_cols.get(int(k), fill) for k in uc]),
                                   col_want[:-1])
     np.testing.assert_array_equal(fill, col_want[-1])
+
+
+FillVariant = tuple[Callable[[Any], Any], Callable[[np.ndarray], np.ndarray], float]
+
+
+def _fill_variants() -> dict[str, FillVariant]:
+    """Maps of a fill-0 array giving other fills: the lazy map, the same map of the stored
+    values in NumPy, and the fill."""
+    return {"fill1": (lambda a: xp.where(a != 0, a, 1.0), lambda v: v, 1.0),
+            "fill-2": (lambda a: xp.where(a != 0, a, -2.0), lambda v: v, -2.0),
+            "nan": (lambda a: xp.where(a != 0, a, np.nan), lambda v: v, np.nan),
+            "int": (lambda a: xp.astype(a, xp.int64), lambda v: v.astype(np.int64), 0)}
+
+
+@pytest.mark.parametrize("variant", ["fill1", "fill-2", "nan", "int"])
+@pytest.mark.parametrize("name", ["prod", "max", "min", "all", "any"])
+def test_fill_folds_of_other_fills_match_numpy(variant: str, name: str) -> None:
+    """Fill 1, fill -2 (its product overflows along the long axis), NaN fill and integers:
+    the rewritten reductions give NumPy's values on the stored columns plus an empty one
+    (``fill_folds``; only values here: a fill-1 operand's sums visit every point yet)."""
+    fn, values, fill = _fill_variants()[variant]
+    m = 2 * 10**6
+    rows, cols = np.array([0, 0, 1, 2, 2]), np.array([4, m - 1, 4, 0, 7])
+    vals = np.array([3.0, -1.0, 2.0, 5.0, -4.0])
+    a = xp.compute(fn(xp.asarray(_scipy("csr", ((3, m), rows, cols, vals)))))
+    uc = np.unique(cols)
+    stored = values(vals)
+    small = np.full((3, uc.size + 1), fill, dtype=stored.dtype)
+    small[rows, np.searchsorted(uc, cols)] = stored
+    whole = np.concatenate([small[:, :-1], small[:, -1:].repeat(m - uc.size, axis=1)], axis=1)
+    with np.errstate(all="ignore"):
+        want_rows = getattr(np, name)(whole, axis=1)
+        want_cols = getattr(np, name)(small, axis=0)
+    np.testing.assert_array_equal(np.asarray(xp.compute(getattr(xp, name)(a, axis=1))),
+                                  want_rows)
+    out = xp.compute(getattr(xp, name)(a, axis=0))
+    if out.format == "dense":  # the fill-keeping pieces of a fill-1 operand visit every point
+        got, f = dict(enumerate(np.asarray(out).tolist())), None
+    else:
+        got, f = _entries(out), out.tensor().fill_value
+    np.testing.assert_array_equal(np.array([got.get(int(k), f) for k in uc]), want_cols[:-1])
+    np.testing.assert_array_equal(got.get(1, f), want_cols[-1])

@@ -65,8 +65,8 @@ def reduce_folding_fill(o: Operator, x: LazyArray, axes: Sequence[int],
     parts = _Parts(o, x, tuple(axes), keepdims, init)
     if o.idempotent:  # o(stored, fill) is one of them: where the fill wins, the fill
         stored = parts.stored()
-        folded = where(lazy_map(op(_FILL_WINS[o.name]), stored, parts.fill), parts.fill,
-                       stored)
+        wins = "not_equal" if parts.nan_fill else _FILL_WINS[o.name]  # NaN always wins
+        folded = where(lazy_map(op(wins), stored, parts.fill), parts.fill, stored)
     elif x.dtype.kind == "f" and parts.fill == 0:
         folded = _zero_product(parts)
     else:  # stored * fill ** (n - count)
@@ -120,7 +120,8 @@ class _Parts:
         self.fill = f.item()
         self.n = math.prod(x.shape[a] for a in axes)
         # the entries unequal to the fill: x's pattern (fill False) whatever the fill is
-        self.keep = (lazy_map(op("equal"), x, x) if x.dtype.kind == "f" and np.isnan(f)
+        self.nan_fill = x.dtype.kind == "f" and bool(np.isnan(f))
+        self.keep = (lazy_map(op("equal"), x, x) if self.nan_fill
                      else lazy_map(op("not_equal"), x, self.fill))
         self._stored: LazyArray | None = None
         self._count: LazyArray | None = None
