@@ -238,7 +238,12 @@ def _others_pending(todo: set[int]) -> bool:
     """Whether a live uncomputed array other than ``todo``'s exists: every candidate to
     keep is one."""
     # registered arrays are distinct and uncomputed: one more than ``todo`` holds is
-    # another (a stale entry only costs the walk it starts)
+    # another (a stale entry only costs the walk it starts). The temporaries of the
+    # expression just built (``0.5 * p`` in ``v + 0.5 * p``) died a moment ago: dropping
+    # their entries first keeps a repeated compute from walking its history for them
+    if _DEAD:
+        with _LOCK:
+            _drop_dead()
     return len(_PENDING) > len(todo) or any(
         (arr := _pending(key)) is not None and id(arr) not in todo
         for key in _newest_keys(None))

@@ -11,6 +11,7 @@ everything else goes to the compiled kernels. No path loops in Python per elemen
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -30,25 +31,63 @@ from lazysparse.formats.levels import Dense
 from lazysparse.formats.tensor import Tensor
 from lazysparse.logic.operators import astype_op
 
+Evaluator = Callable[[QueryData], Any]
+
+# The pointwise tree of each kernel as nested closures, decoded once per ``KernelInfo``
+# (by identity; the entry keeps its info, so an id is never reused while it is here): a
+# repeated query pays no pattern match per node per call. Bounded like a cache: cleared
+# when full. Threads share it through single ``get``/``[]=``/``clear`` calls.
+_EVALUATORS: dict[int, tuple[KernelInfo, Evaluator]] = {}
+_EVALUATORS_CAPACITY = 1024
+
 
 def _broadcast(info: KernelInfo, data: QueryData, node: PNode) -> Any:
     """The pointwise tree's value, shaped over the loop order (size-1 axes broadcast)."""
-    order = info.loop_order
+    if node is info.expr:
+        entry = _EVALUATORS.get(id(info))
+        if entry is None or entry[0] is not info:
+            if len(_EVALUATORS) >= _EVALUATORS_CAPACITY:
+                _EVALUATORS.clear()
+            entry = _EVALUATORS[id(info)] = (info, _evaluator(info, node))
+        return entry[1](data)
+    return _evaluator(info, node)(data)
+
+
+def _evaluator(info: KernelInfo, node: PNode) -> Evaluator:
+    """``node``'s value as a function of the query data, over the loop order."""
+    order = tuple(info.loop_order)
     match node:
         case PAccess(slot=s):
-            op, t = info.operands[s], data.tensors[s]
-            fields = [lv.field for lv in op.levels]
-            arr = np.asarray(t.values).reshape([data.extents[f] for f in fields])
-            shape = [data.extents[f] if f in fields else 1 for f in order]
-            return arr.reshape(shape)
+            return _access(tuple(lv.field for lv in info.operands[s].levels), order, s)
         case PConst(slot=k):
-            return data.consts[k]
+            return lambda data: data.consts[k]
         case PField(name=name):
-            shape = [data.extents[f] if f == name else 1 for f in order]
-            return np.arange(data.extents[name], dtype=np.int64).reshape(shape)
+            def index(data: QueryData) -> Any:
+                shape = [data.extents[f] if f == name else 1 for f in order]
+                return np.arange(data.extents[name], dtype=np.int64).reshape(shape)
+            return index
         case PApply(op=op, args=args, operand_dtypes=ods, dtype=dt):
-            return op.apply_as(ods, dt, *(_broadcast(info, data, a) for a in args))
+            parts = [_evaluator(info, a) for a in args]
+            apply = op.apply_quiet
+            if len(parts) == 2:
+                first, second = parts
+                return lambda data: apply(ods, dt, first(data), second(data))
+            return lambda data: apply(ods, dt, *[f(data) for f in parts])
     raise TypeError(f"unknown pointwise node {node!r}")
+
+
+def _access(fields: tuple[str, ...], order: tuple[str, ...], slot: int) -> Evaluator:
+    """Operand ``slot`` (its axes ``fields``) as an array over the loop order."""
+    if fields == order and len(fields) == 1:
+        return lambda data: np.asarray(data.tensors[slot].values)  # stored values: 1-d
+
+    def access(data: QueryData) -> Any:
+        ext = data.extents
+        arr = np.asarray(data.tensors[slot].values).reshape([ext[f] for f in fields])
+        if fields == order:
+            return arr
+        return arr.reshape([ext[f] if f in fields else 1 for f in order])
+    return access
 
 
 def _epilogue(info: KernelInfo, data: QueryData, node: PNode, res: np.ndarray) -> Any:
@@ -65,7 +104,7 @@ def _epilogue(info: KernelInfo, data: QueryData, node: PNode, res: np.ndarray) -
             shape = [data.extents[f] if f == name else 1 for f in info.out_fields]
             return np.arange(data.extents[name], dtype=np.int64).reshape(shape)
         case PApply(op=op, args=args, operand_dtypes=ods, dtype=dt):
-            return op.apply_as(ods, dt, *(_epilogue(info, data, a, res) for a in args))
+            return op.apply_quiet(ods, dt, *[_epilogue(info, data, a, res) for a in args])
     return _broadcast(info, data, node)  # a constant
 
 
@@ -91,7 +130,17 @@ def _reduce(info: KernelInfo, data: QueryData, full: np.ndarray) -> np.ndarray:
 
 
 def run_numpy(info: KernelInfo, data: QueryData) -> Tensor:
-    """Evaluate a dense kernel with NumPy and return the dense result tensor."""
+    """Evaluate a dense kernel with NumPy and return the dense result tensor (one
+    floating-point warning context for the whole tree: the kernels raise none either)."""
+    with np.errstate(all="ignore"):
+        return _run_numpy(info, data)
+
+
+def _identity(perm: list[int]) -> bool:
+    return all(k == m for k, m in enumerate(perm))
+
+
+def _run_numpy(info: KernelInfo, data: QueryData) -> Tensor:
     full = np.asarray(_broadcast(info, data, info.expr))
     loop_shape = tuple(data.extents[f] for f in info.loop_order)
     if full.shape != loop_shape:
@@ -99,13 +148,18 @@ def run_numpy(info: KernelInfo, data: QueryData) -> Tensor:
     if info.reduce_op is not None:
         res = _reduce(info, data, full)
     else:  # the result's axes (a RESULT reorder may permute the loop's)
-        res = np.transpose(full, [info.loop_order.index(f) for f in info.out_fields])
+        perm = [info.loop_order.index(f) for f in info.out_fields]
+        res = full if _identity(perm) else np.transpose(full, perm)
     if info.epilogue is not None:
         res = _epilogue(info, data, info.epilogue, np.asarray(res))
     res = np.asarray(res).astype(info.out_dtype)  # a copy: never alias an input's values
     spec = info.out_spec
-    stored = np.ascontiguousarray(np.transpose(res, spec.mode_order)).reshape(-1)
+    if not _identity(spec.mode_order):
+        res = np.transpose(res, spec.mode_order)
+    stored = np.ascontiguousarray(res).reshape(-1)
     shape = data.out_shape
     levels = [Dense(shape[m]) for m in spec.mode_order]
-    fill = np.asarray(data.out_fill).astype(info.out_dtype)[()]
+    fill = data.out_fill
+    if type(fill) is not info.out_dtype.type:
+        fill = np.asarray(fill).astype(info.out_dtype)[()]
     return Tensor(shape, levels, spec.mode_order, stored, fill, format=spec, check=False)
