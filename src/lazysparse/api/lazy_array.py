@@ -218,8 +218,10 @@ class LazyArray(ArrayOperators, NumpyMethods, ScipyMethods):
         if _CUDA_SEEN:  # until a cuda array exists every array is on the cpu
             check_same_device(device, expr)
         self._expr = expr
-        self._shape = check_extents(tuple(int(d) for d in shape))
-        self._dtype = np.dtype(dtype)
+        if type(shape) is not tuple or not all(type(d) is int for d in shape):
+            shape = tuple(int(d) for d in shape)
+        self._shape = check_extents(shape)
+        self._dtype = dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
         self._fill_value = self._dtype.type(fill_value) if fill_value is not None else None
         self._device = device
         self._format = format

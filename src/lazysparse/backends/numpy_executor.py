@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -27,29 +28,52 @@ from lazysparse.compile.analysis import (
     QueryData,
 )
 from lazysparse.compile.reducers import reducer_for
+from lazysparse.formats.dtypes import SUPPORTED_DTYPE_SET
 from lazysparse.formats.levels import Dense
 from lazysparse.formats.tensor import Tensor
 from lazysparse.logic.operators import astype_op
 
 Evaluator = Callable[[QueryData], Any]
 
-# The pointwise tree of each kernel as nested closures, decoded once per ``KernelInfo``
-# (by identity; the entry keeps its info, so an id is never reused while it is here): a
-# repeated query pays no pattern match per node per call. Bounded like a cache: cleared
-# when full. Threads share it through single ``get``/``[]=``/``clear`` calls.
-_EVALUATORS: dict[int, tuple[KernelInfo, Evaluator]] = {}
-_EVALUATORS_CAPACITY = 1024
+@dataclass(frozen=True)
+class _Decoded:
+    """What a kernel's NumPy run reads of its ``KernelInfo``, decoded once: the pointwise
+    tree as nested closures, the loop-to-result axis permutation and the result's storage
+    permutation (None: the identity), and whether the result is all dense."""
+
+    evaluate: Evaluator
+    perm: tuple[int, ...] | None
+    mode_perm: tuple[int, ...] | None
+    dense: bool
+
+
+# ``_Decoded`` of each kernel by identity of its info (the entry keeps its info, so an id
+# is never reused while it is here): a repeated query pays no pattern match per node per
+# call. Bounded like a cache: cleared when full. Threads share it through single
+# ``get``/``[]=``/``clear`` calls.
+_DECODED: dict[int, tuple[KernelInfo, _Decoded]] = {}
+_DECODED_CAPACITY = 1024
+
+
+def _decoded(info: KernelInfo) -> _Decoded:
+    """``info`` decoded for the NumPy run (from ``_DECODED`` after the first)."""
+    entry = _DECODED.get(id(info))
+    if entry is None or entry[0] is not info:
+        perm = tuple(info.loop_order.index(f) for f in info.out_fields)
+        mode = tuple(info.out_spec.mode_order)
+        dec = _Decoded(_evaluator(info, info.expr), None if _identity(perm) else perm,
+                       None if _identity(mode) else mode,
+                       all(k == Dense.kind for k in info.out_spec.level_kinds))
+        if len(_DECODED) >= _DECODED_CAPACITY:
+            _DECODED.clear()
+        entry = _DECODED[id(info)] = (info, dec)
+    return entry[1]
 
 
 def _broadcast(info: KernelInfo, data: QueryData, node: PNode) -> Any:
     """The pointwise tree's value, shaped over the loop order (size-1 axes broadcast)."""
     if node is info.expr:
-        entry = _EVALUATORS.get(id(info))
-        if entry is None or entry[0] is not info:
-            if len(_EVALUATORS) >= _EVALUATORS_CAPACITY:
-                _EVALUATORS.clear()
-            entry = _EVALUATORS[id(info)] = (info, _evaluator(info, node))
-        return entry[1](data)
+        return _decoded(info).evaluate(data)
     return _evaluator(info, node)(data)
 
 
@@ -136,30 +160,32 @@ def run_numpy(info: KernelInfo, data: QueryData) -> Tensor:
         return _run_numpy(info, data)
 
 
-def _identity(perm: list[int]) -> bool:
+def _identity(perm: tuple[int, ...]) -> bool:
     return all(k == m for k, m in enumerate(perm))
 
 
 def _run_numpy(info: KernelInfo, data: QueryData) -> Tensor:
-    full = np.asarray(_broadcast(info, data, info.expr))
-    loop_shape = tuple(data.extents[f] for f in info.loop_order)
+    dec = _decoded(info)
+    full = np.asarray(dec.evaluate(data))
+    loop_shape = tuple([data.extents[f] for f in info.loop_order])
     if full.shape != loop_shape:
         full = np.broadcast_to(full, loop_shape)
     if info.reduce_op is not None:
         res = _reduce(info, data, full)
     else:  # the result's axes (a RESULT reorder may permute the loop's)
-        perm = [info.loop_order.index(f) for f in info.out_fields]
-        res = full if _identity(perm) else np.transpose(full, perm)
+        res = full if dec.perm is None else np.transpose(full, dec.perm)
     if info.epilogue is not None:
         res = _epilogue(info, data, info.epilogue, np.asarray(res))
     res = np.asarray(res).astype(info.out_dtype)  # a copy: never alias an input's values
-    spec = info.out_spec
-    if not _identity(spec.mode_order):
-        res = np.transpose(res, spec.mode_order)
+    if dec.mode_perm is not None:
+        res = np.transpose(res, dec.mode_perm)
     stored = np.ascontiguousarray(res).reshape(-1)
     shape = data.out_shape
-    levels = [Dense(shape[m]) for m in spec.mode_order]
+    spec = info.out_spec
     fill = data.out_fill
-    if type(fill) is not info.out_dtype.type:
+    if type(fill) is not stored.dtype.type:
         fill = np.asarray(fill).astype(info.out_dtype)[()]
+    if dec.dense and type(shape) is tuple and stored.dtype in SUPPORTED_DTYPE_SET:
+        return Tensor.dense_result(shape, spec, stored, fill)  # what the checks would make
+    levels = [Dense(shape[m]) for m in spec.mode_order]
     return Tensor(shape, levels, spec.mode_order, stored, fill, format=spec, check=False)

@@ -354,7 +354,8 @@ def _kind_text(kind: str) -> str:
 
 
 def _cast(a: Any, d: np.dtype) -> Any:
-    if type(a) is np.ndarray and a.dtype == d:  # the common case: nothing to do
+    t = type(a)
+    if t is np.ndarray and a.dtype == d or t is d.type:  # the common cases: nothing to do
         return a
     if is_python_scalar(a):
         return scalar_as(a, d)
