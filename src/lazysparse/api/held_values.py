@@ -237,11 +237,13 @@ def held_values(arrays: tuple[LazyArray, ...],
 
 
 def _only(arrays: tuple[LazyArray, ...]) -> bool:
-    """Whether every registered array is one of ``arrays`` (no dead entry waiting): then
-    no other held array exists, found without the lock or a scan (registered arrays are
-    distinct, so counting ``arrays``' own entries suffices)."""
+    """Whether every registered array is one of ``arrays``: then no other held array
+    exists, found without a scan (registered arrays are distinct, so counting ``arrays``'
+    own entries suffices). The temporaries of the expression just built (``0.5 * p`` in
+    ``v + 0.5 * p``) died a moment ago: their entries are dropped first."""
     if _DEAD:
-        return False
+        with _LOCK:
+            _drop_dead()
     own = 0
     for a in arrays:
         if a._pending is not None and a._pending in _PENDING:
@@ -253,12 +255,7 @@ def _others_pending(todo: set[int]) -> bool:
     """Whether a live uncomputed array other than ``todo``'s exists: every candidate to
     keep is one."""
     # registered arrays are distinct and uncomputed: one more than ``todo`` holds is
-    # another (a stale entry only costs the walk it starts). The temporaries of the
-    # expression just built (``0.5 * p`` in ``v + 0.5 * p``) died a moment ago: dropping
-    # their entries first keeps a repeated compute from walking its history for them
-    if _DEAD:
-        with _LOCK:
-            _drop_dead()
+    # another (a stale entry only costs the walk it starts)
     return len(_PENDING) > len(todo) or any(
         (arr := _pending(key)) is not None and id(arr) not in todo
         for key in _newest_keys(None))
