@@ -12,7 +12,9 @@ dense operand's nominal fill decides nothing).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -49,42 +51,125 @@ def stored_scalar(a: LazyArray) -> Any:
     return a.dtype.type(a.result.to_numpy()[()])
 
 
+@dataclass(frozen=True)
+class _Facts:
+    """What an elementwise call of one operator on operands of one signature infers: the
+    operand dtypes, result dtype, broadcast shape, each scalar operand as its operand
+    dtype, and the result's fill and fullness (the fill rule) when every array has a fill."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    scalars: tuple[Any, ...]  # per operand: its stored literal (None for an array)
+    fill: Any
+    full: bool | None
+
+
+# ``_Facts`` by (operator, operand signature): a repeated expression infers nothing again
+# (issue 34). Bounded: cleared when full (distinct scalar values each make an entry).
+# Threads share it: only ``get``/``[]=``/``clear``, each atomic.
+_FACTS: dict[tuple[Any, ...], _Facts] = {}
+_FACTS_CAPACITY = 4096
+
+
+def _value_key(x: Any) -> Any:
+    """An exact hashable key of a scalar (its type, its value and the sign of a zero), or
+    None when equality cannot stand for identity (NaN, complex, another kind)."""
+    t = type(x)
+    if t is bool or t is int or t is np.bool_ or isinstance(x, np.integer):
+        return (t, x)
+    if (t is float or isinstance(x, np.floating)) and x == x:
+        return (t, x, math.copysign(1.0, x))
+    return None
+
+
+def _signature(op: Operator, operands: list[Any]) -> tuple[Any, ...] | None:
+    """The key of ``_FACTS`` for ``op`` on ``operands`` (None: not cacheable)."""
+    sig: list[Any] = [op.name, op.params]
+    for a in operands:
+        if isinstance(a, LazyArray):
+            fill = a.fill_value
+            fk = None if fill is None else _value_key(fill)
+            if fill is not None and fk is None:
+                return None
+            sig.append((a.dtype, a.shape, fk, a.full))
+        else:
+            vk = _value_key(a)
+            if vk is None:
+                return None
+            sig.append(vk)
+    return tuple(sig)
+
+
+def _infer(op: Operator, operands: list[Any], arrays: list[LazyArray],
+           typed: list[Any] | None = None) -> _Facts:
+    """``_Facts`` of ``op`` on ``operands`` (dtypes, shape, fill rule): TypeError for wrong
+    dtype kinds, ValueError for shapes that do not broadcast. ``typed``: the operands whose
+    dtypes decide promotion, when some of ``operands`` are the literals of stored 0-d
+    arrays (their dtypes kept)."""
+    meta = [a.dtype if isinstance(a, LazyArray) else a for a in typed or operands]
+    op_dtypes = op.operand_dtypes(*meta)  # TypeError for wrong dtype kinds
+    out_dtype = op.result_dtype(*meta)
+    shape = broadcast_shapes(*(a.shape for a in arrays))
+    scalars: list[Any] = []
+    fills: list[Any] = []
+    full: list[bool] = []
+    for a, d in zip(operands, op_dtypes, strict=True):
+        if isinstance(a, LazyArray):
+            scalars.append(None)
+            fills.append(a.fill_value if a.fill_value is not None else a.dtype.type(0))
+            full.append(a.full)
+        else:
+            s = _dt.scalar_as(a, d)
+            scalars.append(s)
+            fills.append(s)
+            full.append(False)
+    fill, is_full = None, None
+    if all(a.fill_value is not None for a in arrays):  # the fill rule (docs/api.md)
+        fill, is_full = mapjoin_region(op, fills, full)
+    return _Facts(shape, out_dtype, tuple(scalars), fill, is_full)
+
+
+def _facts(op: Operator, operands: list[Any], arrays: list[LazyArray]) -> _Facts:
+    """``_infer``'s answer, from ``_FACTS`` when this signature was seen."""
+    key = _signature(op, operands)
+    if key is None:
+        return _infer(op, operands, arrays)
+    facts = _FACTS.get(key)
+    if facts is None:
+        facts = _infer(op, operands, arrays)
+        if len(_FACTS) >= _FACTS_CAPACITY:
+            _FACTS.clear()
+        _FACTS[key] = facts
+    return facts
+
+
 def apply_operator(op: Operator, *args: Any, fname: str | None = None,
                    names: tuple[str, ...] | None = None) -> LazyArray:
     """``op`` applied elementwise to broadcast ``args``: lazy arrays, Python scalars and
-    foreign arrays (``operands.as_operand``; ``names`` are the arguments' names in errors)."""
+    foreign arrays (``operands.as_operand``; ``names`` are the arguments' names in errors).
+    What it infers is cached per (operator, operand signature): ``_facts``."""
     name = fname or op.name
     names = names or operand_names(len(args))
     operands = [as_operand(a, name, n) for a, n in zip(args, names, strict=True)]
     arrays = [a for a in operands if isinstance(a, LazyArray)]
     if not arrays:
         raise TypeError(f"{name}: at least one argument must be an array")
-    meta = [a.dtype if isinstance(a, LazyArray) else a for a in operands]
-    op_dtypes = op.operand_dtypes(*meta)  # TypeError for wrong dtype kinds
-    out_dtype = op.result_dtype(*meta)
-    shape = broadcast_shapes(*(a.shape for a in arrays))
-    parts: list[Any] = []
-    fills: list[Any] = []
-    full: list[bool] = []
-    broadcast = any(a.ndim > 0 for a in arrays)
-    for a, d in zip(operands, op_dtypes, strict=True):
-        value = stored_scalar(a) if broadcast and isinstance(a, LazyArray) else None
-        if value is not None:  # a stored 0-d operand is a scalar (its dtype kept)
-            a = value
-        if isinstance(a, LazyArray):
-            parts.append((a.expr, a.shape))
-            fills.append(a.fill_value if a.fill_value is not None else a.dtype.type(0))
-            full.append(a.full)
-        else:
-            s = _dt.scalar_as(a, d)
-            parts.append(Immediate(s))
-            fills.append(s)
-            full.append(False)
-    fill, is_full = None, None
-    if all(a.fill_value is not None for a in arrays):  # the fill rule (docs/api.md)
-        fill, is_full = mapjoin_region(op, fills, full)
-    expr, _ = build_mapjoin(op, parts, shape)
-    return LazyArray(expr, shape, out_dtype, fill, _same_device(arrays, name), full=is_full)
+    for a in arrays:
+        a._sync()  # a view's current value, queued writes merged: what the key reads
+    if any(a.ndim == 0 for a in arrays) and any(a.ndim > 0 for a in arrays):
+        # a stored 0-d operand is a scalar (its dtype kept): its dtype decides promotion,
+        # its value the fill (not cached: the value is the array's)
+        literals = [v if isinstance(a, LazyArray) and (v := stored_scalar(a)) is not None
+                    else a for a in operands]
+        facts = _infer(op, literals, arrays, operands)
+        operands = literals
+    else:
+        facts = _facts(op, operands, arrays)
+    parts: list[Any] = [(a.expr, a.shape) if s is None else Immediate(s)
+                        for a, s in zip(operands, facts.scalars, strict=True)]
+    expr, _ = build_mapjoin(op, parts, facts.shape)
+    return LazyArray(expr, facts.shape, facts.dtype, facts.fill, _same_device(arrays, name),
+                     full=facts.full)
 
 
 def astype(x: LazyArray, dtype: Any, /, *, copy: bool = True, device: Any = None) -> LazyArray:

@@ -202,9 +202,11 @@ def held_values(arrays: tuple[LazyArray, ...],
                 live: weakref.WeakValueDictionary) -> tuple[Kept, ...]:
     """The held arrays a compute of ``arrays`` keeps too (module docstring), with reasons;
     ``live`` maps an alias to the live array whose expression it names."""
+    if _only(arrays):  # the common case: nothing else held is uncomputed
+        return ()
     todo = {id(a) for a in arrays}
     device = arrays[0].device
-    if not _others_pending(todo):  # the common case: nothing else held is uncomputed
+    if not _others_pending(todo):
         return ()
     hist = _uncomputed_history([a._expr.arg for a in arrays if a._depth > 0])
     if not hist.nodes:
@@ -232,6 +234,21 @@ def held_values(arrays: tuple[LazyArray, ...],
         if affordable(arr, arr._expr):
             kept[id(arr)] = Kept(arr, KeepReason.SHARED)
     return tuple(kept.values())
+
+
+def _only(arrays: tuple[LazyArray, ...]) -> bool:
+    """Whether every registered array is one of ``arrays``: then no other held array
+    exists, found without a scan (registered arrays are distinct, so counting ``arrays``'
+    own entries suffices). The temporaries of the expression just built (``0.5 * p`` in
+    ``v + 0.5 * p``) died a moment ago: their entries are dropped first."""
+    if _DEAD:
+        with _LOCK:
+            _drop_dead()
+    own = 0
+    for a in arrays:
+        if a._pending is not None and a._pending in _PENDING:
+            own += 1
+    return len(_PENDING) == own
 
 
 def _others_pending(todo: set[int]) -> bool:

@@ -92,20 +92,31 @@ _NO_HISTORY = math.inf
 def history_extent(expr: Subquery) -> tuple[int, int, float]:
     """(depth, size, epoch) of the uncomputed history of ``expr``: array levels above the
     computed leaves, plan nodes, and the ``memo.EPOCH`` its oldest part was built at.
-    Walks only the nodes the new array adds: each live array it reads contributes its own
-    recorded extent (computed arrays: none)."""
+    Walks only the nodes the new array adds (``_added_nodes``, inlined: it runs per array
+    built): each live array it reads contributes its own recorded extent (computed arrays:
+    none)."""
     if isinstance(expr.arg, Table):
         return 0, 0, _NO_HISTORY
     depth, size, epoch = 0, 0, memo.EPOCH
-    for n in _added_nodes(expr):
-        if isinstance(n, LazyArray):
-            depth = max(depth, n._depth)
-            size += n._size
-            epoch = min(epoch, n._epoch)
-        else:
-            size += 1
-            if isinstance(n, Subquery) and memo.memoized(n.lhs) is not None:
+    seen: set[int] = set()
+    stack: list[Any] = [expr.arg]
+    get = BY_ALIAS.get
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if type(n) is Subquery:
+            arr = get(n.lhs)
+            if arr is not None and arr._expr is n:
+                depth = max(depth, arr._depth)
+                size += arr._size
+                epoch = min(epoch, arr._epoch)
+                continue
+            if memo.memoized(n.lhs) is not None:
                 epoch = -_NO_HISTORY  # an old expression of an array computed since
+        size += 1
+        stack.extend(n.children)
     return depth + 1, size, epoch
 
 
@@ -207,8 +218,10 @@ class LazyArray(ArrayOperators, NumpyMethods, ScipyMethods):
         if _CUDA_SEEN:  # until a cuda array exists every array is on the cpu
             check_same_device(device, expr)
         self._expr = expr
-        self._shape = check_extents(tuple(int(d) for d in shape))
-        self._dtype = np.dtype(dtype)
+        if type(shape) is not tuple or not all(type(d) is int for d in shape):
+            shape = tuple(int(d) for d in shape)
+        self._shape = check_extents(shape)
+        self._dtype = dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
         self._fill_value = self._dtype.type(fill_value) if fill_value is not None else None
         self._device = device
         self._format = format

@@ -52,14 +52,15 @@ def contract(x1: LazyArray, f1: Sequence[Field], x2: LazyArray, f2: Sequence[Fie
     left = a1 if a1 is not None else Relabel(x1.expr, tuple(f1))
     right = a2 if a2 is not None else Relabel(x2.expr, tuple(f2 or ()))
     body: LogicNode = MapJoin(Immediate(mul), (left, right))
-    fill = mul.apply(x1.fill_value, x2.fill_value)
     # a contracted axis of size 1 may have been dropped by both broadcast views: summing
     # over one element is the identity, so only fields the product still has are reduced
     reduced = [f for f in reduced if f in getfields(body)]
-    if reduced:
+    if reduced:  # the fill is the sum's init (the product's fill is never asked)
         init = add.init_for(dtype)
         body = Aggregate(Immediate(add), Immediate(init), body, tuple(reduced))
         fill = aggregate_fill(add, init, dtype)
+    else:
+        fill = mul.apply(x1.fill_value, x2.fill_value)
     if getfields(body) != tuple(out_fields):
         body = Reorder(body, tuple(out_fields))
     return LazyArray(identify(body), out_shape, dtype, fill, x1.device)

@@ -22,6 +22,15 @@ if TYPE_CHECKING:
 # installs a new one), so an entry never stands for another value.
 _MEMO: dict[Alias, Tensor] = {}
 
+_WATCH: dict[Alias, weakref.ref[Subquery]] = {}
+
+
+def _forget(alias: Alias) -> None:
+    """The subquery named ``alias`` is gone: no plan can read its value any more."""
+    _MEMO.pop(alias, None)
+    _WATCH.pop(alias, None)
+
+
 # How many results were memoized so far: an expression whose uncomputed history was all
 # built at the current epoch holds no subquery computed since, so nothing to substitute.
 # It only grows: threads memoizing side by side count under ``_LOCK`` (a lost ``+= 1`` could
@@ -39,7 +48,10 @@ def memoize(node: Subquery, tensor: Tensor) -> None:
     """Remember ``tensor`` as the value of the uncomputed subquery ``node`` for later plans,
     while ``node`` lives."""
     global EPOCH
-    _MEMO[node.lhs] = tensor  # before the epoch moves: a reader of the new epoch sees it
-    weakref.finalize(node, _MEMO.pop, node.lhs, None)
+    alias = node.lhs
+    _MEMO[alias] = tensor  # before the epoch moves: a reader of the new epoch sees it
+    # a weak reference whose callback drops the entry (held in ``_WATCH`` so it fires):
+    # cheaper than ``weakref.finalize``, which a compute paid per result
+    _WATCH[alias] = weakref.ref(node, lambda _ref: _forget(alias))
     with _LOCK:
         EPOCH += 1

@@ -163,6 +163,24 @@ class Tensor:
         out = self.to_numpy()
         return out if dtype is None else out.astype(dtype, copy=False)
 
+    @classmethod
+    def dense_result(cls, shape: tuple[int, ...], spec: FormatSpec, values: np.ndarray,
+                     fill_value: np.generic) -> Tensor:
+        """An all-dense tensor a kernel built (the NumPy executor's results): what the
+        constructor would make of these parts, without its generic checks. The caller
+        guarantees a tuple ``shape`` of ints, an all-dense ``spec`` of its ndim, a native
+        1-d ``values`` array of ``prod(shape)`` entries of a supported dtype, and a fill
+        that is a NumPy scalar of that dtype (it is a result's every call: issue 34)."""
+        t = cls.__new__(cls)
+        t.shape = shape
+        t.levels = tuple([Dense(shape[m]) for m in spec.mode_order])
+        t.mode_order = spec.mode_order
+        t.spec = spec
+        t.values = values
+        t.fill_value = fill_value
+        t._index_dtype = choose_index_dtype(shape, values.size)
+        return t
+
     # ---- constructors (the converter modules' functions; see TensorConversions) --------------
     @classmethod
     def from_numpy(

@@ -98,6 +98,9 @@ class Field(LogicNode):
     def __repr__(self) -> str:
         return f"Field({self.name!r})"
 
+    def __hash__(self) -> int:  # the name's (C) hash: aliases key the live-array registry
+        return hash(self.name)
+
     def expr_text(self) -> str:
         return self.name
 
@@ -110,6 +113,9 @@ class Alias(LogicNode):
 
     def __repr__(self) -> str:
         return f"Alias({self.name!r})"
+
+    def __hash__(self) -> int:  # the name's (C) hash: aliases key the live-array registry
+        return hash(self.name)
 
     def expr_text(self) -> str:
         return self.name

@@ -242,10 +242,15 @@ class Operator:
                  *args: Any) -> Any:
         """:meth:`apply` at dtypes already decided (a kernel's analysis holds them): cast
         the args to ``operand_dtypes``, apply, cast to ``result_dtype``; no rule runs."""
-        cast = [_cast(a, d) for a, d in zip(args, operand_dtypes, strict=True)]
         with np.errstate(all="ignore"):
-            out = self.numpy(*cast)
-        return _cast(out, result_dtype)
+            return self.apply_quiet(operand_dtypes, result_dtype, *args)
+
+    def apply_quiet(self, operand_dtypes: tuple[np.dtype, ...], result_dtype: np.dtype,
+                    *args: Any) -> Any:
+        """:meth:`apply_as` for a caller that already silences floating-point warnings
+        (``np.errstate(all="ignore")`` around a whole tree: one context, not one per node)."""
+        cast = [_cast(a, d) for a, d in zip(args, operand_dtypes, strict=True)]
+        return _cast(self.numpy(*cast), result_dtype)
 
     # -- code forms -------------------------------------------------------------------
     def numba_template(self, *dtypes: Any) -> str:
@@ -349,6 +354,9 @@ def _kind_text(kind: str) -> str:
 
 
 def _cast(a: Any, d: np.dtype) -> Any:
+    t = type(a)
+    if t is np.ndarray and a.dtype == d or t is d.type:  # the common cases: nothing to do
+        return a
     if is_python_scalar(a):
         return scalar_as(a, d)
     arr = np.asarray(a)

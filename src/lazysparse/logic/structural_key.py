@@ -158,21 +158,22 @@ class _Keyer:
         emit = out.append
         stack: list[Any] = [root]
         pop, push = stack.pop, stack.append
+        fields, aliases, seen = self.fields, self.aliases, self.seen
         while stack:
             node = pop()
             t = type(node)
             if t is Relabel or t is Reorder:
-                emit(t)
-                emit(self.fields_key(node.idxs))
+                emit(t)  # fields_key, inlined (the most frequent node)
+                emit(tuple([fields.setdefault(f.name, len(fields)) for f in node.idxs]))
                 push(node.arg)
             elif t is Subquery:
                 emit(t)
-                emit(self.alias_key(node.lhs))
-                if id(node) in self.seen:
+                emit(aliases.setdefault(node.lhs.name, len(aliases)))  # alias_key, inlined
+                if id(node) in seen:
                     # a shared subexpression is keyed once (a DAG never unfolds into a tree)
                     emit(_AGAIN)
                     continue
-                self.seen.add(id(node))
+                seen.add(id(node))
                 if type(node.arg) is Table:
                     emit(_LEAF)
                     emit(self.leaf(node))
