@@ -25,6 +25,7 @@ from scipy.sparse.linalg import cg as scipy_cg
 from scipy.sparse.linalg import eigsh
 
 import lazysparse as xp
+from tests.conftest import examples
 
 FORMATS = ["dense", "csr", "csc", "coo"]
 F64 = [(f, np.float64) for f in FORMATS]
@@ -153,7 +154,7 @@ def test_bfs_levels_match_shortest_paths(fmt, frontier_format):
     np.testing.assert_array_equal(np.sort(order), np.flatnonzero(got >= 0))
 
 
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=examples(10), deadline=None)
 @given(st.integers(20, 120), st.floats(0.5, 3.0), st.integers(0, 10**6),
        st.sampled_from(FORMATS))
 def test_bfs_random_graphs(n, per_row, seed, fmt):
@@ -193,7 +194,7 @@ def test_label_propagation_finds_connected_components(fmt):
     np.testing.assert_array_equal(components(xp.asarray(user_input(a, fmt))), want)
 
 
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=examples(10), deadline=None)
 @given(st.integers(10, 100), st.floats(0.3, 2.5), st.integers(0, 10**6),
        st.sampled_from(FORMATS))
 def test_label_propagation_random_graphs(n, per_row, seed, fmt):

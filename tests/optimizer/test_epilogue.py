@@ -34,6 +34,7 @@ from lazysparse.logic.nodes import (
 from lazysparse.logic.operators import get_operator
 from lazysparse.optimizer.epilogue import fuse_epilogues
 from lazysparse.optimizer.transpose import absorb_transposes
+from tests.conftest import examples
 
 i, j, a, b = (Field(n) for n in "ijab")
 A, B, C, M, X = (Alias(n) for n in "ABCMX")
@@ -181,7 +182,7 @@ def test_numpy_vector_operand_is_one_kernel() -> None:
     np.testing.assert_allclose(np.asarray(r), a_np.sum(axis=1) / d_np)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(fmt=st.sampled_from(FORMATS), op=st.sampled_from(["add", "multiply", "subtract"]),
        c=st.floats(-3, 3, allow_nan=False), axis=st.sampled_from([0, 1]),
        red=st.sampled_from(["sum", "max", "prod"]))

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 import lazysparse as xp
 from lazysparse.logic.operators import get_operator
+from tests.conftest import examples
 
 FORMATS = ("csr", "csc", "coo")
 LOOP = re.compile(r"# loop (\w+): (\w+)")
@@ -289,7 +290,7 @@ def test_mask_decided_by_a_constant_is_not_shared() -> None:
         np.testing.assert_allclose(np.asarray(got), want)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(n=st.integers(1, 12), m=st.integers(1, 12), density=st.floats(0.0, 0.6),
        fmt=st.sampled_from(FORMATS), axis=st.sampled_from([0, 1]),
        red=st.sampled_from(["min", "max", "sum"]), k=st.sampled_from([0.0, -3.0, 2.5]),
