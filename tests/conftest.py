@@ -12,7 +12,8 @@ draws more or fewer examples than the profile's default writes its ``ci`` count 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Collection, Iterable, Iterator
+from typing import Any
 
 import pytest
 from hypothesis import settings
@@ -33,6 +34,12 @@ def hypothesis_profile(config: pytest.Config) -> str:
     if os.environ.get("CI"):
         return "ci"
     return "dev" if "not slow" in " ".join(config.option.markexpr.split()) else "ci"
+
+
+def slow_except(values: Iterable[Any], fast: Collection[Any]) -> list[Any]:
+    """``values`` for ``parametrize``, each one not in ``fast`` marked ``slow``: the fast tier
+    runs a representative few of a long parametrization, the full suite runs all of them."""
+    return [v if v in fast else pytest.param(v, marks=pytest.mark.slow) for v in values]
 
 
 def examples(n: int) -> int:
