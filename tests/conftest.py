@@ -38,8 +38,11 @@ def hypothesis_profile(config: pytest.Config) -> str:
 
 def slow_except(values: Iterable[Any], fast: Collection[Any]) -> list[Any]:
     """``values`` for ``parametrize``, each one not in ``fast`` marked ``slow``: the fast tier
-    runs a representative few of a long parametrization, the full suite runs all of them."""
-    return [v if v in fast else pytest.param(v, marks=pytest.mark.slow) for v in values]
+    runs a representative few of a long parametrization, the full suite runs all of them.
+    A tuple is one case of several argument names (``"dtype, fill"``), as parametrize reads it."""
+    return [v if v in fast else
+            pytest.param(*(v if isinstance(v, tuple) else (v,)), marks=pytest.mark.slow)
+            for v in values]
 
 
 def examples(n: int) -> int:

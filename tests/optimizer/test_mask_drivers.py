@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import lazysparse as xp
 from lazysparse.logic.operators import get_operator
-from tests.conftest import examples
+from tests.conftest import examples, slow_except
 
 FORMATS = ("csr", "csc", "coo")
 LOOP = re.compile(r"# loop (\w+): (\w+)")
@@ -145,7 +145,7 @@ MASKED_REDUCTIONS = {
 
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("case", sorted(MASKED_REDUCTIONS))
-@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("dtype", slow_except([np.float64, np.float32], [np.float64]))
 def test_masked_reductions(fmt: str, case: str, dtype: type) -> None:
     build, ref = MASKED_REDUCTIONS[case]
     a = graph(40, 4, seed=6)
@@ -316,7 +316,8 @@ def test_registry_where_selects_by_its_condition() -> None:
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
-@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float32, np.bool_])
+@pytest.mark.parametrize("dtype", slow_except([np.int32, np.int64, np.float32, np.bool_],
+                                               [np.int64, np.bool_]))
 def test_condition_true_where_absent_selects_the_second_argument(fmt: str, dtype: type) -> None:
     """``A == 0`` is True where A is absent: ``where(A == 0, k, x)`` is ``k`` there."""
     a = graph(30, 3, seed=18)
