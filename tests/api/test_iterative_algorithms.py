@@ -25,7 +25,7 @@ from scipy.sparse.linalg import cg as scipy_cg
 from scipy.sparse.linalg import eigsh
 
 import lazysparse as xp
-from tests.conftest import examples
+from tests.conftest import examples, slow_except
 
 FORMATS = ["dense", "csr", "csc", "coo"]
 F64 = [(f, np.float64) for f in FORMATS]
@@ -142,7 +142,7 @@ def scipy_levels(a: sp.csr_array, source: int) -> np.ndarray:
     return np.where(np.isinf(d), -1, d).astype(np.int64)
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt", slow_except(FORMATS, ["csr", "coo"]))
 @pytest.mark.parametrize("frontier_format", ["dense", "coo"])
 def test_bfs_levels_match_shortest_paths(fmt, frontier_format):
     a = graph(200, 1.2, seed=3, symmetric=True, unit=True)  # several components
@@ -227,7 +227,7 @@ def test_power_iteration_finds_the_largest_eigenpair(fmt, dtype):
 
 # ------------------------------------------------------------------------------ long loops
 
-@pytest.mark.parametrize("fmt", ["dense", "coo"])
+@pytest.mark.parametrize("fmt", slow_except(["dense", "coo"], ["dense"]))
 def test_ten_thousand_computed_iterations(fmt):
     rng = np.random.default_rng(6)
     y_np = np.where(rng.random(40) < 0.5, rng.random(40), 0.0)
@@ -276,6 +276,7 @@ PEAK_CHILD = textwrap.dedent("""
 
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads VmHWM (Linux)")
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["computed", "never_computed"])
 def test_peak_memory_does_not_grow_with_iterations(mode):
     """A loop keeping 8,000 more iterations of history would hold 8,000 x 160 KB = 1.3 GB
