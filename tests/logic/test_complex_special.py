@@ -129,7 +129,7 @@ def _on_both_paths(fn, *arrays: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return small, big[:len(arrays[0])]
 
 
-@pytest.mark.parametrize("d", DTYPES, ids=str)
+@pytest.mark.parametrize("d", slow_except(DTYPES, FAST_DTYPES), ids=str)
 @pytest.mark.parametrize("name", UNARY)
 def test_small_and_compiled_paths_agree_with_numpy(name: str, d: np.dtype) -> None:
     z = special_values(d)
