@@ -1,22 +1,54 @@
-"""Test-suite configuration: markers, and a deterministic hypothesis profile for CI.
+"""Test-suite configuration: markers, and the hypothesis profiles that set every example count.
 
 The pytest settings live here rather than in pyproject.toml so that the Array API
 conformance suite, run with this project's xfails file, keeps its own rootdir and test ids.
+
+Hypothesis example counts come from one profile per run: ``ci`` (the full counts,
+derandomized) or ``dev`` (a tenth of them), chosen in :func:`hypothesis_profile`. A test that
+draws more or fewer examples than the profile's default writes its ``ci`` count through
+:func:`examples`, which scales it to the loaded profile.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Collection, Iterable, Iterator
+from typing import Any
 
 import pytest
 from hypothesis import settings
 
-settings.register_profile("ci", derandomize=True, print_blob=True)
-if os.environ.get("HYPOTHESIS_PROFILE"):
-    settings.load_profile(os.environ["HYPOTHESIS_PROFILE"])
-elif os.environ.get("CI"):
-    settings.load_profile("ci")
+#: the examples a hypothesis test draws under the full ``ci`` profile (hypothesis' default)
+FULL_EXAMPLES = 100
+settings.register_profile("ci", max_examples=FULL_EXAMPLES, derandomize=True, print_blob=True)
+settings.register_profile("dev", max_examples=FULL_EXAMPLES // 10, print_blob=True)
+
+
+def hypothesis_profile(config: pytest.Config) -> str:
+    """The profile of this run: ``HYPOTHESIS_PROFILE`` or ``--hypothesis-profile`` when given,
+    ``ci`` under ``CI``, else ``dev`` for a run that deselects the slow tests (``-m "not
+    slow"``, the fast tier) and ``ci`` for a full run."""
+    named = os.environ.get("HYPOTHESIS_PROFILE") or config.getoption("hypothesis_profile", None)
+    if named:
+        return named
+    if os.environ.get("CI"):
+        return "ci"
+    return "dev" if "not slow" in " ".join(config.option.markexpr.split()) else "ci"
+
+
+def slow_except(values: Iterable[Any], fast: Collection[Any]) -> list[Any]:
+    """``values`` for ``parametrize``, each one not in ``fast`` marked ``slow``: the fast tier
+    runs a representative few of a long parametrization, the full suite runs all of them.
+    A tuple is one case of several argument names (``"dtype, fill"``), as parametrize reads it."""
+    return [v if v in fast else
+            pytest.param(*(v if isinstance(v, tuple) else (v,)), marks=pytest.mark.slow)
+            for v in values]
+
+
+def examples(n: int) -> int:
+    """``n``, a test's example count under the ``ci`` profile, scaled to the loaded profile
+    (``dev``: a tenth, at least 1), so one profile setting decides every count of a run."""
+    return max(1, n * settings().max_examples // FULL_EXAMPLES)
 
 
 #: how ``gpu``-marked tests that take the ``gpu`` fixture run: ``device`` (CuPy on a real GPU,
@@ -30,7 +62,10 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"LAZYSPARSE_GPU_TESTS={GPU_TESTS!r}: expected device or "
                                 "emulate")
     config.addinivalue_line("markers", "gpu: needs a CUDA device and CuPy")
-    config.addinivalue_line("markers", "slow: long-running test")
+    config.addinivalue_line("markers", "slow: long-running test (left out of the fast tier, "
+                            '-m "not slow"; the full suite and CI run it)')
+    # before any test module is imported: their @settings(max_examples=examples(n)) read it
+    settings.load_profile(hypothesis_profile(config))
 
 
 @pytest.fixture

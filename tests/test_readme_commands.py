@@ -1,8 +1,12 @@
-"""The README's commands work and every Python example in README.md and docs/*.md runs.
+"""The README's commands work and every Python example in README.md, CONTRIBUTING.md and
+docs/*.md runs.
 
 - ``python -m lazysparse`` (the README's "run the main job" command) exits 0 in a fresh
   process with an empty kernel cache, and its demo agrees with NumPy.
-- Every fenced ```` ```python ```` block of README.md and of every docs/*.md file is one test,
+- The README's two set-up commands are the ones ``.ci/run`` runs, and the README and
+  CONTRIBUTING.md name the fast tier's command next to the full one.
+- Every fenced ```` ```python ```` block of README.md, CONTRIBUTING.md and of every docs/*.md
+  file (docs/status.md, docs/performance.md, ...) is one test,
   collected once, with the id ``<file>:block<N>`` (N counts the file's Python blocks from 1,
   in document order). A page is one session, as a reader runs it: the blocks of a file share
   one namespace, so a block may use what an earlier block of the same page defined (when a
@@ -33,7 +37,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-DOC_FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOC_FILES = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 # "<file>:block<N>" -> why that ```python notest block is not run. Keep this small: prefer
 # making an example self-contained (define the data it uses) over not running it.
@@ -164,9 +168,39 @@ def test_doc_block(block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 def test_every_doc_file_is_collected() -> None:
     """Guards the collector: the files known to hold examples still yield them."""
     counts = {path.relative_to(ROOT).as_posix(): len(blocks) for path, blocks in BLOCKS.items()}
-    assert counts["README.md"] >= 2 and counts["docs/formats.md"] >= 8
+    assert counts["README.md"] >= 3 and counts["docs/formats.md"] >= 8
+    assert counts["CONTRIBUTING.md"] >= 1 and counts["docs/status.md"] >= 4
     assert counts["docs/api.md"] >= 3 and counts["docs/numpy.md"] >= 1
     assert len({block.id for block in ALL_BLOCKS}) == len(ALL_BLOCKS)
+
+
+INSTALL = 'pip install -e ".[test]"'
+FULL_TESTS = "python -m pytest -q -n 2 tests"
+FAST_TESTS = 'python -m pytest -q -n 2 -m "not slow" tests'
+
+
+def _bash_lines(path: Path) -> list[str]:
+    """The command lines of ``path``'s ```bash blocks, comments stripped."""
+    text = path.read_text(encoding="utf-8")
+    blocks = re.findall(r"^```bash\n(.*?)^```", text, re.M | re.S)
+    return [line.split("#")[0].strip() for block in blocks for line in block.splitlines()]
+
+
+def test_setup_commands_are_what_ci_runs() -> None:
+    """The README's install and test commands are exactly the lines ``.ci/run`` runs."""
+    readme = _bash_lines(ROOT / "README.md")
+    assert INSTALL in readme and FULL_TESTS in readme
+    assert readme.index(INSTALL) + 1 == readme.index(FULL_TESTS)  # the two commands, in order
+    ci = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
+    assert INSTALL in ci and FULL_TESTS in ci
+    assert "python -m lazysparse" in readme
+
+
+def test_fast_tier_is_named_next_to_the_full_suite() -> None:
+    """Development's fast command is written where the full one is, in README and CONTRIBUTING."""
+    for name in ("README.md", "CONTRIBUTING.md"):
+        text = (ROOT / name).read_text(encoding="utf-8")
+        assert FAST_TESTS in text and FULL_TESTS in text, name
 
 
 def test_python_m_lazysparse(tmp_path: Path) -> None:

@@ -15,11 +15,12 @@ from hypothesis import strategies as st
 import lazysparse as xp
 from lazysparse.logic.dtypes import isdtype
 from lazysparse.logic.operators import ELEMENTWISE_FUNCTIONS
+from tests.conftest import examples
 
 DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
           "float32", "float64", "complex64", "complex128"]
 FORMATS = ["dense", "csr", "coo", "csf-fill"]
-SETTINGS = settings(max_examples=25, deadline=None,
+SETTINGS = settings(max_examples=examples(25), deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
 
 NUMPY_NAMES = {"acos": "arccos", "acosh": "arccosh", "asin": "arcsin", "asinh": "arcsinh",

@@ -34,6 +34,7 @@ from lazysparse.formats.device import DeviceTensor
 from lazysparse.logic.nodes import Immediate, Subquery, Table
 from tests.api.test_random_expressions import PHASES as RANDOM_PHASES
 from tests.api.test_random_expressions import programs as random_programs
+from tests.conftest import examples, slow_except
 
 ROOT = Path(__file__).resolve().parents[2]
 CUDA_ERROR = "CuPy with a CUDA device is required for device='cuda'"
@@ -389,7 +390,7 @@ def test_cupy_interop() -> None:
 
 # --- the random-expression generator of test_random_expressions.py, on device cuda ---
 
-GPU_RANDOM_EXAMPLES = int(os.environ.get("LAZYSPARSE_GPU_RANDOM_EXAMPLES", "30"))
+GPU_RANDOM_EXAMPLES = int(os.environ.get("LAZYSPARSE_GPU_RANDOM_EXAMPLES", examples(30)))
 
 
 def _build_on_device(node: Any) -> Any:
@@ -424,7 +425,7 @@ def test_random_expressions_on_device_match_cpu(gpu: str, expr: Any) -> None:
     _compare(_host(out), want, f"cuda ({gpu}) vs cpu: {expr.node!r}")
 
 
-@pytest.mark.parametrize("fmt", ["coo", "csr", "csc", "dense"])
+@pytest.mark.parametrize("fmt", slow_except(["coo", "csr", "csc", "dense"], ["coo", "csr"]))
 @pytest.mark.parametrize("fill", [np.nan, 1.0, 0.0])
 def test_device_fill_values_decide_results_as_on_cpu(on_device: str, fmt: str,
                                                       fill: float) -> None:

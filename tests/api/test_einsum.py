@@ -18,6 +18,7 @@ from tests.api.compute_helpers import (
     reference_executor,  # noqa: F401 - autouse fixture
     sample,
 )
+from tests.conftest import examples
 
 CASES = [
     ("ij,jk->ik", [(3, 4), (4, 5)]),
@@ -94,7 +95,7 @@ def test_einsum_errors() -> None:
         np.testing.assert_array_equal(np.asarray(got), want)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(n=st.integers(1, 4), k=st.integers(0, 4), m=st.integers(1, 4),
        fmt=st.sampled_from(FORMATS), seed=st.integers(0, 2**16),
        out=st.sampled_from(("ik", "ki", "i", "k", "")))

@@ -15,10 +15,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import lazysparse as xp
+from tests.conftest import examples
 
 from .test_random_expressions import _executor
 
-EXAMPLES = int(os.environ.get("LAZYSPARSE_RANDOM_EXAMPLES", "300")) // 3
+EXAMPLES = int(os.environ.get("LAZYSPARSE_RANDOM_EXAMPLES", examples(300))) // 3
 SPECIALS = (0.0, 0.0, 1.0, -2.0, 0.5, np.inf, -np.inf, np.nan)
 FINITE = (0.0, 0.0, 1.0, -2.0, 0.5, 3.0)
 

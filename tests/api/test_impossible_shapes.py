@@ -85,6 +85,7 @@ def test_linearizing_a_size_past_int64_is_refused() -> None:
         xp.random((BIG, BIG), density=1e-20)
 
 
+@pytest.mark.slow
 def test_sums_over_more_than_int64_points_are_the_float_answer() -> None:
     n = np.float64(BIG) * np.float64(BIG)  # NumPy's float count: 2**80
     assert float(xp.sum(xp.zeros((BIG, BIG)) + 1)) == n

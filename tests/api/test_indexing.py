@@ -11,9 +11,10 @@ from hypothesis import strategies as st
 
 import lazysparse as xp
 from lazysparse.formats import set_densify_limit
+from tests.conftest import examples
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.integers(0, 2**32 - 1), st.sampled_from(("csr", "coo", "csc", "dense", "csf")),
        st.sampled_from(((4, 5), (6,), (2, 3, 4), (0, 3))), st.sampled_from((0.0, 1.0, "nan")))
 def test_sparse_mask_matches_numpy(seed: int, fmt: str, shape: tuple[int, ...],

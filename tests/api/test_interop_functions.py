@@ -33,6 +33,7 @@ from tests.api.compute_helpers import (
     sample,
 )
 from tests.api.compute_helpers import lazy as _lazy
+from tests.conftest import examples
 
 FORMATS = ("dense", "csr", "csc", "coo")
 DTYPES = ("float64", "float32", "int32", "complex128")
@@ -361,7 +362,7 @@ def test_iterative_loop_with_numpy_vectors() -> None:
     np.testing.assert_allclose(np.asarray(x), xr, rtol=1e-10)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(n=st.integers(1, 5), k=st.integers(0, 5), m=st.integers(1, 4),
        fmt=st.sampled_from(FORMATS), fill=st.sampled_from((0.0, 1.0, np.nan)),
        numpy_left=st.booleans(), seed=st.integers(0, 2**16))

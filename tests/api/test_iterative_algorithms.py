@@ -25,10 +25,12 @@ from scipy.sparse.linalg import cg as scipy_cg
 from scipy.sparse.linalg import eigsh
 
 import lazysparse as xp
+from tests.conftest import examples, slow_except
 
 FORMATS = ["dense", "csr", "csc", "coo"]
 F64 = [(f, np.float64) for f in FORMATS]
 F32 = [("dense", np.float32), ("csr", np.float32)]
+FAST_CASES = [("csr", np.float64), ("coo", np.float64), ("dense", np.float32)]
 SRC = Path(__file__).resolve().parents[2] / "src"
 
 
@@ -53,7 +55,7 @@ def user_input(a: sp.csr_array, fmt: str, dtype: object = np.float64) -> object:
 
 # ------------------------------------------------------------------------------ PageRank
 
-@pytest.mark.parametrize("fmt,dtype", F64 + F32)
+@pytest.mark.parametrize("fmt,dtype", slow_except(F64 + F32, FAST_CASES))
 def test_pagerank_matches_networkx(fmt, dtype):
     rtol = 1e-7 if dtype == np.float64 else 1e-4
     n, alpha, tol = 120, 0.85, 1e-10
@@ -87,7 +89,7 @@ def laplacian_2d(side: int) -> sp.csr_array:
     return (sp.kron(sp.eye_array(side), t) + sp.kron(off, sp.eye_array(side))).tocsr()
 
 
-@pytest.mark.parametrize("fmt,dtype", F64 + F32)
+@pytest.mark.parametrize("fmt,dtype", slow_except(F64 + F32, FAST_CASES))
 def test_conjugate_gradient_on_a_laplacian(fmt, dtype):
     side, rtol = 10, 1e-8 if dtype == np.float64 else 1e-3
     L = laplacian_2d(side)
@@ -141,7 +143,7 @@ def scipy_levels(a: sp.csr_array, source: int) -> np.ndarray:
     return np.where(np.isinf(d), -1, d).astype(np.int64)
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt", slow_except(FORMATS, ["csr", "coo"]))
 @pytest.mark.parametrize("frontier_format", ["dense", "coo"])
 def test_bfs_levels_match_shortest_paths(fmt, frontier_format):
     a = graph(200, 1.2, seed=3, symmetric=True, unit=True)  # several components
@@ -153,7 +155,7 @@ def test_bfs_levels_match_shortest_paths(fmt, frontier_format):
     np.testing.assert_array_equal(np.sort(order), np.flatnonzero(got >= 0))
 
 
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=examples(10), deadline=None)
 @given(st.integers(20, 120), st.floats(0.5, 3.0), st.integers(0, 10**6),
        st.sampled_from(FORMATS))
 def test_bfs_random_graphs(n, per_row, seed, fmt):
@@ -193,7 +195,7 @@ def test_label_propagation_finds_connected_components(fmt):
     np.testing.assert_array_equal(components(xp.asarray(user_input(a, fmt))), want)
 
 
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=examples(10), deadline=None)
 @given(st.integers(10, 100), st.floats(0.3, 2.5), st.integers(0, 10**6),
        st.sampled_from(FORMATS))
 def test_label_propagation_random_graphs(n, per_row, seed, fmt):
@@ -204,7 +206,7 @@ def test_label_propagation_random_graphs(n, per_row, seed, fmt):
 
 # ------------------------------------------------------------------------------ power
 
-@pytest.mark.parametrize("fmt,dtype", F64 + F32)
+@pytest.mark.parametrize("fmt,dtype", slow_except(F64 + F32, FAST_CASES))
 def test_power_iteration_finds_the_largest_eigenpair(fmt, dtype):
     n, rtol = 100, 1e-8 if dtype == np.float64 else 1e-4
     a = graph(n, 4, seed=5, symmetric=True)  # nonnegative: the Perron root dominates
@@ -226,7 +228,7 @@ def test_power_iteration_finds_the_largest_eigenpair(fmt, dtype):
 
 # ------------------------------------------------------------------------------ long loops
 
-@pytest.mark.parametrize("fmt", ["dense", "coo"])
+@pytest.mark.parametrize("fmt", slow_except(["dense", "coo"], ["dense"]))
 def test_ten_thousand_computed_iterations(fmt):
     rng = np.random.default_rng(6)
     y_np = np.where(rng.random(40) < 0.5, rng.random(40), 0.0)
@@ -275,6 +277,7 @@ PEAK_CHILD = textwrap.dedent("""
 
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads VmHWM (Linux)")
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["computed", "never_computed"])
 def test_peak_memory_does_not_grow_with_iterations(mode):
     """A loop keeping 8,000 more iterations of history would hold 8,000 x 160 KB = 1.3 GB

@@ -20,6 +20,7 @@ from tests.api.compute_helpers import (
     reference_executor,  # noqa: F401 - autouse fixture
     sample,
 )
+from tests.conftest import examples
 
 MATMUL_SHAPES = [
     ((3, 4), (4, 5)), ((4,), (4, 2)), ((3, 4), (4,)), ((4,), (4,)),
@@ -222,7 +223,7 @@ def test_extension_namespace() -> None:
     assert all(callable(getattr(L.EXTENSION, n)) for n in names)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(n=st.integers(0, 4), k=st.integers(0, 4), m=st.integers(0, 4),
        batch=st.lists(st.integers(1, 3), max_size=2), fmt=st.sampled_from(FORMATS),
        seed=st.integers(0, 2**16))

@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import lazysparse as xp
+from tests.conftest import examples
 
 DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
           "float32", "float64", "complex64", "complex128"]
@@ -110,7 +111,7 @@ def test_result_dtype_of_every_pair_follows_numpy(name: str) -> None:
 
 # --- values: hypothesis draws the pair, formats and executor ---------------------------------
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(OPS), st.sampled_from(DTYPES), st.sampled_from(DTYPES),
        st.sampled_from(["dense", "csr"]), st.sampled_from(["dense", "csr"]),
        st.sampled_from(["compiled", "reference"]), st.integers(0, 2**31))

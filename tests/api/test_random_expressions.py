@@ -32,6 +32,7 @@ from hypothesis import strategies as st
 
 import lazysparse as xp
 from lazysparse.formats import Compressed, Tensor
+from tests.conftest import examples
 
 DTYPES = ("bool", "int8", "int64", "uint8", "float32", "float64", "complex128")
 # "unordered": a CSR whose rows hold their entries in a random order (scipy's unsorted CSR,
@@ -40,7 +41,7 @@ DTYPES = ("bool", "int8", "int64", "uint8", "float32", "float64", "complex128")
 FORMATS = ("dense", "csr", "csc", "coo", "csf", "unordered", "hash", "bytemap", "dia", "bsr",
            "ell", "rle")
 _STRUCTURED_2D = ("dia", "bsr")
-EXAMPLES = int(os.environ.get("LAZYSPARSE_RANDOM_EXAMPLES", "300"))
+EXAMPLES = int(os.environ.get("LAZYSPARSE_RANDOM_EXAMPLES", examples(300)))
 # shrinking re-runs compiled kernels for minutes; LAZYSPARSE_RANDOM_SHRINK=0 skips it
 PHASES = tuple(p for p in Phase if p is not Phase.shrink or
                os.environ.get("LAZYSPARSE_RANDOM_SHRINK", "1") != "0")

@@ -23,6 +23,7 @@ from tests.api.compute_helpers import (
     reference_executor,  # noqa: F401 - autouse fixture
     sample,
 )
+from tests.conftest import examples
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -49,7 +50,7 @@ def test_argmin_ties_first() -> None:
     assert_same(Q.argmin(lazy(np.float64(2.0))), np.int64(0))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.sampled_from(("csr", "csc", "coo", "csf", "dense")),
        st.sampled_from(("float64", "int8", "uint8", "float32", "int64")),
        st.sampled_from((0, 1, -1, "nan")), st.integers(0, 2**32 - 1),
@@ -190,7 +191,7 @@ def test_searchsorted() -> None:
         Q.searchsorted(lazy(np.ones(2)), [1.0])
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(shape=st.lists(st.integers(1, 4), min_size=1, max_size=3),
        dtype=st.sampled_from(("int8", "float32", "float64")),
        fmt=st.sampled_from(FORMATS), seed=st.integers(0, 2**16), data=st.data())

@@ -20,6 +20,7 @@ import lazysparse as xp
 from lazysparse.api import setitem as S
 from lazysparse.api.selection import selection
 from lazysparse.logic.nodes import MapJoin
+from tests.conftest import examples
 
 FORMATS = ["dense", "csr", "csc", "coo"]
 # (dtype, fill): fills 0, NaN and 1 where the dtype has them
@@ -340,7 +341,7 @@ def test_boolean_masks_against_numpy(fmt: str, mask_fmt: str) -> None:
     _check(x, b)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(st.sampled_from(FORMATS), st.lists(
     st.tuples(st.integers(0, 7), st.integers(-8, 8), st.integers(-5, 5)), max_size=25),
     st.booleans())

@@ -20,6 +20,7 @@ from tests.api.compute_helpers import (
     reference_executor,  # noqa: F401 - autouse fixture
     sample,
 )
+from tests.conftest import examples
 
 
 def _expected(a: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -108,7 +109,7 @@ def test_bad_input() -> None:
         U.unique_values([1.0, 1.0, 1.0])
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(shape=st.lists(st.integers(0, 5), min_size=0, max_size=3),
        dtype=st.sampled_from(("int8", "uint32", "float64", "complex64")),
        fmt=st.sampled_from(FORMATS), fill=st.sampled_from((0, 1)),

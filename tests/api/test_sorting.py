@@ -20,6 +20,7 @@ from tests.api.compute_helpers import (
     reference_executor,  # noqa: F401 - autouse fixture
     sample,
 )
+from tests.conftest import examples
 
 
 def _np_sort(a: np.ndarray, axis: int, descending: bool) -> np.ndarray:
@@ -83,7 +84,7 @@ def test_zero_d_empty_and_errors() -> None:
         O.argsort([3, 1])
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(shape=st.lists(st.integers(0, 5), min_size=1, max_size=3),
        dtype=st.sampled_from(("int8", "uint16", "float64")),
        fmt=st.sampled_from(FORMATS), fill=st.sampled_from((0, 1)),

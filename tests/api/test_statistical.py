@@ -19,6 +19,7 @@ from tests.api.compute_helpers import (
     reference_executor,  # noqa: F401 - autouse fixture
     sample,
 )
+from tests.conftest import examples
 
 AXES = (None, 0, 1, -1, (0, 1), ())
 
@@ -181,7 +182,7 @@ def test_golden_sum_of_product_is_one_aggregate_over_one_mapjoin() -> None:
     assert_same(out, a @ b)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(shape=st.lists(st.integers(0, 4), min_size=1, max_size=3),
        dtype=st.sampled_from(("int32", "uint8", "float64")),
        fmt=st.sampled_from(FORMATS), seed=st.integers(0, 2**16),

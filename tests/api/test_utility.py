@@ -21,6 +21,7 @@ from tests.api.compute_helpers import (
     reference_executor,  # noqa: F401 - autouse fixture
     sample,
 )
+from tests.conftest import examples
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -91,7 +92,7 @@ def test_diff_errors() -> None:
         T.diff(lazy(np.ones((2, 2))), prepend=lazy(np.ones(2)))
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(shape=st.lists(st.integers(0, 5), min_size=1, max_size=3),
        fmt=st.sampled_from(FORMATS), fill=st.sampled_from((0.0, 1.0, np.nan)),
        seed=st.integers(0, 2**16), n=st.integers(0, 3), data=st.data())

@@ -15,12 +15,14 @@ import pytest
 
 import lazysparse as xp
 from lazysparse.api import views
+from tests.conftest import slow_except
 
 BASE = np.array([[1.0, 0.0, 2.0, 0.0, 0.0, 3.0],
                  [0.0, 4.0, 0.0, 0.0, 5.0, 0.0],
                  [6.0, 0.0, 0.0, 7.0, 0.0, 0.0],
                  [0.0, 0.0, 8.0, 0.0, 9.0, 1.5]])
 FORMATS = ["dense", "csr", "csc", "coo", "csf"]
+FAST_FORMATS = ("dense", "csr")  # the fast tier's: every view kind, dense and sparse
 
 
 class NumpyNS:
@@ -113,7 +115,7 @@ def test_a_write_into_the_array_reaches_its_views(kind: str, fmt: str) -> None:
     r.check()
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt", slow_except(FORMATS, FAST_FORMATS))
 @pytest.mark.parametrize("kind", sorted(VIEWS))
 def test_a_write_through_another_view_reaches_every_view(kind: str, fmt: str) -> None:
     r = Replay.start(fmt)
@@ -128,7 +130,7 @@ def test_a_write_through_another_view_reaches_every_view(kind: str, fmt: str) ->
     r.check()
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt", slow_except(FORMATS, FAST_FORMATS))
 @pytest.mark.parametrize("kind", sorted(VIEWS))
 def test_a_write_through_the_view_itself(kind: str, fmt: str) -> None:
     r = Replay.start(fmt)

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 import lazysparse as xp
 from lazysparse.logic.nodes import Aggregate, MapJoin, Subquery, Table
+from tests.conftest import examples
 
 
 def _nodes(node, seen=None):
@@ -80,7 +81,7 @@ def _np_lazy(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return a * 2.0 + b
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.data())
 def test_basic_indexing_of_a_lazy_array_is_lazy(data: st.DataObject) -> None:
     shape = (6, 5)

@@ -378,6 +378,7 @@ EXPECTED = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS and /proc")
 def test_a_billion_square_matrix_never_runs_out_of_memory() -> None:
     """Each operation on a 10⁹ x 10⁹ matrix with three entries works in memory

@@ -21,6 +21,10 @@ from pathlib import Path
 
 import pytest
 
+# fresh processes that compile into damaged caches (~40 s): the full suite's, not the fast
+# tier's (tests/backends/test_kernels_cache.py covers the cache there)
+pytestmark = pytest.mark.slow
+
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 HERE = str(Path(__file__).resolve().parent)
 

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 import lazysparse as xp
 from lazysparse.compile.analysis import iteration_properties
 from lazysparse.formats import Tensor
+from tests.conftest import examples
 
 
 @pytest.fixture(autouse=True)
@@ -27,7 +28,7 @@ def test_iteration_properties_of_coo_chain() -> None:
     assert [p.unique for p in iteration_properties(m)] == [False, True]
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(st.integers(0, 2**32 - 1), st.sampled_from(("coo", "csf", "dense")),
        st.sampled_from((([1, 2], [0, 1]), ([2, 1], [1, 0]), ([1], [0]), ([2], [1]))))
 def test_tensordot_of_coo_chains(seed: int, other: str, axes: tuple) -> None:

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from lazysparse.backends import STATS, execute_plan
 from lazysparse.logic.nodes import Immediate, Reorder
+from tests.conftest import examples
 
 RNG = np.random.default_rng(11)
 
@@ -118,7 +119,7 @@ def test_empty_shapes(shape):
     assert dense(out).shape == shape
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=examples(15), deadline=None)
 @given(n=st.integers(1, 12), m=st.integers(1, 12), da=st.floats(0, 1), db=st.floats(0, 1),
        seed=st.integers(0, 2**16))
 def test_random_add_multiply_spmv(n, m, da, db, seed):

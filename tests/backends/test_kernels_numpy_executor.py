@@ -19,6 +19,7 @@ from lazysparse.compile.runners import NUMPY_MAX_ITERATIONS, numpy_eligible
 from lazysparse.logic import interpret
 from lazysparse.logic.nodes import Alias, Field, Immediate, Reorder
 from lazysparse.logic.operators import Operator, get_operator
+from tests.conftest import examples
 
 RNG = np.random.default_rng(5)
 AXES = {(): None, ("j",): 1, ("i",): 0, ("i", "j"): (0, 1)}
@@ -203,7 +204,7 @@ def test_large_or_sparse_queries_are_not_eligible():
     assert not numpy_eligible(*sparse)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.integers(1, 9), st.integers(1, 9), st.sampled_from(["add", "maximum", "minimum"]),
        st.sampled_from(["int32", "float32", "float64"]), st.sampled_from([0.0, 1.0, np.nan]),
        st.sampled_from(list(AXES)))

@@ -59,6 +59,7 @@ def test_transposed_product_uses_the_conversion(fmt: str, fill: float,
     assert cache.STATS["generated"] - built <= 1  # the product's kernel; copies convert
 
 
+@pytest.mark.slow
 def test_transposed_copy_is_linear_and_right_at_scale(relayouts: list[Tensor]) -> None:
     """1M x 1M with 5M entries: the relayout path (a generated sorting kernel took ~12 s)."""
     n = 1_000_000

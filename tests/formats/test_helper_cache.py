@@ -58,6 +58,7 @@ def test_helpers_cache_under_the_cache_dir(package_copy: Path, tmp_path: Path) -
     assert not _numba_files(home), "a helper cached under $HOME"
 
 
+@pytest.mark.slow
 def test_unusable_cache_dir_still_imports_and_runs(package_copy: Path,
                                                    tmp_path: Path) -> None:
     blocker = tmp_path / "a_file"

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lazysparse.formats import Tensor, convert
+from tests.conftest import examples
 
 from .helpers import DTYPES, assert_same, fills_for, random_array
 
@@ -57,7 +58,7 @@ def test_errors() -> None:
         Tensor.from_numpy(np.eye(2), "csr").to_pydata("csr")
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(
     shape=st.lists(st.integers(0, 5), min_size=1, max_size=3).map(tuple),
     dtype=st.sampled_from(DTYPES),

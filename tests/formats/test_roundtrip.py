@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lazysparse.formats import FormatSpec, Tensor, convert, format_spec
+from tests.conftest import examples
 
 from .helpers import DTYPES, assert_same, fills_for, formats_for, random_array
 
@@ -25,7 +26,7 @@ def cases(draw: st.DrawFn) -> tuple[np.ndarray, object, tuple[int, ...]]:
     return random_array(shape, density, dtype, fill, seed), fill, order
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(cases())
 def test_every_pair_of_formats(case: tuple[np.ndarray, object, tuple[int, ...]]) -> None:
     a, fill, order = case
@@ -46,7 +47,7 @@ def test_every_pair_of_formats(case: tuple[np.ndarray, object, tuple[int, ...]])
         assert_same(u.to_numpy(), a)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(cases())
 def test_sparse_formats_store_no_fill(case: tuple[np.ndarray, object, tuple[int, ...]]) -> None:
     a, fill, _ = case
@@ -60,7 +61,7 @@ def test_sparse_formats_store_no_fill(case: tuple[np.ndarray, object, tuple[int,
         assert t.index_dtype == np.int32
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(cases())
 def test_from_coords_any_order(case: tuple[np.ndarray, object, tuple[int, ...]]) -> None:
     a, fill, order = case
@@ -91,7 +92,7 @@ CUSTOM_KINDS = [
 ]
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(st.sampled_from(CUSTOM_KINDS), st.data())
 def test_custom_layouts(kinds: tuple[str, ...], data: st.DataObject) -> None:
     ndim = len(kinds)

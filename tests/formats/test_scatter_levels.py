@@ -23,6 +23,7 @@ from lazysparse.formats.levels import build_table, bytemap_locate, hashed_locate
 from lazysparse.formats.levels.hashed import HASH_MULTIPLIER, table_size
 from lazysparse.formats.ordering import ordered
 from lazysparse.formats.specs import infer_spec
+from tests.conftest import examples
 
 from .helpers import DTYPES, assert_same, fills_for, formats_for, random_array
 
@@ -69,7 +70,7 @@ def check_valid(t: Tensor) -> None:
     Tensor(t.shape, t.levels, t.mode_order, t.values, t.fill_value, format=t.spec)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(cases())
 def test_round_trips_with_every_format(case: tuple[np.ndarray, object, tuple[int, ...]]) -> None:
     a, fill, order = case
@@ -160,7 +161,7 @@ def test_hash_is_the_documented_function() -> None:
                 slot = (slot + 1) & (n - 1)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(st.integers(1, 6), st.integers(1, 40), st.floats(0.0, 1.0), st.integers(0, 2**16))
 def test_locate_agrees_with_a_dict(rows: int, cols: int, density: float, seed: int) -> None:
     a = random_array((rows, cols), density, np.dtype(np.int64), 0, seed)

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lazysparse.formats import Tensor, convert
+from tests.conftest import examples
 
 from .helpers import DTYPES, assert_same, random_array
 
@@ -138,7 +139,7 @@ def test_from_scipy_rejects_non_sparse_and_bad_dtype() -> None:
         Tensor.from_scipy(sp.csr_array(np.eye(2, dtype=np.longdouble)))
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(
     rows=st.integers(0, 6),
     cols=st.integers(0, 6),

@@ -19,6 +19,7 @@ from lazysparse.formats import CoordinateError, Dense, FormatSpec, Tensor, conve
 from lazysparse.formats.convert import to_structured
 from lazysparse.formats.convert_numpy import to_numpy
 from lazysparse.formats.levels import Banded, Blocked, Ell, Runs
+from tests.conftest import examples
 
 from .helpers import assert_same, random_array
 
@@ -483,7 +484,7 @@ def test_blocksize_only_for_bsr(fmt: str) -> None:
 _DRAW_DTYPES = [np.dtype(d) for d in (np.bool_, np.int8, np.uint16, np.float64, np.complex128)]
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     fmt=st.sampled_from(STRUCTURED),
     rows=st.integers(0, 7),

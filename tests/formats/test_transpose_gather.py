@@ -18,6 +18,7 @@ import scipy.sparse as sp
 import lazysparse as xp
 from lazysparse import formats
 from lazysparse.api.selection import take_leading
+from tests.conftest import slow_except
 
 from .helpers import assert_same
 
@@ -147,7 +148,7 @@ _SELECTIONS = {
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("fmt", ["csr", "coo", "dcsr"])
+@pytest.mark.parametrize("fmt", slow_except(["csr", "coo", "dcsr"], ["csr", "coo"]))
 @pytest.mark.parametrize("sel", sorted(_SELECTIONS))
 def test_row_selection(dtype: type, fmt: str, sel: str) -> None:
     rng = np.random.default_rng(7)

@@ -22,6 +22,7 @@ from lazysparse.logic.nodes import (
     Subquery,
 )
 from lazysparse.logic.operators import astype_op
+from tests.conftest import examples
 from tests.logic.plans import (
     aggregate,
     i,
@@ -193,7 +194,7 @@ DTYPES = ["bool", "int8", "int32", "uint8", "uint64", "float32", "float64", "com
           "complex128"]
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(dt=st.sampled_from(DTYPES), data=st.data(), fmt=st.sampled_from(["dense", "csr", "coo"]))
 def test_elementwise_and_sum_match_numpy(dt: str, data: st.DataObject, fmt: str) -> None:
     d = np.dtype(dt)
@@ -218,7 +219,7 @@ FIELD_POOL = "abcd"
 SIZES = {"a": 2, "b": 3, "c": 1, "d": 4}
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(data=st.data())
 def test_contractions_match_einsum(data: st.DataObject) -> None:
     """aggregate(add, mapjoin(multiply, operands...), reduced) == np.einsum."""

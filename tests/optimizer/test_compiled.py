@@ -10,6 +10,7 @@ from lazysparse.logic.nodes import Plan, Query, Reformat, Table
 from lazysparse.optimizer import optimize
 from lazysparse.optimizer.analysis import query_parts
 from lazysparse.optimizer.rewrite import accesses
+from tests.conftest import examples
 from tests.optimizer.plans import Lz, ew, leaf, matmul, oracle, plan_of, reduce, sparse
 from tests.optimizer.test_oracle import programs
 
@@ -26,7 +27,7 @@ def _unindexed_loop_field(plan: Plan) -> bool:
     return False
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(programs())
 def test_compiled_plan_matches_oracle(outs: tuple[Lz, ...]) -> None:
     plan = plan_of(*outs)

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 import lazysparse as xp
 from lazysparse.logic.operators import get_operator
+from tests.conftest import examples, slow_except
 
 FORMATS = ("csr", "csc", "coo")
 LOOP = re.compile(r"# loop (\w+): (\w+)")
@@ -144,7 +145,7 @@ MASKED_REDUCTIONS = {
 
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("case", sorted(MASKED_REDUCTIONS))
-@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("dtype", slow_except([np.float64, np.float32], [np.float64]))
 def test_masked_reductions(fmt: str, case: str, dtype: type) -> None:
     build, ref = MASKED_REDUCTIONS[case]
     a = graph(40, 4, seed=6)
@@ -289,7 +290,7 @@ def test_mask_decided_by_a_constant_is_not_shared() -> None:
         np.testing.assert_allclose(np.asarray(got), want)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(n=st.integers(1, 12), m=st.integers(1, 12), density=st.floats(0.0, 0.6),
        fmt=st.sampled_from(FORMATS), axis=st.sampled_from([0, 1]),
        red=st.sampled_from(["min", "max", "sum"]), k=st.sampled_from([0.0, -3.0, 2.5]),
@@ -315,7 +316,8 @@ def test_registry_where_selects_by_its_condition() -> None:
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
-@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float32, np.bool_])
+@pytest.mark.parametrize("dtype", slow_except([np.int32, np.int64, np.float32, np.bool_],
+                                               [np.int64, np.bool_]))
 def test_condition_true_where_absent_selects_the_second_argument(fmt: str, dtype: type) -> None:
     """``A == 0`` is True where A is absent: ``where(A == 0, k, x)`` is ``k`` there."""
     a = graph(30, 3, seed=18)

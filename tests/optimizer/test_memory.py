@@ -11,6 +11,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 SRC = Path(__file__).resolve().parents[2] / "src"
 N = 1_000_000
 PER_ROW = 5
@@ -69,6 +71,7 @@ CHILD = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_large_sparse_ops_stay_sparse_in_memory() -> None:
     env = dict(os.environ, PYTHONPATH=str(SRC) + os.pathsep + os.environ.get("PYTHONPATH", ""),
                NUMBA_NUM_THREADS=os.environ.get("NUMBA_NUM_THREADS", "1"))

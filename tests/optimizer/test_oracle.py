@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from lazysparse.formats import Tensor
 from lazysparse.logic.operators import get_operator
 from lazysparse.optimizer import optimize
+from tests.conftest import examples
 from tests.optimizer.normal_form_check import assert_normal_form
 from tests.optimizer.plans import (
     Lz,
@@ -97,7 +98,7 @@ def programs(draw: st.DrawFn) -> tuple[Lz, ...]:
     return tuple(outs)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(programs())
 def test_optimized_plan_matches_oracle(outs: tuple[Lz, ...]) -> None:
     plan = plan_of(*outs)

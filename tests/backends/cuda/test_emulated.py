@@ -31,6 +31,7 @@ from tests.backends.cuda.cases import (
     spgemm,
 )
 from tests.backends.cuda.emulator import CXX, EmulatedModule
+from tests.conftest import examples
 
 pytestmark = pytest.mark.skipif(CXX is None, reason="no host C++ compiler")
 
@@ -145,7 +146,7 @@ def _has(mod: EmulatedModule, b: object) -> bool:
     return all(hasattr(mod.lib, n) for n in b.program.kernel_names)  # type: ignore[attr-defined]
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(m=st.integers(1, 40), n=st.integers(1, 60), density=st.floats(0.0, 0.6),
        seed=st.integers(0, 2**16), kind=st.sampled_from(STRATEGIES), skew=st.booleans())
 def test_random_spmv(m: int, n: int, density: float, seed: int, kind: str,
@@ -157,7 +158,7 @@ def test_random_spmv(m: int, n: int, density: float, seed: int, kind: str,
     assert_same(dense_result(got), np.asarray(interpret(b.plan)[0].to_numpy()))
 
 
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(10), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(m=st.integers(1, 25), k=st.integers(1, 25), n=st.integers(1, 25),
        density=st.floats(0.0, 0.5), seed=st.integers(0, 2**16))
 def test_random_spgemm(m: int, k: int, n: int, density: float, seed: int) -> None:

@@ -26,6 +26,7 @@ pytestmark = pytest.mark.skipif(CXX is None or shutil.which("bash") is None
                                 reason="needs bash, timeout and a host C++ compiler")
 
 
+@pytest.mark.slow
 def test_dry_run_on_tiny_sizes(tmp_path: Path) -> None:
     env = {**os.environ, "OUT": str(tmp_path / "out"), "PYTHON": sys.executable,
            "GPU_CHECK_SIZE": "tiny", "GPU_CHECK_REPEAT": "1", "GPU_CHECK_BUDGET": "240",
