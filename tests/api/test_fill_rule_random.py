@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -141,3 +142,36 @@ def test_sparse_next_to_dense_specials(prog: tuple[Any, bool]) -> None:
         assert t.nnz <= int(union.sum()), (expr, t.nnz, int(union.sum()))
     if finite and not _ops(expr) & {"divide", "reciprocal"}:
         assert np.isfinite(t.fill_value), (expr, t.fill_value)
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc", "coo"])
+@pytest.mark.parametrize("case", ["(S1/D0)*S2", "S2*(S1/D0)", "D+(S1/D0)*S2", "(S1*Dinf)*S2",
+                                  "S2*(S1*Dinf)*S1"])
+def test_every_annihilating_operand_guards_its_product(case: str, fmt: str) -> None:
+    """A product of two sparse operands, one behind a dense non-finite factor: where the
+    first stores and the second does not, the second's implicit 0 annihilates (0, as the
+    reference interpreter says), not ``inf * 0`` (a kernel once guarded by the first only)."""
+    d = np.arange(12.0).reshape(3, 4)
+    s1 = np.zeros((3, 4))
+    s1[1, 2] = 1.0
+    s1[0, 0] = -2.0
+    s2 = np.zeros((3, 4))
+    s2[2, 3] = 3.0
+    s2[0, 0] = 0.5
+    dinf = np.full((3, 4), np.inf)
+    leaves = {"S1": Leaf(s1, fmt), "S2": Leaf(s2, fmt), "D0": Leaf(np.zeros((3, 4)), "dense"),
+              "D": Leaf(d, "dense"), "Dinf": Leaf(dinf, "dense")}
+    build = {
+        "(S1/D0)*S2": lambda v: (v["S1"] / v["D0"]) * v["S2"],
+        "S2*(S1/D0)": lambda v: v["S2"] * (v["S1"] / v["D0"]),
+        "D+(S1/D0)*S2": lambda v: v["D"] + (v["S1"] / v["D0"]) * v["S2"],
+        "(S1*Dinf)*S2": lambda v: (v["S1"] * v["Dinf"]) * v["S2"],
+        "S2*(S1*Dinf)*S1": lambda v: v["S2"] * (v["S1"] * v["Dinf"]) * v["S1"],
+    }[case]
+    results = []
+    for executor in (None, "reference"):
+        with _executor(executor), np.errstate(all="ignore"):
+            results.append(np.asarray(xp.compute(build({k: x.build()
+                                                         for k, x in leaves.items()}))))
+    np.testing.assert_array_equal(results[0], results[1])
+    assert not np.isnan(results[0]).any()  # every NaN would be an unstored 0 times inf

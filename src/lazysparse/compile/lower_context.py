@@ -200,11 +200,21 @@ class LowerContext:
         """``value``, or the annihilator where an annihilating argument stores nothing and
         another argument holds data (the fill rule: ``0 * inf`` is 0 and ``0 * -2`` is +0
         where ``S`` stores nothing, as co-iteration computes where it skips the entry;
-        where no argument holds data the value stays ``op(fills)``, IEEE)."""
-        z = self._annihilator(node)
-        if z is None:
+        where no argument holds data the value stays ``op(fills)``, IEEE). Every
+        annihilating argument guards in turn: ``(S1 / D) * S2`` is 0 where ``S1`` stores
+        and ``S2`` does not."""
+        if self._annihilator(node) is None:
             return value
-        i = node.annihilates[0]
+        for i in node.annihilates:
+            value = self._annihilated_by(node, i, st, value)
+        return value
+
+    def _annihilated_by(self, node: PApply, i: int, st: State, value: Expr) -> Expr:
+        """``value``, or argument ``i``'s annihilator where that argument stores nothing and
+        another argument holds data."""
+        z = node.op.annihilator_at(i, node.operand_dtypes[i])
+        if z is None or (isinstance(z, float | np.floating) and not np.isfinite(z)):
+            return value
         mine = self.holds_data(node.args[i], st)
         if mine is True:
             return value
@@ -222,8 +232,7 @@ class LowerContext:
             return value
         zc = Const(np.asarray(z).astype(node.dtype)[()].item(), str(node.dtype))
         when_absent = zc if others is True else sel(others, zc, value)
-        return value if mine is False and others is False else sel(
-            mine if mine is not False else Const(False), value, when_absent)
+        return sel(mine if mine is not False else Const(False), value, when_absent)
 
     def reduce(self, acc: Expr, val: Expr) -> Expr:
         """``acc ⊕ val`` with the kernel's reduction, in the accumulator's dtype."""
