@@ -126,6 +126,20 @@ def operation_names() -> tuple[str, ...]:
     return tuple(op.name for op in MATRIX_OPS + VECTOR_OPS)
 
 
+def _run(ops: tuple[Operation, ...], d: dict[str, Any], dtype: np.dtype,
+         layout: Layout | None, only: frozenset[str] | None) -> Iterator[Warmed]:
+    """Check each of ``ops`` (those named in ``only``) on the operands ``d``, counting what
+    its kernels compiled or loaded."""
+    for op in ops:
+        if (op.floats_only and dtype.kind not in "fc") or (
+                only is not None and op.name not in only):
+            continue
+        c0, l0, t0 = STATS["compiled"], STATS["disk_loaded"], time.perf_counter()
+        _check(op, d, dtype)
+        yield Warmed(op.name, layout, str(dtype), STATS["compiled"] - c0,
+                     STATS["disk_loaded"] - l0, time.perf_counter() - t0)
+
+
 def warm(layouts: tuple[Layout, ...] = tuple(Layout), dtypes: tuple[str, ...] = DTYPES,
          only: frozenset[str] | None = None) -> Iterator[Warmed]:
     """Run each common operation (those named in ``only``, if given) once per layout and
@@ -133,18 +147,10 @@ def warm(layouts: tuple[Layout, ...] = tuple(Layout), dtypes: tuple[str, ...] = 
     the disk cache."""
     for dtype_name in dtypes:
         dtype = np.dtype(dtype_name)
-        for i, layout in enumerate(layouts):
-            d = _operands(layout, dtype)
-            ops = MATRIX_OPS + (VECTOR_OPS if i == 0 else ())
-            for op in ops:
-                if (op.floats_only and dtype.kind not in "fc") or (
-                        only is not None and op.name not in only):
-                    continue
-                c0, l0, t0 = STATS["compiled"], STATS["disk_loaded"], time.perf_counter()
-                _check(op, d, dtype)
-                on = None if op in VECTOR_OPS else layout
-                yield Warmed(op.name, on, dtype_name, STATS["compiled"] - c0,
-                             STATS["disk_loaded"] - l0, time.perf_counter() - t0)
+        for layout in layouts:
+            yield from _run(MATRIX_OPS, _operands(layout, dtype), dtype, layout, only)
+        if layouts:
+            yield from _run(VECTOR_OPS, _operands(layouts[0], dtype), dtype, None, only)
 
 
 __all__ = ["DTYPES", "Layout", "Operation", "Warmed", "operation_names", "warm"]

@@ -243,7 +243,6 @@ def scalar_as(value: Any, dtype: Any) -> np.generic:
     return np.asarray(value).astype(d)[()]
 
 
-
 # --- casting on writes: in-place operators and ``__setitem__`` ---------------------------
 
 def can_store(result: Any, target: Any) -> bool:
@@ -289,6 +288,7 @@ def assigned_scalar(value: Any, target: Any) -> np.generic:
     if d.kind in "iu" and isinstance(value, float):
         value = int(value)  # truncates; ValueError for NaN, OverflowError for infinity
     return scalar_as(value, d)
+
 
 # dtypes whose NumPy scalar type names exactly one dtype (scalar_as's fast path)
 _SCALAR_DTYPES = frozenset(np.dtype(t) for t in (
