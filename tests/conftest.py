@@ -18,6 +18,10 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
+# the suite tests the compiled kernels: every plan compiles in process, as before the eager
+# tier (tests/engine/test_tiers.py sets the other modes itself)
+os.environ.setdefault("LAZYSPARSE_COMPILE", "sync")
+
 #: the examples a hypothesis test draws under the full ``ci`` profile (hypothesis' default)
 FULL_EXAMPLES = 100
 settings.register_profile("ci", max_examples=FULL_EXAMPLES, derandomize=True, print_blob=True)

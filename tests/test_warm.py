@@ -17,7 +17,8 @@ ONLY = ("SpMV A @ x", "add")
 
 def _warm(cache: Path, *extra: str) -> tuple[int, int]:
     """Run the warm command in a fresh process on ``cache``; its compiled and loaded totals."""
-    env = dict(os.environ, LAZYSPARSE_CACHE_DIR=str(cache))
+    # a user's default mode: warm compiles in process all the same (no eager tier)
+    env = dict(os.environ, LAZYSPARSE_CACHE_DIR=str(cache), LAZYSPARSE_COMPILE="background")
     cmd = [sys.executable, "-m", "lazysparse", "warm", "--dtype", "float64", "--layout", "csr"]
     for name in ONLY:
         cmd += ["--only", name]

@@ -20,6 +20,7 @@ import scipy.sparse as sp
 
 import lazysparse as xp
 from lazysparse.backends import STATS
+from lazysparse.engine.tiers import CompileMode, compile_mode_set
 
 #: the vector length and the sparse matrices' side: above the NumPy runner's size bound
 VECTOR = 1 << 15
@@ -144,7 +145,14 @@ def warm(layouts: tuple[Layout, ...] = tuple(Layout), dtypes: tuple[str, ...] = 
          only: frozenset[str] | None = None) -> Iterator[Warmed]:
     """Run each common operation (those named in ``only``, if given) once per layout and
     dtype (vector operations once per dtype), yielding what each compiled or loaded from
-    the disk cache."""
+    the disk cache. Kernels compile here, in this process, whatever ``LAZYSPARSE_COMPILE``
+    says (the eager tier would otherwise run these small operands without compiling)."""
+    with compile_mode_set(CompileMode.SYNC):
+        yield from _warm(layouts, dtypes, only)
+
+
+def _warm(layouts: tuple[Layout, ...], dtypes: tuple[str, ...],
+          only: frozenset[str] | None) -> Iterator[Warmed]:
     for dtype_name in dtypes:
         dtype = np.dtype(dtype_name)
         for layout in layouts:

@@ -6,8 +6,9 @@ formats (dense, csr, csc, coo, csf, unordered csr, hash, bytemap, dia, bsr, ell,
 values (0, NaN, 1),
 shapes ((n, n), (n,), ()) and dtypes of one kind per expression (int8 with int64, float32
 with float64, ...).
-The same recipe is applied to ``lazysparse`` arrays (compiled, then reference executor) and
-to ``numpy`` arrays, so the three answers must agree.
+The same recipe is applied to ``lazysparse`` arrays (compiled, the reference executor, the
+eager tier) and to ``numpy`` arrays, so the four answers must agree (and the eager tier's
+result format is the compiled one's).
 
 Stored values are finite. Half the float/complex expressions draw NaN fills, and those use
 no operator that a fill annihilates (multiply, matmul, prod): an implicit fill annihilates
@@ -31,6 +32,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import lazysparse as xp
+from lazysparse.engine.tiers import CompileMode, compile_mode_set
 from lazysparse.formats import Compressed, Tensor
 from tests.conftest import examples
 
@@ -293,6 +295,11 @@ def test_random_expression_matches_numpy_and_oracle(expr: Expr) -> None:
         res = xp.compute(expr.node.build(xp))
         ref = np.asarray(res)
     _compare(ref, want, f"reference vs NumPy: {expr.node!r}")
+    with compile_mode_set(CompileMode.EAGER):  # the eager tier (engine.tiers): values and format
+        eager = xp.compute(expr.node.build(xp))
+    _compare(np.asarray(eager), want, f"eager tier vs NumPy: {expr.node!r}")
+    compiled = xp.compute(expr.node.build(xp))
+    assert eager.tensor().spec.name == compiled.tensor().spec.name, expr.node
 
 
 @pytest.mark.parametrize("fmt", ["csr", "csc", "coo", "csf"])

@@ -2,6 +2,7 @@
 
 * ``test_small[name]``: every workflow at its small size, in this process: values, fill
   value, stored-entry counts and sparse formats against scipy (dense comparison too).
+* ``test_small_on_the_eager_tier[name]``: the same on the eager tier (``engine.tiers``).
 * ``test_large[name]``: every workflow at its large size (200,000 x 100,000 text with ~1M
   stored, 200,000-node graphs, 200,000 x 50,000 features, a 450 x 450 grid), all in one
   child process (``tests/workflows/run_capped.py``; a crashed child is restarted for the
@@ -28,6 +29,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import slow_except
 from tests.workflows.corpus import GRID, WORKFLOWS, Workflow
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,6 +47,21 @@ def dense_bytes(w: Workflow) -> int:
 
 @pytest.mark.parametrize("name", list(WORKFLOWS))
 def test_small(name: str) -> None:
+    w = WORKFLOWS[name]
+    w(w.small)
+
+
+# the workflows whose small sizes the eager tier runs (engine.tiers: iterations of vectors and
+# small matrices), in the fast tier; the others compile there too, in the full suite
+_EAGER_FAST = {"graph_pagerank_computed", "graph_power_iteration_computed", "sci_cg_computed",
+               "ml_logreg_computed", "ml_minibatch_sgd"}
+
+
+@pytest.mark.parametrize("name", slow_except(list(WORKFLOWS), _EAGER_FAST))
+def test_small_on_the_eager_tier(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same checks with ``LAZYSPARSE_COMPILE=eager``: what the eager tier runs (the
+    plans small enough) gives scipy's values, formats and stored-entry counts."""
+    monkeypatch.setenv("LAZYSPARSE_COMPILE", "eager")
     w = WORKFLOWS[name]
     w(w.small)
 

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from lazysparse.engine.plan_cache import lookup
+from lazysparse.engine.tiers import run_tiered
 from lazysparse.logic.interpreter import interpret
 from lazysparse.logic.nodes import Immediate, Plan, Query, Table
 
@@ -32,12 +33,14 @@ def reference_executor(plan: Plan) -> tuple[Tensor, ...]:
 
 
 def compiled_executor(plan: Plan) -> tuple[Tensor, ...]:
-    """Run ``plan`` through the optimizer (cached by structure) and the generated kernels;
-    a plan of a shape seen before runs its cached program (``backends.program``)."""
+    """Run ``plan`` through the optimizer (cached by structure), then on its tier
+    (``engine.tiers``): a small shape seen first runs eager while its kernels compile in
+    the background; otherwise the generated kernels, a shape seen before by its cached
+    program (``backends.program``)."""
     from lazysparse.backends.program import run_cached  # the backend loads on first use
 
     entry, inputs, params = lookup(plan)
-    return run_cached(entry, inputs, params)
+    return run_tiered(entry, inputs, params, run_cached)
 
 
 def cuda_executor(plan: Plan) -> tuple[Tensor, ...]:

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from lazysparse.engine.plan_cache import lookup
+from lazysparse.engine.tiers import tier_line
 from lazysparse.formats import FormatSpec, Tensor
 from lazysparse.formats.levels.registry import level_class
 from lazysparse.formats.specs import is_structured
@@ -65,13 +67,18 @@ class Explanation:
     # held arrays a compute of the explained arrays computes and keeps too, with the reason
     # (``api.held_values``); their queries are part of ``before``
     kept: tuple[str, ...] = ()
+    # the execution tier of the plan's shape (``engine.tiers.tier_line``)
+    tier: str = ""
 
     def __str__(self) -> str:
         parts = ["== plan ==", str(self.before)]
         if self.kept:
             parts += ["== values kept (held by the user, computed once) =="]
             parts += [f"  {line}" for line in self.kept]
-        parts += ["== optimized plan ==", str(self.after), f"== {len(self.kernels)} kernel(s) =="]
+        parts += ["== optimized plan ==", str(self.after)]
+        if self.tier:
+            parts.append(self.tier)
+        parts.append(f"== {len(self.kernels)} kernel(s) ==")
         parts += [str(k) for k in self.kernels]
         return "\n".join(parts)
 
@@ -170,4 +177,5 @@ def explain_plan(plan: Plan, run: bool = False) -> Explanation:
         kernels.append(KernelExplanation(body.lhs.name, body, d.info.loop_order,
                                          d.info.out_spec, tuple(k.inputs), k.source,
                                          _schedule_line(body, schedules, d), d, estimate))
-    return Explanation(plan, after, tuple(kernels))
+    entry, inputs, _ = lookup(plan)
+    return Explanation(plan, after, tuple(kernels), tier=tier_line(entry, inputs))

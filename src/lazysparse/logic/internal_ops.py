@@ -23,7 +23,13 @@ import numpy as np
 
 from lazysparse.logic.dtypes import as_dtype
 from lazysparse.logic.elementwise_ops import by_kind
-from lazysparse.logic.operator_registry import OPERATORS, Operator, Selection, register
+from lazysparse.logic.operator_registry import (
+    OPERATORS,
+    Operator,
+    Selection,
+    register,
+    register_family,
+)
 
 
 def _isequal_np(a: Any, b: Any) -> Any:
@@ -105,6 +111,8 @@ def astype_op(dtype: Any) -> Operator:
     return Operator("astype", 1, lambda x: x, numba_form, cuda_form, "cast", ("any",),
                     params=(t,), idempotent=True, doc=f"cast to {t}")
 
+
+register_family("astype", astype_op)
 
 REDUCTIONS: dict[str, Operator] = {
     "sum": OPERATORS["add"], "prod": OPERATORS["multiply"], "max": OPERATORS["maximum"],

@@ -17,6 +17,7 @@ even where ``D`` is 0), as the compiled path, which never visits those entries, 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,8 +81,17 @@ def _dense_of(tns: Any) -> tuple[np.ndarray, Any, np.ndarray | None]:
     raise TypeError(f"table data must be a lazysparse Tensor or ndarray, got {type(tns)!r}")
 
 
+class TooLarge(ValueError):
+    """An evaluation bounded by ``max_elements`` met a larger dense intermediate."""
+
+
+#: the longest Python-level fold of an operator NumPy cannot reduce, in a bounded evaluation
+BOUNDED_FOLD = 4096
+
+
 class _Interpreter:
-    def __init__(self) -> None:
+    def __init__(self, max_elements: int | None = None) -> None:
+        self.max_elements = max_elements  # None: unbounded (the oracle)
         self.env: dict[Alias, Any] = {}
         self.values: dict[Alias, Value] = {}  # query results with their implicit masks
         self.sub: dict[Alias, Value] = {}
@@ -141,6 +151,11 @@ class _Interpreter:
                 self.sizes[f] = n
         return v
 
+    def bound(self, size: int, what: str) -> None:
+        """Refuse a dense intermediate of ``size`` entries above ``max_elements``."""
+        if self.max_elements is not None and size > self.max_elements:
+            raise TooLarge(f"{what} of {size} dense entries exceeds {self.max_elements}")
+
     def eval(self, node: LogicNode) -> Value:
         match node:
             case Immediate(val=val):
@@ -148,6 +163,7 @@ class _Interpreter:
                     raise ValueError(f"immediate {val!r} is not a scalar value")
                 return Value(val, (), val, None, True)
             case Table(tns=Immediate(val=tns), idxs=idxs):
+                self.bound(math.prod(np.shape(tns)), "a table")
                 data, fill, imp = _dense_of(tns)
                 return self.record(Value(data, self._check_idxs(idxs, data.ndim, "table"), fill,
                                          None, imp))
@@ -262,6 +278,7 @@ class _Interpreter:
                     raise ValueError(f"field {f.name} used as a value has no known extent")
                 sizes[f] = self.sizes[f]
             shape.append(sizes[f])
+        self.bound(math.prod(shape), f"mapjoin({op.name})")
         aligned, fills, masks = [], [], []
         for x in vals:
             if isinstance(x, _FieldRef):
@@ -306,6 +323,8 @@ class _Interpreter:
                 part = ufunc.reduce(flat.astype(operand), axis=-1)
             acc = np.asarray(op.apply(acc, part)).astype(res_dt)
         else:
+            if self.max_elements is not None and n > BOUNDED_FOLD:
+                raise TooLarge(f"a fold of {op.name} over {n} entries in Python")
             for k in range(n):
                 acc = np.asarray(op.apply(acc, flat[..., k])).astype(res_dt)
         fields = tuple(v.fields[k] for k in keep)
@@ -399,9 +418,11 @@ def _align(v: Value, fields: tuple[Field, ...]) -> Any:
     return data.reshape(shape)
 
 
-def interpret(plan: LogicNode) -> tuple[Any, ...]:
-    """Run ``plan`` densely with NumPy; one ``formats.Tensor`` per alias it produces."""
-    out = _Interpreter().run(plan)
+def interpret(plan: LogicNode, *, max_elements: int | None = None) -> tuple[Any, ...]:
+    """Run ``plan`` densely with NumPy; one ``formats.Tensor`` per alias it produces.
+    With ``max_elements``, a dense table or intermediate larger than that raises
+    :class:`TooLarge` before it is made (the eager tier's bound)."""
+    out = _Interpreter(max_elements).run(plan)
     if out is None:
         raise ValueError("plan has no produces(...) statement")
     return out

@@ -20,6 +20,7 @@ Code-form conventions:
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -123,6 +124,13 @@ class Operator:
     def __post_init__(self) -> None:
         if self.dtype_rule not in DTYPE_RULES:
             raise ValueError(f"operator {self.name}: unknown dtype rule {self.dtype_rule!r}")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle by name (code forms are closures): another process rebuilds the operator
+        from the registry or its parametrized family (``astype``); others refuse."""
+        if OPERATORS.get(self.name) is not self and self.name not in FAMILIES:
+            raise pickle.PicklingError(f"operator {self.name!r} is not registered")
+        return (operator_from, (self.name, self.params))
 
     # -- identity ---------------------------------------------------------------------
     def __eq__(self, other: object) -> bool:
@@ -396,6 +404,19 @@ def _value(rule: DtypeValue | None, dtype: Any) -> np.generic | None:
 # registry
 
 OPERATORS: dict[str, Operator] = {}
+#: parametrized operators by name: ``FAMILIES[name](*params)`` builds one (``astype``)
+FAMILIES: dict[str, Callable[..., Operator]] = {}
+
+
+def register_family(name: str, factory: Callable[..., Operator]) -> None:
+    """Make operators called ``name`` rebuildable from their params (see ``operator_from``)."""
+    FAMILIES[name] = factory
+
+
+def operator_from(name: str, params: tuple[Any, ...]) -> Operator:
+    """The operator called ``name`` with ``params``, from its family or the registry."""
+    family = FAMILIES.get(name)
+    return family(*params) if family is not None else OPERATORS[name]
 
 
 def register(op: Operator) -> Operator:

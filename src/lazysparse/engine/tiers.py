@@ -1,0 +1,185 @@
+"""Tiered execution: no user waits on the compiler for a small plan.
+
+A plan shape (a plan-cache entry) seen for the first time runs at once on the **eager
+tier** — the reference interpreter over its *optimized* plan, so result formats, fill rule
+and dtypes are the compiled path's — while a worker process compiles its kernels into the
+disk cache (``engine.background``). A later call of that shape runs the **compiled** tier,
+loading those kernels from disk. Eager runs only where every operand and every dense
+intermediate has at most :data:`EAGER_MAX_ELEMENTS` entries (the interpreter is dense);
+larger plans compile in process, as before.
+
+``LAZYSPARSE_COMPILE`` picks the mode (:class:`CompileMode`, read on each call): ``background``
+(the default), ``sync`` (always the compiled tier, compiling in process: what the tests
+use), or ``eager`` (the eager tier wherever it can run, never a compile for it: to test that
+both tiers agree, or to run small data without a compiler). The choice is recorded per
+entry (:class:`TierState`) and shown by ``xp.explain``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+import weakref
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from lazysparse.engine import background
+from lazysparse.engine.background import Job, JobState
+from lazysparse.engine.plan_cache import CachedPlan
+from lazysparse.formats.sync import Counters
+from lazysparse.formats.tensor import Tensor
+from lazysparse.logic.interpreter import interpret
+from lazysparse.logic.nodes import Plan
+
+#: the most entries an operand or a dense intermediate of an eager run may have
+EAGER_MAX_ELEMENTS = 1 << 17
+
+STATS = Counters("eager", "compiled", "eager_refused")
+
+
+class CompileMode(Enum):
+    """``LAZYSPARSE_COMPILE``: when kernels compile."""
+
+    BACKGROUND = "background"
+    SYNC = "sync"
+    EAGER = "eager"
+
+
+class Tier(Enum):
+    """What ran a plan."""
+
+    EAGER = "eager"
+    COMPILED = "compiled"
+
+
+DEFAULT_MODE = CompileMode.BACKGROUND
+
+
+def compile_mode() -> CompileMode:
+    """The mode ``LAZYSPARSE_COMPILE`` names (default ``background``)."""
+    raw = os.environ.get("LAZYSPARSE_COMPILE")
+    if raw is None:
+        return DEFAULT_MODE
+    try:
+        return CompileMode(raw.strip().lower() or DEFAULT_MODE.value)
+    except ValueError:
+        raise ValueError(f"LAZYSPARSE_COMPILE={raw!r} is not a compile mode; choose one of "
+                         f"{[m.value for m in CompileMode]}") from None
+
+
+@contextmanager
+def compile_mode_set(mode: CompileMode) -> Iterator[None]:
+    """``LAZYSPARSE_COMPILE`` set to ``mode`` for the block, restored after (process-wide:
+    ``python -m lazysparse warm`` compiles in process; tests compare tiers)."""
+    old = os.environ.get("LAZYSPARSE_COMPILE")
+    os.environ["LAZYSPARSE_COMPILE"] = mode.value
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("LAZYSPARSE_COMPILE", None)
+        else:
+            os.environ["LAZYSPARSE_COMPILE"] = old
+
+
+@dataclass
+class TierState:
+    """One plan shape's tier history: its background job and what ran it last."""
+
+    job: Job | None = None
+    submitted: bool = False  # a job was tried (it may have failed to start)
+    eager_refused: bool = False  # the eager tier could not run this shape
+    last: Tier | None = None
+    eager_runs: int = 0
+
+    def describe(self) -> str:
+        """What ran this shape last and where its background compile stands."""
+        if self.last is None:
+            return "not run yet"
+        line = f"last ran {self.last.value} ({self.eager_runs} eager run(s))"
+        if self.job is not None:
+            state = self.job.current()
+            line += f"; background compile {state.value}"
+            if self.job.message:
+                line += f" ({self.job.message})"
+        return line
+
+
+_STATES: weakref.WeakKeyDictionary[CachedPlan, TierState] = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()
+
+
+def state_of(entry: CachedPlan) -> TierState:
+    """The tier record of a plan-cache entry (made on first use)."""
+    with _LOCK:
+        st = _STATES.get(entry)
+        if st is None:
+            st = _STATES[entry] = TierState()
+        return st
+
+
+def small(inputs: list[Any]) -> bool:
+    """Whether every operand is a host tensor of at most :data:`EAGER_MAX_ELEMENTS` entries."""
+    return all(isinstance(t, Tensor) and math.prod(t.shape) <= EAGER_MAX_ELEMENTS
+               for t in inputs)
+
+
+def choose_tier(entry: CachedPlan, st: TierState, inputs: list[Any],
+                mode: CompileMode) -> Tier:
+    """The tier of this call: compiled in ``sync`` mode, for large operands, once the shape
+    ran compiled or its background compile ended; else eager."""
+    if mode is CompileMode.SYNC or st.eager_refused or not small(inputs):
+        return Tier.COMPILED
+    if mode is CompileMode.EAGER:
+        return Tier.EAGER
+    if st.last is Tier.COMPILED or entry.program is not None:
+        return Tier.COMPILED
+    if st.job is not None:
+        return Tier.EAGER if st.job.current() is JobState.PENDING else Tier.COMPILED
+    # never submitted (first sight): eager; submitted but refused (no worker, unpicklable):
+    # the shape repeats, so it compiles in process
+    return Tier.COMPILED if st.submitted else Tier.EAGER
+
+
+def tier_line(entry: CachedPlan, inputs: list[Any]) -> str:
+    """``xp.explain``'s line: the tier the next call of this shape takes, and its record."""
+    st = state_of(entry)
+    nxt = choose_tier(entry, st, inputs, compile_mode())
+    return f"tier: next call {nxt.value}; {st.describe()}"
+
+
+def run_eager(plan: Plan) -> tuple[Tensor, ...] | None:
+    """The plan's results from the interpreter, bounded; None where it cannot run it (too
+    large, or a construct it does not evaluate): the compiled tier then runs it."""
+    try:
+        return interpret(plan, max_elements=EAGER_MAX_ELEMENTS)
+    except Exception:  # the compiled tier runs it and raises any genuine error itself
+        return None
+
+
+def run_tiered(entry: CachedPlan, inputs: list[Any], params: tuple[Any, ...],
+               run_compiled: Callable[[CachedPlan, list[Any], tuple[Any, ...]],
+                                      tuple[Tensor, ...]]) -> tuple[Tensor, ...]:
+    """Run one call of a cached plan on its tier (see the module docstring)."""
+    mode = compile_mode()
+    st = state_of(entry)
+    if choose_tier(entry, st, inputs, mode) is Tier.EAGER:
+        plan = entry.plan(inputs, params)
+        if mode is CompileMode.BACKGROUND and entry.cached and not st.submitted:
+            st.submitted = True  # sent before the eager run, so both proceed at once
+            st.job = background.submit(plan)
+        out = run_eager(plan)
+        if out is not None:
+            st.last = Tier.EAGER
+            st.eager_runs += 1
+            STATS.bump("eager")
+            return out
+        st.eager_refused = True
+        STATS.bump("eager_refused")
+    st.last = Tier.COMPILED
+    STATS.bump("compiled")
+    return run_compiled(entry, inputs, params)

@@ -1,0 +1,232 @@
+"""Tiered execution (``engine.tiers``, ``engine.background``): a small plan shape seen first
+runs eager while its kernels compile in a worker process; later calls run the compiled
+kernels the worker left on disk; a worker that fails, dies or hangs makes the caller compile
+in process. Values, dtypes and result formats are the compiled tier's (checked against
+NumPy on the dense equivalent and against ``sync`` mode)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import lazysparse as xp
+from lazysparse.api.computing import build_plan
+from lazysparse.backends.numba import cache
+from lazysparse.engine import background, tiers
+from lazysparse.engine.background import JobState
+from lazysparse.engine.plan_cache import clear_plan_cache, lookup
+from lazysparse.engine.tiers import CompileMode, Tier, compile_mode
+
+RNG = np.random.default_rng(7)
+S_NP = sp.random_array((12, 9), density=0.3, format="csr", rng=3).toarray()
+D_NP = RNG.standard_normal((12, 9))
+V_NP = RNG.standard_normal(9)
+
+
+@pytest.fixture
+def mode(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], None]]:
+    """Set ``LAZYSPARSE_COMPILE`` for one test; plans and the worker start afresh."""
+    clear_plan_cache()
+
+    def set_mode(name: str) -> None:
+        monkeypatch.setenv("LAZYSPARSE_COMPILE", name)
+
+    yield set_mode
+    background.shutdown()
+    clear_plan_cache()
+
+
+def _sparse(fmt: str, fill: float = 0.0) -> Any:
+    values = np.where(S_NP != 0, S_NP, fill)
+    return xp.asarray(values, format=fmt, fill_value=fill)
+
+
+# (name, expression over lazysparse or NumPy operands, builder of the operands)
+CASES: list[tuple[str, Callable[..., Any]]] = [
+    ("S*D+S", lambda s, d, v: s * d + s),
+    ("S@v", lambda s, d, v: s @ v),
+    ("S.T@S", lambda s, d, v: s.T @ s),
+    ("sum0", lambda s, d, v: s.sum(axis=0) if isinstance(s, np.ndarray) else xp.sum(s, axis=0)),
+    ("max1", lambda s, d, v: s.max(axis=1) if isinstance(s, np.ndarray) else xp.max(s, axis=1)),
+    ("S/D", lambda s, d, v: s / d),
+    ("exp(S)-1", lambda s, d, v: (np if isinstance(s, np.ndarray) else xp).exp(s) - 1.0),
+    ("D*v+1", lambda s, d, v: d * v + 1.0),
+    ("scalar", lambda s, d, v: (np if isinstance(s, np.ndarray) else xp).sum(s * 2.0)),
+]
+
+
+def _operands(fmt: str, fill: float) -> tuple[Any, Any, Any]:
+    return _sparse(fmt, fill), xp.asarray(D_NP), xp.asarray(V_NP)
+
+
+def _numpy_operands(fill: float) -> tuple[Any, Any, Any]:
+    return np.where(S_NP != 0, S_NP, fill), D_NP, V_NP
+
+
+def _result(e: Any) -> tuple[np.ndarray, str, Any]:
+    r = xp.compute(e)
+    t = r.tensor()
+    return np.asarray(r), t.spec.name, t.fill_value
+
+
+def _state(e: Any) -> tiers.TierState:
+    """The tier record of ``e``'s plan shape (read before ``e`` is computed)."""
+    entry, _, _ = lookup(build_plan((e,)))
+    return tiers.state_of(entry)
+
+
+def _same(got: np.ndarray, want: np.ndarray, what: str) -> None:
+    assert got.shape == want.shape and got.dtype == want.dtype, (what, got.dtype, want.dtype)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, equal_nan=True, err_msg=what)
+
+
+def test_mode_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LAZYSPARSE_COMPILE", raising=False)
+    assert compile_mode() is CompileMode.BACKGROUND
+    for m in CompileMode:
+        monkeypatch.setenv("LAZYSPARSE_COMPILE", f" {m.value.upper()} ")
+        assert compile_mode() is m
+    monkeypatch.setenv("LAZYSPARSE_COMPILE", "later")
+    with pytest.raises(ValueError, match="LAZYSPARSE_COMPILE='later'.*background"):
+        compile_mode()
+
+
+@pytest.mark.parametrize("fmt, fill", [("csr", 0.0), ("coo", 0.0), ("csc", 0.0),
+                                       ("csr", float("nan")), ("csr", 1.0)])
+@pytest.mark.parametrize("name, fn", CASES, ids=[c[0] for c in CASES])
+def test_eager_tier_matches_compiled_and_numpy(mode: Callable[[str], None], fmt: str,
+                                               fill: float, name: str,
+                                               fn: Callable[..., Any]) -> None:
+    """Values, dtype, result format and fill value of the eager tier are the compiled
+    tier's; both agree with NumPy where the fill rule agrees with NumPy (fill 0)."""
+    mode("sync")
+    want, want_fmt, want_fill = _result(fn(*_operands(fmt, fill)))
+    mode("eager")
+    before = tiers.STATS["eager"]
+    got, got_fmt, got_fill = _result(fn(*_operands(fmt, fill)))
+    assert tiers.STATS["eager"] == before + 1, "the eager tier did not run"
+    _same(got, want, f"eager vs compiled: {name} {fmt} fill={fill}")
+    assert got_fmt == want_fmt
+    np.testing.assert_equal(np.asarray(got_fill), np.asarray(want_fill))
+    if fill == 0.0:
+        with np.errstate(all="ignore"):
+            ref = np.asarray(fn(*_numpy_operands(fill)))
+        np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-12, equal_nan=True)
+
+
+def test_background_first_call_eager_then_compiled_from_disk(
+        mode: Callable[[str], None], tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """First call: eager, a job submitted. After the worker answers: compiled, its kernel
+    loaded from the disk cache the worker wrote, nothing compiled in this process."""
+    monkeypatch.setenv("LAZYSPARSE_CACHE_DIR", str(tmp_path))
+    mode("background")
+    s, d, v = _operands("csr", 0.0)
+    e = (s * 3.0) @ v + 2.0  # a kernel shape no other test compiles in this cache dir
+    want = 3.0 * S_NP @ V_NP + 2.0
+    before = tiers.STATS["eager"]
+    st = _state(e)
+    np.testing.assert_allclose(np.asarray(xp.compute(e)), want)
+    assert tiers.STATS["eager"] == before + 1
+    assert st.last is Tier.EAGER and st.job is not None
+    assert background.wait(st.job, 240) is JobState.DONE, st.job.message
+    compiled = cache.STATS["compiled"]
+    loaded = cache.STATS["disk_loaded"]
+    e2 = (s * 3.0) @ v + 2.0
+    np.testing.assert_allclose(np.asarray(xp.compute(e2)), want)
+    assert st.last is Tier.COMPILED
+    assert cache.STATS["compiled"] == compiled, "the kernel compiled again in process"
+    assert cache.STATS["disk_loaded"] > loaded
+    text = str(xp.explain((s * 3.0) @ v + 2.0))
+    assert "tier: next call compiled; last ran compiled" in text
+
+
+def test_dead_worker_falls_back_to_an_in_process_compile(mode: Callable[[str], None]) -> None:
+    mode("background")
+    s, d, v = _operands("csr", 0.0)
+    st = _state(s * d - 4.0)
+    first = xp.compute(s * d - 4.0)
+    assert st.job is not None
+    worker = background._WORKER
+    assert worker is not None
+    worker.proc.kill()
+    assert background.wait(st.job, 60) is JobState.FAILED
+    assert "exited" in st.job.message
+    again = xp.compute(s * d - 4.0)
+    assert st.last is Tier.COMPILED
+    np.testing.assert_allclose(np.asarray(again), np.asarray(first))
+    np.testing.assert_allclose(np.asarray(again), np.where(S_NP != 0, S_NP * D_NP, 0) - 4.0)
+
+
+def test_hung_job_times_out_and_compiles_in_process(mode: Callable[[str], None],
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    mode("background")
+    monkeypatch.setattr(background, "JOB_TIMEOUT_S", 0.0)
+    s, d, v = _operands("coo", 0.0)
+    st = _state(s + d * 5.0)
+    xp.compute(s + d * 5.0)
+    assert st.job is not None and st.job.current() is JobState.FAILED
+    assert "no answer" in st.job.message
+    got = xp.compute(s + d * 5.0)
+    assert st.last is Tier.COMPILED
+    np.testing.assert_allclose(np.asarray(got), S_NP + 5.0 * D_NP)
+
+
+def test_unpicklable_plan_compiles_when_it_repeats(mode: Callable[[str], None],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    mode("background")
+    monkeypatch.setattr(background, "submit", lambda plan: None)  # as for an unpicklable
+    s, d, v = _operands("csr", 0.0)
+    st = _state(s * 7.0)
+    xp.compute(s * 7.0)
+    assert st.last is Tier.EAGER and st.submitted and st.job is None
+    np.testing.assert_allclose(np.asarray(xp.compute(s * 7.0)), 7.0 * S_NP)
+    assert st.last is Tier.COMPILED
+
+
+def test_large_operands_never_run_eager(mode: Callable[[str], None],
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    mode("eager")
+    monkeypatch.setattr(tiers, "EAGER_MAX_ELEMENTS", 50)
+    s, d, v = _operands("csr", 0.0)  # 108 entries each
+    before = tiers.STATS["eager"]
+    np.testing.assert_allclose(np.asarray(xp.compute(s * 2.0)), 2.0 * S_NP)
+    assert tiers.STATS["eager"] == before
+    small = xp.asarray(V_NP)  # 9 entries
+    np.testing.assert_allclose(np.asarray(xp.compute(small * 2.0)), 2.0 * V_NP)
+    assert tiers.STATS["eager"] == before + 1
+
+
+def test_large_intermediate_is_refused_then_compiled(mode: Callable[[str], None],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Operands under the bound whose dense intermediate is over it (an outer product):
+    the interpreter stops before allocating it and the compiled tier runs."""
+    mode("eager")
+    monkeypatch.setattr(tiers, "EAGER_MAX_ELEMENTS", 200)
+    a = xp.asarray(RNG.standard_normal(40))
+    b = xp.asarray(RNG.standard_normal(30))
+    refused = tiers.STATS["eager_refused"]
+    got = xp.compute(xp.linalg.outer(a, b))  # 1200 entries
+    assert tiers.STATS["eager_refused"] == refused + 1
+    np.testing.assert_allclose(np.asarray(got), np.outer(np.asarray(a), np.asarray(b)))
+
+
+def test_sync_never_runs_eager(mode: Callable[[str], None]) -> None:
+    mode("sync")
+    before = tiers.STATS["eager"]
+    s, d, v = _operands("csr", 0.0)
+    xp.compute(s @ v)
+    assert tiers.STATS["eager"] == before
+    assert background._WORKER is None
+
+
+def test_explain_names_the_tier(mode: Callable[[str], None]) -> None:
+    mode("eager")
+    s, d, v = _operands("csr", 0.0)
+    e = s * 11.0
+    assert "tier: next call eager; not run yet" in str(xp.explain(e))
+    xp.compute(e)
+    assert "tier: next call eager; last ran eager (1 eager run(s))" in str(xp.explain(s * 11.0))
