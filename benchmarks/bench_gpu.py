@@ -50,7 +50,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 
 import lazysparse as xp  # noqa: E402
-import lazysparse.backends.cuda.runtime as rt  # noqa: E402
+import lazysparse.kernels.backends.cuda.runtime as rt  # noqa: E402
 from lazysparse.formats.device import cuda_available  # noqa: E402
 from lazysparse.formats.tensor import Tensor  # noqa: E402
 

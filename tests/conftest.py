@@ -73,7 +73,7 @@ def gpu(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """``"device"``: a real GPU through CuPy (skip without one); ``"emulated"`` under
     ``LAZYSPARSE_GPU_TESTS=emulate``: CuPy and NVRTC replaced by NumPy and the kernel
     emulator for this test (``tests/backends/cuda/emulator.py``)."""
-    import lazysparse.backends.cuda.runtime as rt  # the CUDA backend loads for gpu tests only
+    import lazysparse.kernels.backends.cuda.runtime as rt  # the CUDA backend: gpu tests only
 
     if GPU_TESTS == "emulate":
         from tests.backends.cuda.emulator import CXX, EMULATION

@@ -19,7 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 
 import lazysparse as xp
-from lazysparse.backends import STATS
+from lazysparse.kernels.backends import STATS
 
 #: the vector length and the sparse matrices' side: above the NumPy runner's size bound
 VECTOR = 1 << 15

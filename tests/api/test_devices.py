@@ -25,8 +25,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import lazysparse as xp
-import lazysparse.backends.cuda.runtime as rt
 import lazysparse.formats.device as dev
+import lazysparse.kernels.backends.cuda.runtime as rt
 from lazysparse.api import computing
 from lazysparse.api.building import fresh_alias, fresh_fields
 from lazysparse.api.lazy_array import CPU, Device, LazyArray

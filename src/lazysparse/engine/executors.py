@@ -34,7 +34,7 @@ def reference_executor(plan: Plan) -> tuple[Tensor, ...]:
 def compiled_executor(plan: Plan) -> tuple[Tensor, ...]:
     """Run ``plan`` through the optimizer (cached by structure) and the generated kernels;
     a plan of a shape seen before runs its cached program (``backends.program``)."""
-    from lazysparse.backends.program import run_cached  # the backend loads on first use
+    from lazysparse.kernels.backends.program import run_cached  # the backend loads on first use
 
     entry, inputs, params = lookup(plan)
     return run_cached(entry, inputs, params)
@@ -43,7 +43,7 @@ def compiled_executor(plan: Plan) -> tuple[Tensor, ...]:
 def cuda_executor(plan: Plan) -> tuple[Tensor, ...]:
     """Run ``plan`` on the GPU: its cached ``cuda`` optimization, host constants moved to
     the device, the CUDA backend (``backends.cuda.runtime``); results are ``DeviceTensor`` s."""
-    from lazysparse.backends.cuda.runtime import execute_plan_cuda  # imports no CuPy
+    from lazysparse.kernels.backends.cuda.runtime import execute_plan_cuda  # imports no CuPy
 
     entry, inputs, params = lookup(plan, "cuda")
     return execute_plan_cuda(_inputs_to_device(entry.plan(inputs, params)))
