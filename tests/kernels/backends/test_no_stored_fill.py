@@ -13,15 +13,13 @@ import scipy.sparse as sp
 import lazysparse as xp
 from lazysparse.formats.levels import Compressed, Dense, Singleton
 from lazysparse.formats.tensor import Tensor
-from lazysparse.kernels.compile.planning.stored_fill import (
-    FillTest,
+from lazysparse.kernels.backends.numba.fill_compaction import (
     compact_chunks,
     compact_levels,
     drop_stored_fills,
     fill_mask,
-    keep_expr,
-    same_expr,
 )
+from lazysparse.kernels.compile.planning.stored_fill import FillTest, keep_expr, same_expr
 from tests.conftest import slow_except
 
 RNG = np.random.default_rng(22)

@@ -1,6 +1,6 @@
 """How a reduction operator folds a whole axis at once in NumPy (a ufunc's ``reduce``, or
-keeping the first/last value): what the NumPy and run-length runners fold with, and what
-decides whether they may run a query (``compile.runners``)."""
+keeping the first/last value): what the NumPy and run-length runners fold with. Which
+operators have such a fold is a runner fact (``compile.planning.runners.numpy_folds``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from lazysparse.logic.operators import OPERATORS, Operator
+from lazysparse.kernels.compile.planning.runners import KEEPS_LAST, numpy_folds
+from lazysparse.logic.operators import Operator
 
 
 class Reducer:
@@ -47,22 +48,14 @@ class KeepReducer(Reducer):
         return out
 
 
-_KEEP = {OPERATORS["overwrite"]: KeepReducer(True), OPERATORS["first"]: KeepReducer(False)}
-
-
 def reducer_for(op: Operator, acc_dtype: np.dtype, arg_dtype: np.dtype) -> Reducer | None:
     """The vectorized fold of ``op`` accumulating ``arg_dtype`` values at ``acc_dtype``, or
-    None when NumPy has none (the operator is no binary ufunc, or its operand dtypes differ
-    from the accumulator's, so each step would cast)."""
-    if op in _KEEP:
-        return _KEEP[op]
-    fn = op.numpy
-    if not (isinstance(fn, np.ufunc) and fn.nin == 2 and fn.nout == 1):
+    None when NumPy has none (``numpy_folds``)."""
+    if not numpy_folds(op, acc_dtype, arg_dtype):
         return None
-    ods = op.operand_dtypes(acc_dtype, arg_dtype)
-    if ods[0] != acc_dtype or ods[1] != acc_dtype or op.result_dtype(*ods) != acc_dtype:
-        return None
-    return UfuncReducer(fn)
+    if op in KEEPS_LAST:
+        return KeepReducer(KEEPS_LAST[op])
+    return UfuncReducer(op.numpy)
 
 
 __all__ = ["KeepReducer", "Reducer", "UfuncReducer", "reducer_for"]

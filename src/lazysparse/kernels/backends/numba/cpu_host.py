@@ -29,6 +29,7 @@ from lazysparse.kernels.backends.numba.chunked_append import (
     chunk_group_bounds,
     chunked_single_pass,
 )
+from lazysparse.kernels.backends.numba.fill_compaction import compact_chunks, shifted_row_ends
 from lazysparse.kernels.compile.lowering.kernel import Lowered
 from lazysparse.kernels.compile.planning.analysis import QueryData
 from lazysparse.kernels.compile.planning.coiterate import fold_value
@@ -37,7 +38,6 @@ from lazysparse.kernels.compile.planning.kernel_plan import EpiloguePlace
 from lazysparse.kernels.compile.planning.output_plan import OutputMode
 from lazysparse.kernels.compile.planning.parallel import chunk_count, combine_count, stored_work
 from lazysparse.kernels.compile.planning.params import Role, scalar
-from lazysparse.kernels.compile.planning.stored_fill import compact_chunks, shifted_row_ends
 
 if TYPE_CHECKING:
     from lazysparse.kernels.backends.numba.kernel import Kernel

@@ -28,6 +28,7 @@ from lazysparse.kernels.backends.numba.cpu_host import (
     no_workspaces,
     run_chunks,
 )
+from lazysparse.kernels.backends.numba.fill_compaction import drop_stored_fills
 from lazysparse.kernels.compile.ir.loop_ir import Alloc, format_function
 from lazysparse.kernels.compile.lowering.kernel import Lowered, lower_plan
 from lazysparse.kernels.compile.planning.analysis import (
@@ -45,7 +46,6 @@ from lazysparse.kernels.compile.planning.decisions import QueryDecisions
 from lazysparse.kernels.compile.planning.hash_workspace import prefer_hash_workspace
 from lazysparse.kernels.compile.planning.output_plan import OutputMode
 from lazysparse.kernels.compile.planning.params import bind
-from lazysparse.kernels.compile.planning.stored_fill import drop_stored_fills
 
 # the dispatcher statistics already counted into cache.STATS, by dispatcher (generated
 # modules live as long as the process, so their dispatchers' ids stay theirs); read and

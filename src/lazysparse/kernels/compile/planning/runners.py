@@ -19,7 +19,6 @@ import numpy as np
 
 from lazysparse.formats.levels.registry import all_located
 from lazysparse.formats.specs import FormatSpec
-from lazysparse.kernels.backends.numpy_reducers import reducer_for
 from lazysparse.kernels.compile.planning.analysis import (
     DENSE_FILL,
     KernelInfo,
@@ -29,6 +28,7 @@ from lazysparse.kernels.compile.planning.analysis import (
     PNode,
     QueryData,
 )
+from lazysparse.logic.operators import OPERATORS, Operator
 
 
 class Runner(enum.Enum):
@@ -42,6 +42,23 @@ class Runner(enum.Enum):
 
 # the iteration count up to which an all-dense kernel runs on NumPy
 NUMPY_MAX_ITERATIONS = 1 << 14
+
+# reductions NumPy folds by keeping a value, not with a ufunc: ``overwrite`` keeps the last
+# value (True), ``first`` the accumulator (False)
+KEEPS_LAST = {OPERATORS["overwrite"]: True, OPERATORS["first"]: False}
+
+
+def numpy_folds(op: Operator, acc_dtype: np.dtype, arg_dtype: np.dtype) -> bool:
+    """Whether NumPy folds ``op`` over a whole axis in one call (the NumPy runner's
+    ``numpy_reducers.reducer_for``): a kept value, or a binary ufunc whose operand and result
+    dtypes are the accumulator's (else each step would cast)."""
+    if op in KEEPS_LAST:
+        return True
+    fn = op.numpy
+    if not (isinstance(fn, np.ufunc) and fn.nin == 2 and fn.nout == 1):
+        return False
+    ods = op.operand_dtypes(acc_dtype, arg_dtype)
+    return ods[0] == acc_dtype and ods[1] == acc_dtype and op.result_dtype(*ods) == acc_dtype
 
 
 def is_relayout(info: KernelInfo) -> bool:
@@ -69,8 +86,8 @@ def numpy_eligible(info: KernelInfo, data: QueryData, *, any_size: bool = False)
     if not any_size and math.prod(data.extents[f] for f in info.loop_order) > \
             NUMPY_MAX_ITERATIONS:
         return False
-    return info.reduce_op is None or reducer_for(
-        info.reduce_op, info.acc_dtype, info.expr.dtype) is not None  # type: ignore[attr-defined]
+    return info.reduce_op is None or numpy_folds(
+        info.reduce_op, info.acc_dtype, info.expr.dtype)  # type: ignore[attr-defined]
 
 
 def rle_slots(info: KernelInfo, data: QueryData) -> list[int]:
@@ -120,8 +137,8 @@ def _reduction_ok(info: KernelInfo) -> bool:
     acc = np.dtype(info.acc_dtype)
     if acc.kind == "b" and not rop.idempotent:
         return False
-    red = reducer_for(rop, acc, info.expr.dtype)  # type: ignore[attr-defined]
-    return red is not None and isinstance(getattr(red, "ufunc", None), np.ufunc)
+    return rop not in KEEPS_LAST and numpy_folds(
+        rop, acc, info.expr.dtype)  # type: ignore[attr-defined]
 
 
 def run_length_eligible(info: KernelInfo, data: QueryData) -> bool:
