@@ -9,7 +9,6 @@ from typing import Any
 import numpy as np
 
 from lazysparse.kernels.compile.ir.loop_ir import Bin, BinOp, Cast, Const, Expr, Select, Var
-from lazysparse.kernels.compile.planning.regions import And, Atom, Or, Region
 
 I64 = "int64"
 
@@ -64,33 +63,6 @@ def sel(c: Expr | None, a: Expr, b: Expr) -> Expr:
     if isinstance(c, Const):
         return b
     return Select(c, a, b)
-
-
-def fold(region: Region, atom: Any) -> Expr:
-    """A region formula over atoms (``atom(slot)``: an Expr, possibly Const) with constants
-    folded (``ALL`` / ``NONE`` never reach a loop's formula)."""
-    if isinstance(region, Atom):
-        return atom(region.slot)
-    assert isinstance(region, And | Or), region
-    parts = [fold(r, atom) for r in region.parts]
-    conj = isinstance(region, And)
-    op = BinOp.AND if conj else BinOp.OR
-    if conj:
-        if any(isinstance(p, Const) and p.value is False for p in parts):
-            return C(False)
-        parts = [p for p in parts if not isinstance(p, Const)]
-        ident: Expr = C(True)
-    else:
-        if any(isinstance(p, Const) and p.value is True for p in parts):
-            return C(True)
-        parts = [p for p in parts if not isinstance(p, Const)]
-        ident = C(False)
-    if not parts:
-        return ident
-    acc = parts[0]
-    for p in parts[1:]:
-        acc = Bin(op, acc, p)
-    return acc
 
 
 @dataclass

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from itertools import combinations
+from typing import Any
 
-from lazysparse.kernels.compile.ir.build import C, OpState, State, V, add, fold, land
+from lazysparse.kernels.compile.ir.build import C, OpState, State, V, add, land
 from lazysparse.kernels.compile.ir.loop_ir import (
     Assign,
     Bin,
@@ -30,6 +31,35 @@ from lazysparse.kernels.compile.ir.loop_ir import (
 from lazysparse.kernels.compile.lowering.context import LowerContext
 from lazysparse.kernels.compile.planning.coiterate import LevelPlan
 from lazysparse.kernels.compile.planning.coiterate import is_conjunction as is_conj
+from lazysparse.kernels.compile.planning.regions import And, Atom, Or, Region
+
+
+def fold(region: Region, atom: Any) -> Expr:
+    """A region formula over atoms (``atom(slot)``: an Expr, possibly Const) with constants
+    folded (``ALL`` / ``NONE`` never reach a loop's formula)."""
+    if isinstance(region, Atom):
+        return atom(region.slot)
+    assert isinstance(region, And | Or), region
+    parts = [fold(r, atom) for r in region.parts]
+    conj = isinstance(region, And)
+    op = BinOp.AND if conj else BinOp.OR
+    if conj:
+        if any(isinstance(p, Const) and p.value is False for p in parts):
+            return C(False)
+        parts = [p for p in parts if not isinstance(p, Const)]
+        ident: Expr = C(True)
+    else:
+        if any(isinstance(p, Const) and p.value is True for p in parts):
+            return C(True)
+        parts = [p for p in parts if not isinstance(p, Const)]
+        ident = C(False)
+    if not parts:
+        return ident
+    acc = parts[0]
+    for p in parts[1:]:
+        acc = Bin(op, acc, p)
+    return acc
+
 
 # the loop body at one coordinate, given the states of the operands the loop moved
 BodyFor = Callable[[dict[int, OpState]], list[Stmt]]

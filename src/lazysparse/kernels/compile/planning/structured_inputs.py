@@ -24,10 +24,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from lazysparse.formats.levels.registry import PLAIN_KIND
+from lazysparse.formats.levels.registry import PLAIN_KIND, is_run_valued
 from lazysparse.formats.ordering import canonical
 from lazysparse.formats.specs import STRUCTURED_KINDS, FormatSpec, infer_spec, is_structured
-from lazysparse.kernels.compile.lowering.level_walks import walk_of
 from lazysparse.kernels.compile.planning.analysis import KernelInfo
 from lazysparse.kernels.compile.planning.coiterate import LoopKind
 from lazysparse.kernels.compile.planning.decisions import QueryDecisions
@@ -75,7 +74,7 @@ def _native(info: KernelInfo, plan: KernelPlan, shared: int | None, slot: int) -
                 continue
             if slot in lp.probed or slot in lp.located:
                 return False
-            if not walk_of(lv.kind).merges and lp.kind is LoopKind.MERGE and slot in lp.drivers:
+            if is_run_valued(lv.kind) and lp.kind is LoopKind.MERGE and slot in lp.drivers:
                 return False
     return True
 
