@@ -22,10 +22,10 @@ from pathlib import Path
 import pytest
 
 # fresh processes that compile into damaged caches (~40 s): the full suite's, not the fast
-# tier's (tests/backends/test_kernels_cache.py covers the cache there)
+# tier's (tests/kernels/backends/test_kernels_cache.py covers the cache there)
 pytestmark = pytest.mark.slow
 
-SRC = str(Path(__file__).resolve().parents[2] / "src")
+SRC = str(Path(__file__).resolve().parents[3] / "src")
 HERE = str(Path(__file__).resolve().parent)
 
 # two kernels (CSR SpMV; CSR + COO), checked against NumPy; prints the counters and warnings

@@ -1,6 +1,6 @@
-"""compile.decisions: each compute query is analysed and planned once, its runner chosen once
-and recorded (``QueryDecisions``), and ``xp.explain`` prints the record instead of deciding
-again. Calls are counted by wrapping the module functions; results are checked against
+"""compile.planning.decisions: each compute query is analysed and planned once, its runner
+chosen once and recorded (``QueryDecisions``), and ``xp.explain`` prints the record instead
+of deciding again. Calls are counted by wrapping the module functions; results are checked against
 NumPy/scipy."""
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ import lazysparse.kernels.backends as K
 from lazysparse.kernels.backends.numba import cache
 from lazysparse.logic.nodes import Alias, Reorder
 
-SRC = str(Path(__file__).resolve().parents[2] / "src")
+SRC = str(Path(__file__).resolve().parents[3] / "src")
 HERE = str(Path(__file__).resolve().parent)
 
 SCRIPT = textwrap.dedent("""

@@ -1,4 +1,4 @@
-"""Outputs never store the fill (issue 22, item 4; ``compile.stored_fill``): a kernel that
+"""Outputs never store the fill (issue 22, item 4; ``compile.planning.stored_fill``): a kernel that
 computes a sparse result drops the entries whose value equals the result's fill, in shared
 patterns (the host compacts), appends and workspaces (the fill phase tests each entry),
 single-pass and count + fill hosts alike; a bare copy keeps explicit fills."""

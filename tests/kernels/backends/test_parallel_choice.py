@@ -1,5 +1,6 @@
-"""Which loop runs in parallel (``compile.parallel.choose_parallel``) and into how many chunks
-a call splits (``chunk_count``): decided by structure and size, results equal to one chunk."""
+"""Which loop runs in parallel (``compile.planning.parallel.choose_parallel``) and into how
+many chunks a call splits (``chunk_count``): decided by structure and size, results equal
+to one chunk."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ from lazysparse.kernels.compile.planning.runners import result_spec
 
 
 def run_relayout(info: KernelInfo, data: QueryData) -> Tensor:
-    """The operand of a relayout query (``compile.runners.is_relayout``) in the query's
+    """The operand of a relayout query (``compile.planning.runners.is_relayout``) in the query's
     output format."""
     t = data.tensors[0]
     axis_fields = info.operands[0].axis_fields

@@ -12,7 +12,7 @@ import scipy.sparse as sp
 
 from lazysparse.formats.tensor import Tensor
 from lazysparse.logic.nodes import Alias, Plan, Query, Reorder, Table
-from tests.backends.helpers import F, acc, agg, compute, mj, plan, tensor
+from tests.kernels.backends.helpers import F, acc, agg, compute, mj, plan, tensor
 
 
 @dataclass(frozen=True)

@@ -40,8 +40,8 @@ from lazysparse.kernels.compile.ir.loop_ir import (
 )
 from lazysparse.kernels.compile.planning.output_plan import OutputMode
 from lazysparse.logic.nodes import Reorder
-from tests.backends.cuda.cases import CASES, T, all_built, build, rand_sparse
-from tests.backends.helpers import F, acc, agg, compute, mj, plan
+from tests.kernels.backends.cuda.cases import CASES, T, all_built, build, rand_sparse
+from tests.kernels.backends.helpers import F, acc, agg, compute, mj, plan
 
 
 def _case(name: str):  # type: ignore[no-untyped-def]
@@ -287,7 +287,7 @@ def test_source_is_identical_across_processes() -> None:
     import os
 
     names = ["spmv_f64", "spgemm_f64", "sddmm", "add_c64", "fullsum_i64"]
-    code = ("import hashlib; from tests.backends.cuda.cases import CASES, build; "
+    code = ("import hashlib; from tests.kernels.backends.cuda.cases import CASES, build; "
             f"print(' '.join(hashlib.sha256(build(c, k).program.source.encode()).hexdigest() "
             f"for c in CASES if c.name in {names!r} for k in ('thread', 'warp')))")
     env = {**os.environ, "PYTHONHASHSEED": "12345"}

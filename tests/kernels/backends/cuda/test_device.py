@@ -19,7 +19,7 @@ from lazysparse.formats.device import (
     to_host,
 )
 from lazysparse.kernels.backends.cuda.runtime import run_query_cuda
-from tests.backends.cuda.cases import CASES, T
+from tests.kernels.backends.cuda.cases import CASES, T
 
 HAS_CUPY = importlib.util.find_spec("cupy") is not None
 

@@ -1,5 +1,5 @@
 """Differential tests of the generated CUDA, executed on the CPU through the host-C++
-emulation shim (tests/backends/cuda/emulator.py) against the reference interpreter.
+emulation shim (tests/kernels/backends/cuda/emulator.py) against the reference interpreter.
 
 Runs everywhere a host C++ compiler exists; no GPU, no CuPy. The very source CuPy would
 compile is executed (only the CUDA built-ins are shimmed), through the same host schedule
@@ -18,7 +18,8 @@ from lazysparse.kernels.backends.cuda.codegen_cuda import HostAlloc
 from lazysparse.kernels.backends.cuda.program import plan_query, program_for
 from lazysparse.kernels.backends.cuda.runtime import launch_args, run_program
 from lazysparse.logic import interpret
-from tests.backends.cuda.cases import (
+from tests.conftest import examples
+from tests.kernels.backends.cuda.cases import (
     CASES,
     HASH_CASES,
     STRATEGIES,
@@ -30,8 +31,7 @@ from tests.backends.cuda.cases import (
     random_spmv,
     spgemm,
 )
-from tests.backends.cuda.emulator import CXX, EmulatedModule
-from tests.conftest import examples
+from tests.kernels.backends.cuda.emulator import CXX, EmulatedModule
 
 pytestmark = pytest.mark.skipif(CXX is None, reason="no host C++ compiler")
 

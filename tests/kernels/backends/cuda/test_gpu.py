@@ -18,7 +18,7 @@ from lazysparse.formats.device import (
 from lazysparse.kernels.backends.cuda.runtime import STATS, execute_plan_cuda, run_query_cuda
 from lazysparse.logic import interpret
 from lazysparse.logic.nodes import Immediate, Plan, Query, Table
-from tests.backends.cuda.cases import CASES, HASH_CASES, STRATEGIES, Case, T, assert_same
+from tests.kernels.backends.cuda.cases import CASES, HASH_CASES, STRATEGIES, Case, T, assert_same
 
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("gpu")]
 
@@ -60,8 +60,8 @@ def test_execute_plan_on_device_and_cache() -> None:
 def test_unsupported_kernel_falls_back_to_host() -> None:
     """A transpose into CSC (insert-sort-merge workspace) runs on the CPU backend."""
     from lazysparse.logic.nodes import Reorder
-    from tests.backends.cuda.cases import rand_sparse
-    from tests.backends.helpers import F, acc, compute, plan
+    from tests.kernels.backends.cuda.cases import rand_sparse
+    from tests.kernels.backends.helpers import F, acc, compute, plan
 
     A = T(rand_sparse(30, 20, 0.2, 1), "csr")
     p = plan({"A": A}, compute("out", "csc", 2, Reorder(acc("A", "i", "j"), F("i", "j"))))

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.backends.cuda.emulator import CXX
+from tests.kernels.backends.cuda.emulator import CXX
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 SCRIPT = ROOT / "benchmarks" / "gpu_check.sh"
 CASES = {"spmv", "spmv_powerlaw", "spmv_T", "spgemm", "add", "sddmm", "mttkrp", "sum_abc"}
 

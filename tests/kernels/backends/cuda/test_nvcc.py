@@ -8,7 +8,7 @@ import pytest
 
 from lazysparse.kernels.backends.cuda.nvcc import CompileResult, compile_source, find_nvcc
 from lazysparse.kernels.backends.cuda.prelude import preamble
-from tests.backends.cuda.cases import all_built
+from tests.kernels.backends.cuda.cases import all_built
 
 pytestmark = pytest.mark.skipif(find_nvcc() is None, reason="nvcc not installed")
 

@@ -13,10 +13,10 @@ import lazysparse.kernels.backends.cuda.runtime as rt
 from lazysparse.formats.device import DeviceTensor
 from lazysparse.logic import interpret
 from lazysparse.logic.nodes import Immediate, Plan, Query, Reorder, Table
-from tests.backends.cuda.cases import CASES, T, assert_same, dense_result, rand_sparse
-from tests.backends.cuda.emulator import CXX, EMULATION
-from tests.backends.helpers import F, acc, compute, plan
 from tests.conftest import slow_except
+from tests.kernels.backends.cuda.cases import CASES, T, assert_same, dense_result, rand_sparse
+from tests.kernels.backends.cuda.emulator import CXX, EMULATION
+from tests.kernels.backends.helpers import F, acc, compute, plan
 
 pytestmark = pytest.mark.skipif(CXX is None, reason="no host C++ compiler")
 

@@ -7,7 +7,7 @@ import numpy as np
 from lazysparse.kernels.backends.cuda import strategies
 from lazysparse.kernels.backends.cuda.runtime import choose_strategy
 from lazysparse.logic.operators import get_operator
-from tests.backends.cuda.cases import CASES, build
+from tests.kernels.backends.cuda.cases import CASES, build
 
 ALL = {"thread", "warp", "nzsplit"}
 

@@ -1,6 +1,6 @@
 """Loop IR -> a CUDA program: ``__global__`` kernels plus the host steps that run them.
 
-The loop IR of a kernel (``compile.lower``) is a set of chunk functions (``chunk`` and
+The loop IR of a kernel (``compile.lowering.kernel``) is a set of chunk functions (``chunk`` and
 ``combine``, or ``count`` and ``fill``), each the body run for one chunk ``t`` of ``nch``.
 Every chunk function becomes one ``extern "C" __global__`` kernel whose workers (threads,
 or warps when a strategy splits the accumulation loop across lanes) take chunks in a

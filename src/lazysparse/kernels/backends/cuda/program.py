@@ -1,5 +1,6 @@
 """From a normal-form query to a :class:`CudaProgram`: the same analysis and lowering as
-the CPU backend (``compile.analysis``, ``compile.lower``), then CUDA code generation.
+the CPU backend (``compile.planning.analysis``, ``compile.lowering.kernel``), then CUDA
+code generation.
 
 Nothing here needs CuPy or a GPU, so the generated source can be inspected and compiled
 offline (``backends.cuda.nvcc``). Tensors may hold NumPy or CuPy storage arrays.
@@ -57,7 +58,7 @@ class GpuKernelPlan:
     hash_operands: tuple[int, int, int, int] | None = None
     partials: bool = False  # a full reduction combining per-chunk partial results
     stats_arg: int | None = None  # the argument position of ``stats_ptr``
-    # the query's decisions (``compile.decisions``): its operands sorted where the kernel
+    # the query's decisions (``compile.planning.decisions``): its operands sorted where the kernel
     # needs order, the plan lowered here, the runner (a compiled kernel on the GPU)
     decisions: QueryDecisions | None = None
 

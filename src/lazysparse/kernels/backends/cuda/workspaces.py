@@ -1,6 +1,6 @@
 """Hash workspaces for SpGEMM rows on the GPU: a loop-IR rewrite of the dense-row workspace.
 
-The loop IR's row workspace (``compile/lower_workspaces.py``, Gustavson) is a mark array,
+The loop IR's row workspace (``compile/lowering/workspaces.py``, Gustavson) is a mark array,
 a touched list and a values array, each as long as the output row. On a GPU every resident
 worker needs its own, so wide outputs leave few workers. This rewrite keeps the touched
 list and values but addresses them through an open-addressing table whose capacity

@@ -105,7 +105,7 @@ class Kernel:
 
     def chunks(self, data: QueryData) -> int:
         """How many chunks a call on ``data`` splits the outermost loop into at the current
-        thread count (1: it runs in order; ``compile.parallel.chunk_count``)."""
+        thread count (1: it runs in order; ``compile.planning.parallel.chunk_count``)."""
         return chunks(self, data, kernel_args(self, data))
 
     def __call__(self, data: QueryData) -> Tensor:
@@ -134,7 +134,8 @@ def structure_key(info: KernelInfo, data: QueryData) -> tuple[Any, ...]:
     whether skipped reduction entries may be folded in by the host (needs the runtime
     constants to agree on the skipped value; see ``coiterate.fold_value``). An epilogue's
     result fill follows its constants, which no loop compares: the reduction's is keyed.
-    Last, whether a scattered row goes through a hash workspace (``compile.hash_workspace``)."""
+    Last, whether a scattered row goes through a hash workspace
+    (``compile.planning.hash_workspace``)."""
     return (info, out_fill_key(info, data), fold_ok(info, data),
             prefer_hash_workspace(info, data))
 

@@ -1,6 +1,6 @@
 """Backend-neutral loop IR: a small imperative language that every kernel backend prints.
 
-Lowering (``compile.lower``) produces a :class:`Function` made of these frozen nodes; the
+Lowering (``compile.lowering.kernel``) produces a :class:`Function` made of these frozen nodes; the
 Numba backend prints it as Python source and a CUDA backend can print the same tree as C.
 Operator applications stay symbolic (:class:`Apply` holds the registry ``Operator``) so each
 backend picks the operator's own source form. Array indices are non-negative by

@@ -3,8 +3,8 @@ names of the loop variables and kernel arrays; plus the expressions over operand
 loops and outputs share (values, reductions, positions at a level).
 
 One :class:`LowerContext` per phase is passed explicitly to the loop nest
-(:mod:`compile.lower_loops`), the merge lattice (:mod:`compile.lower_merges`) and the
-output strategies (:mod:`compile.lower_outputs`); none of them calls back into another.
+(:mod:`compile.lowering.loop_nest`), the merge lattice (:mod:`compile.lowering.merges`) and the
+output strategies (:mod:`compile.lowering.outputs`); none of them calls back into another.
 """
 
 from __future__ import annotations

@@ -1,12 +1,12 @@
 """Lower a normal-form query (as a :class:`KernelInfo`) to loop-IR :class:`Function` s.
 
-The kernel plan (:mod:`compile.plan`) decides how each loop iterates and how the result is
-written; this module assembles the chunk functions from it: per phase, a
+The kernel plan (:mod:`compile.planning.kernel_plan`) decides how each loop iterates and
+how the result is written; this module assembles the chunk functions from it: per phase, a
 :class:`LowerContext`, the output strategy of the plan's ``OutputMode``
-(:mod:`compile.lower_outputs`, :mod:`compile.lower_workspaces`) and the loop nest
-(:mod:`compile.lower_loops`). The outermost loop is split into chunks run in parallel when
-chunks write disjoint outputs, or into per-chunk partials for a reduction
-(:mod:`compile.parallel` decides).
+(:mod:`compile.lowering.outputs`, :mod:`compile.lowering.workspaces`) and the loop nest
+(:mod:`compile.lowering.loop_nest`). The outermost loop is split into chunks run in
+parallel when chunks write disjoint outputs, or into per-chunk partials for a reduction
+(:mod:`compile.planning.parallel` decides).
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ class Lowered:
     functions: tuple[Function, ...]
     plans: tuple[LevelPlan, ...]
     output: OutputPlan
-    choice: ParallelChoice  # which loop runs in parallel, and how (compile.parallel)
+    choice: ParallelChoice  # which loop runs in parallel, and how (compile.planning.parallel)
     signature: KernelParams  # the leading parameters of every chunk function, with roles
     extent0: OuterExtent  # how the host computes the outermost loop's iterations
     bounds: tuple[EntryBound, ...] | None  # see plan.append_bounds
@@ -94,7 +94,7 @@ class Lowered:
     row_ends: bool = False
     # where the epilogue runs
     epilogue: EpiloguePlace | None = None
-    # entries equal to the result fill are not stored (``compile.stored_fill``): the fill
+    # entries equal to the result fill are not stored (``compile.planning.stored_fill``): the fill
     # phase tests each one; a shared pattern is checked by the host
     drop_fill: FillTest | None = None
 
@@ -218,12 +218,12 @@ def lower(info: KernelInfo, fills: tuple[Any, ...], out_fill: Any,
     ``fold``: let reductions skip entries whose value is a non-identity constant and count
     visits instead (the host folds the skipped ones in; see ``coiterate.fold_levels``).
     ``drop_fill``: computed entries equal to the result fill are not stored (the fill phase
-    tests them; its host compacts; see ``compile.stored_fill``)."""
+    tests them; its host compacts; see ``compile.planning.stored_fill``)."""
     return lower_plan(plan_kernel(info, fills, out_fill, fold, hash_ws, drop_fill))
 
 
 def lower_plan(plan: KernelPlan) -> Lowered:
-    """The loop IR of the kernel ``plan`` decides (``compile.decisions``: made once)."""
+    """The loop IR of the kernel ``plan`` decides (``compile.planning.decisions``: made once)."""
     ctx = LowerContext.of(plan)
     sig = kernel_params(plan.info, plan.output, ctx.cvar)
     return Lowered(kernel_functions(ctx, sig), plan.levels, plan.output, plan.choice, sig,

@@ -1,10 +1,10 @@
 """The loop nest of one phase: per loop, the co-iteration its ``LevelPlan`` chose.
 
 Located operands are addressed ``p * size + c``; iterated operands either drive the loop
-(one operand: a position loop; several: the merge lattice of :mod:`compile.lower_merges`)
+(one operand: a position loop; several: the merge lattice of :mod:`compile.lowering.merges`)
 or follow it with a forward-seeking cursor. Non-unique levels hand their children a
 position *range* (iterator chaining), which branchless levels continue. The output
-strategy (:mod:`compile.lower_outputs`) adds its statements around loops, at each
+strategy (:mod:`compile.lowering.outputs`) adds its statements around loops, at each
 coordinate and at the innermost point.
 """
 

@@ -1,11 +1,11 @@
 """Output side of lowering: one class per output strategy (``workspace.OutputMode``), each
-emitting its own stores. The loop nest (:mod:`compile.lower_loops`) asks the strategy for
+emitting its own stores. The loop nest (:mod:`compile.lowering.loop_nest`) asks the strategy for
 statements around each loop, at each coordinate and at the innermost point; the strategy
 reads the :class:`LowerContext` it was built with and nothing else.
 
 Dense outputs insert at computed positions, shared outputs write one value per stored entry
 of the operand whose pattern they reuse, appends write sparse levels in storage order (a
-count phase, then a fill phase); the workspaces are in :mod:`compile.lower_workspaces`.
+count phase, then a fill phase); the workspaces are in :mod:`compile.lowering.workspaces`.
 """
 
 from __future__ import annotations
@@ -235,7 +235,7 @@ class AppendOutput(OutputLowering):
         """Append one entry: open ancestor groups top-down, then write the leaf group's
         coordinates (and value in the fill phase); ``step`` entries at once (count). With
         the plan's ``drop_fill`` the fill phase appends only a value unequal to the result
-        fill (``compile.stored_fill``); the count phase counts every entry (a bound)."""
+        fill (``compile.planning.stored_fill``); the count phase counts every entry (a bound)."""
         ctx = self.ctx
         coords = coords or st.coords
         groups = self.out.groups

@@ -135,7 +135,7 @@ class HashWorkspaceOutput(WorkspaceOutput):
     the extent): open addressing over the one scattered coordinate, keys ``-1`` when free,
     a value per slot and the touched slots in insertion order. Doubles when half full;
     drains in insertion order into an unordered level, freeing each slot it drains. Chosen
-    when a dense row would be large and sparsely touched (``compile.hash_workspace``)."""
+    when a dense row would be large and sparsely touched (``compile.planning.hash_workspace``)."""
 
     def ws_insert(self, st: State, val: Expr | None) -> list[Stmt]:
         ctx = self.ctx

@@ -48,7 +48,7 @@ class LevelInfo:
     field: str
     props: LevelProperties
     caps: LevelCapabilities
-    kind: str = PLAIN_KIND  # how its positions are walked (``compile.level_walks``)
+    kind: str = PLAIN_KIND  # how its positions are walked (``compile.lowering.level_walks``)
     # a blocked (BSR) level's block shape: constants of the kernel (unrolled inner loops)
     block: tuple[int, int] | None = None
 

@@ -213,7 +213,7 @@ def _participants(info: KernelInfo, depth: int) -> tuple[set[int], set[int]]:
         if lv.located:
             full.add(op.slot)
         elif lv.caps.iterate == "position":
-            # an unordered level may drive alone; compile.ordering sorts it where it merges
+            # an unordered level may drive alone; compile.planning.ordering sorts it where it merges
             sparse.add(op.slot)
         else:
             raise ValueError(f"operand {op.alias} level {k} can neither locate nor iterate "

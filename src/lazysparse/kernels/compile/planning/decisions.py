@@ -6,10 +6,10 @@ re-checked by the explainer. A :class:`QueryDecisions` is built once per query a
 down instead:
 
 - the analysis (``KernelInfo`` and ``QueryData``) of the operands as the kernel reads them;
-- the operands sorted first (``compile.ordering``) and those read as their canonical
-  csr-like layout (``compile.structured_inputs``);
+- the operands sorted first (``compile.planning.ordering``) and those read as their canonical
+  csr-like layout (``compile.planning.structured_inputs``);
 - the kernel plan, where a layout decision already made it (lowering reuses it);
-- the runner ``backends.execute.choose_runner`` chose (``compile.runners.Runner``).
+- the runner ``backends.execute.choose_runner`` chose (``compile.planning.runners.Runner``).
 
 ``xp.explain`` prints the record (``engine.explain``).
 """
@@ -54,7 +54,7 @@ class QueryDecisions:
 
     def kernel_plan(self, fold: bool = False, hash_ws: bool = False,
                     drop_fill: bool = False) -> KernelPlan:
-        """The plan of the kernel to build (``compile.plan.plan_kernel``'s flags): the
+        """The plan of the kernel to build (``kernel_plan.plan_kernel``'s flags): the
         recorded plan where folding and the hash workspace are off (they change the
         loops), else one made now."""
         if self.plan is None or fold or hash_ws:

@@ -5,7 +5,7 @@ ones on hypersparse rows and losing where the dense row fits in cache. A dense r
 costs a mark, a list entry and a value per coordinate of the scattered axis, touched at
 random; when that row is large (``HASH_MIN_BYTES``, past a fast cache) and each drain
 touches a small fraction of it (``HASH_RATIO``), the kernel uses an open-addressing table
-sized by the entries instead (``lower_workspaces.HashWorkspaceOutput``). The estimate is the
+sized by the entries instead (``lowering.workspaces.HashWorkspaceOutput``). The estimate is the
 number of multiplications of the shape that scatters (an SpMSpV ``y = A.T @ x``, a
 Gustavson row): the sparse operand driving the reduced loop times the row lengths of the
 operand it locates, per drain. The choice is made per call from the data (like folding),

@@ -1,9 +1,10 @@
 """The kernel plan: every decision that shapes one kernel, taken before any loop IR exists.
 
 From a :class:`KernelInfo` and the call's fill values: how each loop iterates
-(:mod:`compile.coiterate`), how the result is written (:mod:`compile.workspace`), which loop
-runs in parallel (:mod:`compile.parallel`), which loops skip entries the host folds in, and
-where an epilogue runs. Lowering (:mod:`compile.lower`) reads the plan and decides nothing.
+(:mod:`compile.planning.coiterate`), how the result is written
+(:mod:`compile.planning.output_plan`), which loop runs in parallel
+(:mod:`compile.planning.parallel`), which loops skip entries the host folds in, and where an
+epilogue runs. Lowering (:mod:`compile.lowering.kernel`) reads the plan and decides nothing.
 """
 
 from __future__ import annotations
@@ -45,10 +46,10 @@ class KernelPlan:
     epilogue: EpiloguePlace | None
     # the depth of a row loop whose banded (DIA) or blocked (BSR) operand is walked in its
     # storage's order, a diagonal or a block row at a time (``storage_major_depth``;
-    # lowered by ``compile.lower_band`` / ``compile.lower_block``), else None
+    # lowered by ``compile.lowering.band_major`` / ``compile.lowering.block_major``), else None
     storage_major: int | None = None
     # the test that keeps entries equal to the result fill from being stored
-    # (``compile.stored_fill``); None: every entry written is stored
+    # (``compile.planning.stored_fill``); None: every entry written is stored
     drop_fill: FillTest | None = None
 
     @property
@@ -77,7 +78,7 @@ def plan_kernel(info: KernelInfo, fills: tuple[Any, ...], out_fill: Any,
     ``fold``: let reductions skip entries whose value is a non-identity constant and count
     visits instead (see ``coiterate.fold_levels``); dropped unless the output is dense.
     ``hash_ws``: write a scattered unordered row through a hash workspace.
-    ``drop_fill``: entries equal to the result fill are not stored (``compile.stored_fill``)."""
+    ``drop_fill``: entries equal to the result fill are not stored (``stored_fill``)."""
     k = len(info.loop_order)
     folded = fold_levels(info, fills, out_fill) if fold else None
     levels = tuple(plan_level(info, d, fills, out_fill, folded) for d in range(k))
@@ -95,7 +96,7 @@ def plan_kernel(info: KernelInfo, fills: tuple[Any, ...], out_fill: Any,
 
 def dropping_fill(plan: KernelPlan, out_fill: Any) -> KernelPlan:
     """``plan`` keeping computed entries equal to the result fill ``out_fill`` from being
-    stored (``compile.stored_fill``): the only decision ``plan_kernel``'s ``drop_fill``
+    stored (``compile.planning.stored_fill``): the only decision ``plan_kernel``'s ``drop_fill``
     changes, so a plan made without it is reused rather than made again."""
     return replace(plan, drop_fill=fill_test(plan.info, plan.output.mode, out_fill))
 

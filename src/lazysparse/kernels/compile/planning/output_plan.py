@@ -99,14 +99,14 @@ def plan_output(info: KernelInfo, plans: tuple[LevelPlan, ...],
                 hash_ws: bool = False) -> OutputPlan:
     """Decide the output strategy from the output levels' capabilities and the loop order.
     ``hash_ws``: a row workspace over an unordered last level becomes a hash workspace
-    (the host's choice for this call's data, ``compile.hash_workspace``)."""
+    (the host's choice for this call's data, ``compile.planning.hash_workspace``)."""
     acc = _acc_depth(info)
     if is_structured(info.out_spec):  # written only as an operand's shared pattern
         shared = shared_operand(info, plans, acc)
         if shared is None:
             raise ValueError(f"output {info.out_spec}: a structured result is written only "
                              "by sharing the pattern of an operand with the same structure "
-                             "(compile.structured_inputs writes it csr-like otherwise)")
+                             "(compile.planning.structured_inputs writes it csr-like otherwise)")
         prefix = len(info.out_spec.level_kinds) - 1
         return OutputPlan(OutputMode.SHARED, acc, None, (), shared, (), prefix)
     dense_prefix, groups = _groups(info)

@@ -1,4 +1,5 @@
-"""Iteration regions and outside values, as small dataclasses (see :mod:`compile.coiterate`).
+"""Iteration regions and outside values, as small dataclasses (see
+:mod:`compile.planning.coiterate`).
 
 A :class:`Region` says where along one loop index the pointwise tree may differ from its
 value at skipped coordinates: everywhere (:data:`ALL`), nowhere (:data:`NONE`), where an

@@ -5,7 +5,7 @@ for small all-dense ones (:func:`numpy_eligible`), the formats stage for a query
 lays one operand out again (:func:`is_relayout`), and run-length execution a run at a time
 (:func:`run_length_eligible`). These are facts about the query and its data; which runner
 is taken is decided once, in ``backends.execute.choose_runner``. Structured-operand
-analysis (``compile.structured_inputs``) asks them too: an operand a runner reads natively
+analysis (``compile.planning.structured_inputs``) asks them too: an operand a runner reads natively
 is not converted.
 """
 

@@ -2,7 +2,7 @@
 written as another layout (issue 16).
 
 Banded, ELL and blocked levels drive, follow and merge like compressed ones
-(``compile.level_walks``); a run-length level drives (a run's coordinates) and follows
+(``compile.lowering.level_walks``); a run-length level drives (a run's coordinates) and follows
 (the run covering a coordinate). Kernels read them natively when
 
 - the result is dense or shares the operand's pattern (``OutputMode.SHARED``): the
@@ -86,7 +86,7 @@ def _writing(query: Query, spec: FormatSpec) -> Query:
 
 
 def read_structured(d: QueryDecisions, query: Query, env: dict[Alias, Any]) -> QueryDecisions:
-    """``d`` (the query's ordered decisions, ``compile.ordering.decide_order``) after
+    """``d`` (the query's ordered decisions, ``compile.planning.ordering.decide_order``) after
     reading the structured operands this kernel cannot walk as their canonical layout
     (recorded in ``converted``), and writing an unshareable structured result as csr-like
     (converted by the host)."""
