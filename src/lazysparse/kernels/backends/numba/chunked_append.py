@@ -79,7 +79,7 @@ def chunk_group_bounds(k: Any, data: QueryData, nch: int) -> list[Any] | None:
     rows ``t*n//nch ..``): a group on that loop is bounded by the chunk's rows, one
     below by its driving operands' positions in those rows (stored row-major under a
     located row level). The host then fills at these offsets without counting and moves
-    the chunks' entries together (``stored_fill.compact_chunks``). None otherwise."""
+    the chunks' entries together (``fill_compaction.compact_chunks``). None otherwise."""
     lw, info = k.lowered, k.info
     if (lw.bounds is None or lw.output.mode is not OutputMode.APPEND
             or lw.output.dense_prefix or lw.plans[0].kind is not LoopKind.RANGE):

@@ -314,7 +314,7 @@ def _count_then_fill(k: Kernel, data: QueryData, args: list[Any], nch: int,
                      dsize: int) -> tuple[Any, ...]:
     """A sparse output: ``count`` per chunk, offsets by prefix sums, ``fill``; when the fill
     dropped entries equal to the result fill, the chunks' entries are moved together and
-    the pointers recomputed from what the fill wrote (``stored_fill.compact_chunks``).
+    the pointers recomputed from what the fill wrote (``fill_compaction.compact_chunks``).
     Where each chunk's entries are bounded before the run (``chunk_group_bounds``: a DCSR
     intersection or union), the bounds replace the count and the fill is compacted."""
     out_plan, mod = k.lowered.output, k.module

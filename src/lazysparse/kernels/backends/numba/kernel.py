@@ -247,7 +247,7 @@ def _make_tensor(shape: tuple[int, ...], levels: list[Any], mode_order: Any, val
 
 def assemble(k: Kernel, data: QueryData, res: tuple[Any, ...]) -> Tensor:
     """Wrap the kernel's returned arrays as the result Tensor (a shared pattern's entries
-    that computed the fill are dropped: ``stored_fill.drop_stored_fills``)."""
+    that computed the fill are dropped: ``fill_compaction.drop_stored_fills``)."""
     lw = k.lowered
     # a shared output also returns how many values each chunk found equal to the fill
     some = (lw.output.mode is OutputMode.SHARED and lw.drop_fill is not None

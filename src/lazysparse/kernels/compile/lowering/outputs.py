@@ -167,7 +167,7 @@ class SharedOutput(OutputLowering):
     def write(self, st: State, val: Expr) -> list[Stmt]:
         """Store ``val`` at the shared position; with the plan's ``drop_fill``, count the
         values equal to the result fill (``nf``: the host gives the shared pattern up
-        only when some chunk counted one, ``stored_fill.drop_stored_fills``)."""
+        only when some chunk counted one, ``backends.numba.fill_compaction.drop_stored_fills``)."""
         test = self.ctx.plan.drop_fill
         if test is None:
             return [Store("out", self.position(st), val)]
