@@ -22,7 +22,7 @@ faster), the bytes the case must move at least and their share of the device-to-
 copy bandwidth measured in the same run, and the result check against the peer.
 
 ``--emulate`` runs the same steps with NumPy for CuPy, scipy.sparse for cupyx and the CPU
-emulator of the generated kernels for NVRTC (``tests/backends/cuda/emulator.py``): timings
+emulator of the generated kernels for NVRTC (``tests/kernels/backends/cuda/emulator.py``): timings
 are meaningless there; it proves the script. Without a GPU and without ``--emulate`` the
 script exits with status 2.
 """
@@ -50,7 +50,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 
 import lazysparse as xp  # noqa: E402
-import lazysparse.backends.cuda.runtime as rt  # noqa: E402
+import lazysparse.kernels.backends.cuda.runtime as rt  # noqa: E402
 from lazysparse.formats.device import cuda_available  # noqa: E402
 from lazysparse.formats.tensor import Tensor  # noqa: E402
 
@@ -135,7 +135,7 @@ def backend(emulate: bool) -> Iterator[Backend]:
 
         yield Backend("cuda", cupy, cps)
         return
-    from tests.backends.cuda.emulator import emulated_cuda
+    from tests.kernels.backends.cuda.emulator import emulated_cuda
 
     with emulated_cuda():
         yield Backend("emulated", np, sp)

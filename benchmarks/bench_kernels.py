@@ -196,7 +196,7 @@ def main() -> None:
     global CLOCK
     if args.cpu_clock:
         CLOCK = time.process_time
-    from lazysparse.backends import STATS, execute_plan
+    from lazysparse.kernels.backends import STATS, execute_plan
 
     cs = cases()
     if args.only:

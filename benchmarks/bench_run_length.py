@@ -47,7 +47,7 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 import lazysparse as xp  # noqa: E402
-from lazysparse.backends import run_length  # noqa: E402
+from lazysparse.kernels.backends import run_length  # noqa: E402
 
 
 def rectangles(rng: np.random.Generator, n: int, count: int, binary: bool) -> np.ndarray:

@@ -10,7 +10,7 @@
 # Steps (each with its own timeout inside an overall budget, so one hang cannot eat it):
 #   wheels    install .whl/*.whl offline into /tmp/site (the GPU image lacks array-api-compat)
 #   versions  nvidia-smi line, Python/NumPy/SciPy/Numba/CuPy/NVRTC versions, imports
-#   tests_gpu pytest -m gpu over tests/backends/cuda and tests/api/test_devices.py (JUnit XML)
+#   tests_gpu pytest -m gpu over tests/kernels/backends/cuda and tests/api/test_devices.py (JUnit XML)
 #   bench     benchmarks/bench_gpu.py (JSON): cuSPARSE/CuPy peers, placements, bandwidth
 #   tests_cpu the rest of those files (emulated kernels, nvcc 13 compile checks)
 # Results: $OUT/summary.json (steps, rc, seconds, test counts, the bench table),
@@ -145,7 +145,7 @@ export -f versions
 run versions 60 bash -c versions
 
 # --- tests: the gpu-marked ones on the device (emulated in the dry run), then the rest
-TESTS=(tests/backends/cuda tests/api/test_devices.py)
+TESTS=(tests/kernels/backends/cuda tests/api/test_devices.py)
 K=()
 [ -n "${GPU_CHECK_TESTS_K:-}" ] && K=(-k "$GPU_CHECK_TESTS_K")
 XDIST=()
@@ -158,7 +158,7 @@ BENCH=("$PY" benchmarks/bench_gpu.py $EMULATE --size "$SIZE" --json "$OUT/bench_
 [ -n "$REPEAT" ] && BENCH+=(--repeat "$REPEAT")
 run bench 240 "${BENCH[@]}"
 run tests_cpu 120 "${PYTEST[@]}" "${XDIST[@]}" -m "not gpu" "${K[@]}" \
-  --ignore=tests/backends/cuda/test_gpu_check.py --junitxml="$LOGS/junit_cpu.xml" "${TESTS[@]}"
+  --ignore=tests/kernels/backends/cuda/test_gpu_check.py --junitxml="$LOGS/junit_cpu.xml" "${TESTS[@]}"
 
 # --- summary and the files that come back (at most 8, plain names, one folder level)
 "$PY" - "$LOGS" "$OUT" "$DRY" "$SIZE" <<'EOF'

@@ -76,11 +76,11 @@ def pytest_configure(config: pytest.Config) -> None:
 def gpu(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """``"device"``: a real GPU through CuPy (skip without one); ``"emulated"`` under
     ``LAZYSPARSE_GPU_TESTS=emulate``: CuPy and NVRTC replaced by NumPy and the kernel
-    emulator for this test (``tests/backends/cuda/emulator.py``)."""
-    import lazysparse.backends.cuda.runtime as rt  # the CUDA backend loads for gpu tests only
+    emulator for this test (``tests/kernels/backends/cuda/emulator.py``)."""
+    import lazysparse.kernels.backends.cuda.runtime as rt  # the CUDA backend: gpu tests only
 
     if GPU_TESTS == "emulate":
-        from tests.backends.cuda.emulator import CXX, EMULATION
+        from tests.kernels.backends.cuda.emulator import CXX, EMULATION
 
         if CXX is None:
             pytest.skip("no host C++ compiler for the kernel emulator")

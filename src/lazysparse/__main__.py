@@ -17,7 +17,7 @@ import numpy as np
 def warm_command(argv: list[str]) -> int:
     """Compile (or load) the common operations' kernels; print one line each and a total."""
     from lazysparse import warm  # loads the namespace and Numba: only for this command
-    from lazysparse.backends import cache_dir
+    from lazysparse.kernels.backends import cache_dir
 
     parser = argparse.ArgumentParser(prog="python -m lazysparse warm",
                                      description=warm.__doc__.split("\n")[0])

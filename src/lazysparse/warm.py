@@ -3,8 +3,9 @@
 A new user's first session waits on Numba for every new kernel (~0.5 s each). The kernels are
 keyed by structure (operator, formats, dtypes), not by shape, and kept in the disk cache
 (``LAZYSPARSE_CACHE_DIR``), so running each common operation once, on arrays large enough to
-take the compiled path rather than the NumPy one (``compile.runners.NUMPY_MAX_ITERATIONS``),
-leaves them ready for every later process. Each operation is checked against NumPy/scipy.
+take the compiled path rather than the NumPy one
+(``compile.planning.runners.NUMPY_MAX_ITERATIONS``), leaves them ready for every later
+process. Each operation is checked against NumPy/scipy.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ import numpy as np
 import scipy.sparse as sp
 
 import lazysparse as xp
-from lazysparse.backends import STATS
 from lazysparse.engine.tiers import CompileMode, compile_mode_set
+from lazysparse.kernels.backends import STATS
 
 #: the vector length and the sparse matrices' side: above the NumPy runner's size bound
 VECTOR = 1 << 15

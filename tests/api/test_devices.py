@@ -6,7 +6,7 @@ Three kinds of tests:
 - plain ones run everywhere (no CuPy needed);
 - ``emulated`` ones run the api end to end on "device" arrays with NumPy standing in for
   CuPy and the CPU emulator of the generated CUDA kernels standing in for
-  ``cupy.RawModule`` (``tests/backends/cuda/emulator.py``): this checks the api wiring
+  ``cupy.RawModule`` (``tests/kernels/backends/cuda/emulator.py``): this checks the api wiring
   (placement, executor choice, results coming back), not a GPU;
 - ``gpu``-marked ones need CuPy and a CUDA device (skipped otherwise).
 """
@@ -25,8 +25,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import lazysparse as xp
-import lazysparse.backends.cuda.runtime as rt
 import lazysparse.formats.device as dev
+import lazysparse.kernels.backends.cuda.runtime as rt
 from lazysparse.api import computing
 from lazysparse.api.building import fresh_alias, fresh_fields
 from lazysparse.api.lazy_array import CPU, Device, LazyArray
@@ -182,7 +182,7 @@ def test_same_device_builds() -> None:
 def _emulation(monkeypatch: pytest.MonkeyPatch) -> None:
     """EMULATION: CuPy replaced by NumPy, ``RawModule`` by the CPU emulator of the
     generated CUDA source; checks the api wiring, not a GPU."""
-    from tests.backends.cuda.emulator import CXX, EMULATION
+    from tests.kernels.backends.cuda.emulator import CXX, EMULATION
 
     if CXX is None:
         pytest.skip("no host C++ compiler for the kernel emulator")

@@ -15,12 +15,12 @@ import pytest
 import scipy.sparse as sp
 
 import lazysparse as xp
-from lazysparse import backends
 from lazysparse.api import display
 from lazysparse.api.computing import build_plan
 from lazysparse.api.thumbnail import MAX_BINS, bin_step, png_gray, thumbnail
 from lazysparse.engine import preview_plan
 from lazysparse.formats import Tensor
+from lazysparse.kernels import backends
 
 
 def fields(page: str) -> dict[str, str]:
@@ -325,7 +325,7 @@ def test_queued_writes_are_shown_not_merged() -> None:
 
 @pytest.mark.gpu
 def test_device_arrays_display_without_computing(gpu: str, no_compute) -> None:
-    from lazysparse.backends.cuda import runtime
+    from lazysparse.kernels.backends.cuda import runtime
 
     a = sprand(30, 20, 0.2, seed=5)
     g = xp.asarray(sp.csr_array(a), device="cuda")

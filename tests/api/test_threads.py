@@ -18,8 +18,8 @@ import scipy.sparse as sp
 import lazysparse as xp
 from lazysparse.api import held_values
 from lazysparse.api.live import BY_ALIAS
-from lazysparse.backends.numba import cache as kernel_cache
 from lazysparse.formats.sync import Counters
+from lazysparse.kernels.backends.numba import cache as kernel_cache
 
 THREADS = 8
 N = 24

@@ -20,7 +20,7 @@ V = np.random.default_rng(12).random(300)
 
 
 def _kernel_stats() -> dict[str, int]:
-    from lazysparse.backends import STATS
+    from lazysparse.kernels.backends import STATS
 
     return dict(STATS)
 

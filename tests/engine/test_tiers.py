@@ -15,11 +15,11 @@ import scipy.sparse as sp
 
 import lazysparse as xp
 from lazysparse.api.computing import build_plan
-from lazysparse.backends.numba import cache
 from lazysparse.engine import background, tiers
 from lazysparse.engine.background import JobState
 from lazysparse.engine.plan_cache import clear_plan_cache, lookup
 from lazysparse.engine.tiers import CompileMode, Tier, compile_mode
+from lazysparse.kernels.backends.numba import cache
 
 RNG = np.random.default_rng(7)
 S_NP = sp.random_array((12, 9), density=0.3, format="csr", rng=3).toarray()

@@ -73,10 +73,11 @@ def test_unusable_cache_dir_still_imports_and_runs(package_copy: Path,
 def test_no_package_helper_uses_numbas_own_cache() -> None:
     """``numba.njit(cache=True)`` in the package would write beside it (or fail to import
     read-only): helpers use ``formats.jit.helper_jit``; only generated kernels (whose
-    cache ``backends/numba/cache_store.py`` places) say ``cache=True``, in generated source."""
+    cache ``kernels/backends/numba/cache_store.py`` places) say ``cache=True``, in generated
+    source."""
     root = Path(lazysparse.__file__).parent
     offenders = [str(p.relative_to(root)) for p in root.rglob("*.py")
-                 if p.relative_to(root).as_posix() != "backends/numba/codegen.py"
+                 if p.relative_to(root).as_posix() != "kernels/backends/numba/codegen.py"
                  and any("jit(" in line and re.search(r"cache=(?!False)", line)
                          for line in p.read_text().splitlines()
                          if not line.lstrip().startswith(("#", "functions with", "from its")))]

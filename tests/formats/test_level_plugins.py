@@ -11,9 +11,6 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from lazysparse.compile.level_walks import WALKS
-from lazysparse.compile.lower_loops import STORAGE_MAJOR
-from lazysparse.compile.params import _LEVEL_ROLES
 from lazysparse.engine.explain import placeholder
 from lazysparse.formats import FORMAT_NAMES, LEVEL_KINDS, Tensor, format_spec
 from lazysparse.formats.levels import Level, level_attrs, level_of_kind
@@ -28,6 +25,9 @@ from lazysparse.formats.levels.registry import (
     level_class,
     written_kind,
 )
+from lazysparse.kernels.compile.lowering.level_walks import WALKS
+from lazysparse.kernels.compile.lowering.loop_nest import STORAGE_MAJOR
+from lazysparse.kernels.compile.planning.params import _LEVEL_ROLES
 
 SRC = pathlib.Path(__file__).resolve().parents[2] / "src" / "lazysparse"
 LEVELS_DIR = "formats/levels/"

@@ -3,7 +3,7 @@
 NumPy computes complex ``exp``, ``sin``, ``atanh``... with the C library, whose values at
 infinities, NaNs and overflow Annex G fixes (``exp(1e300 + 0j)`` is ``inf + 0j``); Numba's
 ``cmath`` follows Python's instead (``inf + nanj``). The operators' Numba forms
-(``lazysparse.backends.numba.ops``) must give NumPy's values, so that a small array (run by
+(``lazysparse.kernels.backends.numba.ops``) must give NumPy's values, so that a small array (run by
 the NumPy executor) and a large one (a compiled kernel) agree. Signs of zeros Annex G leaves
 unspecified are not compared; NaN and infinity positions, signs of infinities and finite
 values are.
@@ -18,9 +18,9 @@ import pytest
 from numba import njit
 
 import lazysparse as xp
-from lazysparse.backends.numba import cache
-from lazysparse.backends.numba.codegen import NUMBA_GLOBALS
-from lazysparse.compile.runners import NUMPY_MAX_ITERATIONS
+from lazysparse.kernels.backends.numba import cache
+from lazysparse.kernels.backends.numba.codegen import NUMBA_GLOBALS
+from lazysparse.kernels.compile.planning.runners import NUMPY_MAX_ITERATIONS
 from lazysparse.logic.operators import OPERATORS, Operator
 from tests.conftest import slow_except
 

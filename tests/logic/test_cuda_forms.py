@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lazysparse.backends.cuda.ops import CUDA_PRELUDE
+from lazysparse.kernels.backends.cuda.ops import CUDA_PRELUDE
 from lazysparse.logic.internal_ops import cuda_type
 from lazysparse.logic.operators import OPERATORS, astype_op
 from tests.logic.op_samples import REPRESENTATIVE_DTYPES, accepts

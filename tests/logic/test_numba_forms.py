@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from lazysparse.backends.numba.codegen import NUMBA_GLOBALS
+from lazysparse.kernels.backends.numba.codegen import NUMBA_GLOBALS
 from lazysparse.logic.operators import OPERATORS, Operator, astype_op
 from tests.conftest import slow_except
 from tests.logic.op_samples import REPRESENTATIVE_DTYPES, accepts, operand_grid

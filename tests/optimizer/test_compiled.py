@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import HealthCheck, assume, given, settings
 
-from lazysparse.backends import execute_plan
+from lazysparse.kernels.backends import execute_plan
 from lazysparse.logic.nodes import Plan, Query, Reformat, Table
 from lazysparse.optimizer import optimize
 from lazysparse.optimizer.analysis import query_parts

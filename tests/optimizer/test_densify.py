@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 import lazysparse as xp
-from lazysparse.backends import execute_plan
 from lazysparse.formats import DensifyError, Tensor, set_densify_limit
+from lazysparse.kernels.backends import execute_plan
 from lazysparse.logic.nodes import Plan, Query, Table
 from lazysparse.optimizer import optimize
 from tests.conftest import slow_except

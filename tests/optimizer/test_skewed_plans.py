@@ -9,8 +9,8 @@ import pytest
 import scipy.sparse as sp
 
 import lazysparse as xp
-from lazysparse.compile.workspace import OutputMode
 from lazysparse.engine.explain import KernelExplanation
+from lazysparse.kernels.compile.planning.output_plan import OutputMode
 from tests.optimizer.skewed_data import chung_lu, row_normalized, zipf_terms
 
 TN = row_normalized(zipf_terms(2000, 3000, 40_000, seed=5))

@@ -3,7 +3,7 @@
 A product of broadcast sparse operands stores only the positions where every operand whose
 fill annihilates the op stores an entry: the product of their supports. The size-1 axes a
 broadcast drops are reduced with ``overwrite`` over extent 1, which must not force the
-kernel to visit every coordinate (``compile.coiterate._may_skip``).
+kernel to visit every coordinate (``compile.planning.coiterate._may_skip``).
 """
 
 from __future__ import annotations

@@ -22,9 +22,9 @@ from lazysparse.engine.preview import PlanPreview, ResultPreview, preview_plan
 
 
 def clear_cache(*args: object, **kwargs: object) -> object:
-    """Drop compiled kernels from the kernel cache (``lazysparse.backends.clear_cache``) and
+    """Drop compiled kernels from the kernel cache (``lazysparse.kernels.backends.clear_cache``) and
     the optimized plans cached by structure."""
-    from lazysparse.backends import clear_cache as clear_kernels  # the backend loads lazily
+    from lazysparse.kernels.backends import clear_cache as clear_kernels  # the backend loads lazily
 
     clear_plan_cache()
     return clear_kernels(*args, **kwargs)

@@ -38,7 +38,7 @@ def read_frame(source: BinaryIO) -> bytes | None:
 
 def _compile(payload: bytes) -> tuple[bool, str]:
     """Run one optimized plan (its results are dropped: the kernels are what it leaves)."""
-    from lazysparse.backends.execute import execute_plan  # the worker's one real import
+    from lazysparse.kernels.backends.execute import execute_plan  # the worker's one real import
 
     try:
         execute_plan(pickle.loads(payload))

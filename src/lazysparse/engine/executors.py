@@ -36,8 +36,8 @@ def compiled_executor(plan: Plan) -> tuple[Tensor, ...]:
     """Run ``plan`` through the optimizer (cached by structure), then on its tier
     (``engine.tiers``): a small shape seen first runs eager while its kernels compile in
     the background; otherwise the generated kernels, a shape seen before by its cached
-    program (``backends.program``)."""
-    from lazysparse.backends.program import run_cached  # the backend loads on first use
+    program (``kernels.backends.program``)."""
+    from lazysparse.kernels.backends.program import run_cached  # the backend loads on first use
 
     entry, inputs, params = lookup(plan)
     return run_tiered(entry, inputs, params, run_cached)
@@ -46,7 +46,7 @@ def compiled_executor(plan: Plan) -> tuple[Tensor, ...]:
 def cuda_executor(plan: Plan) -> tuple[Tensor, ...]:
     """Run ``plan`` on the GPU: its cached ``cuda`` optimization, host constants moved to
     the device, the CUDA backend (``backends.cuda.runtime``); results are ``DeviceTensor`` s."""
-    from lazysparse.backends.cuda.runtime import execute_plan_cuda  # imports no CuPy
+    from lazysparse.kernels.backends.cuda.runtime import execute_plan_cuda  # imports no CuPy
 
     entry, inputs, params = lookup(plan, "cuda")
     return execute_plan_cuda(_inputs_to_device(entry.plan(inputs, params)))

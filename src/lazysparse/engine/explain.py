@@ -24,7 +24,7 @@ from lazysparse.optimizer.pipeline import optimize
 from lazysparse.optimizer.reports import KernelEstimate, kernel_estimate, schedule_reports
 
 if TYPE_CHECKING:
-    from lazysparse.compile.decisions import QueryDecisions
+    from lazysparse.kernels.compile.planning.decisions import QueryDecisions
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,9 @@ def placeholder(shape: tuple[int, ...], spec: FormatSpec, dtype: Any, fill: Any)
 
 def _decision_notes(d: QueryDecisions) -> list[str]:
     """What the query's recorded decisions add to its schedule line."""
-    from lazysparse.compile.runners import Runner  # loaded with the backend, on first use
+    from lazysparse.kernels.compile.planning.runners import (
+        Runner,  # loaded with the backend, on first use
+    )
 
     notes = []
     if d.sorted:  # unordered levels this kernel merges
@@ -147,7 +149,7 @@ def explain_plan(plan: Plan, run: bool = False) -> Explanation:
     ``backends.execute.explain_query``; its record is the explanation's ``decisions``).
     ``run``: run each query too (on its runner, ``backends.execute.run_query``), so that
     later kernels read real results and each estimate shows its actual stored entries."""
-    from lazysparse.backends.execute import (  # the backend loads on first use
+    from lazysparse.kernels.backends.execute import (  # the backend loads on first use
         explain_query,
         run_query,
     )

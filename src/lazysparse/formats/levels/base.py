@@ -44,7 +44,7 @@ class LevelCapabilities:
 class Walk(Enum):
     """How a loop walks a level's positions under a parent position (Chou et al.'s
     ``pos_iter``/``pos_access``): code generation keeps one walk per member
-    (``compile.level_walks``), never one per level kind."""
+    (``compile.lowering.level_walks``), never one per level kind."""
 
     LOCATED = "located"  # coordinate iteration: addressed ``p * size + c``, never walked
     SEGMENT = "segment"  # positions ``ptr[p] .. ptr[p+1]``, coordinate ``idx[q]``

@@ -1,4 +1,0 @@
-"""The Numba backend: loop IR printed as Python modules compiled by Numba (``codegen``), the
-jitted helpers they call (``support``, operator helpers in ``ops``), the CPU host that runs
-their chunks on threads (``cpu_host``, ``chunked_append``) and the memory and disk caches
-(``cache``, ``cache_store``)."""

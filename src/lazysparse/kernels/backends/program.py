@@ -1,0 +1,328 @@
+"""Re-running plans of a known shape: a :class:`Program` per cached optimized plan.
+
+The first run of a plan shape decides each compute query once (``execute.decide_query``:
+its layouts, runner and kernel) and derives a :class:`Recipe`: which environment entries
+are its operands, which plan parameters are its constants, where each loop extent comes
+from. Later runs bind tensors and constants by those recipes and call the kernel: no walk
+of the query, no dtype inference, no structural key. A recipe is used only while the
+facts its kernel was chosen for still hold (result fill key, fold decision, sparse
+operands' fill values); otherwise that query takes the full path again.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+import numpy as np
+
+from lazysparse.formats.dtypes import fill_key
+from lazysparse.formats.ordering import canonical, ordered
+from lazysparse.kernels.backends.execute import (
+    HostRunner,
+    decide_query,
+    execute_plan,
+    host_runner,
+    run_decided,
+)
+from lazysparse.kernels.backends.numba.kernel import Kernel, fold_ok, out_fill_key
+from lazysparse.kernels.compile.planning.analysis import (
+    DENSE_FILL,
+    KernelInfo,
+    QueryData,
+    const_decided,
+    decisions_hold,
+    eval_fill,
+)
+from lazysparse.logic.nodes import (
+    Aggregate,
+    Alias,
+    Immediate,
+    LogicNode,
+    MapJoin,
+    Plan,
+    Produces,
+    Query,
+    Reformat,
+    Reorder,
+    Table,
+)
+
+_KNOWN_DATA_FIELDS = ("tensors", "consts", "init", "extents", "out_shape", "out_fill")
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How to bind one compute query's runtime data without analysing it again."""
+
+    info: KernelInfo
+    kernel: Kernel | None  # None: ``host`` runs it
+    host: HostRunner | None  # the NumPy executor or a relayout (no compiled kernel)
+    operands: tuple[Alias, ...]
+    params: tuple[int, ...]  # plan parameter of each kernel constant, in kernel order
+    extents: tuple[tuple[str, int, int], ...]  # (field, operand slot, axis)
+    unit_fields: tuple[str, ...]  # loop fields no operand indexes (extent 1)
+    init: Any
+    init_fill: Any  # the init at the accumulator's dtype (a reduction's result fill)
+    out_fill: Any  # fixed result fill (reductions), else None: evaluated per run
+    out_fill_key: Any
+    sparse_fills: tuple[tuple[int, Any], ...]  # (slot, fill key) of non-dense operands
+    fold_ok: bool | None  # the fold decision, when it depends on the constants
+    # the fill-time decisions depend on the constants (``analysis.const_decided``)
+    recheck: bool = False
+    # each operand's layout the kernel was built for (an unordered operand the kernel
+    # needed sorted, ``compile.ordering``, is sorted again on every run)
+    specs: tuple[Any, ...] = ()
+
+    # the last (fills, constants, result fill) whose facts held: every check below is a
+    # function of the fills and constants, so a run with the same ones skips them. One
+    # tuple in one slot, read and replaced whole: threads running this recipe with their
+    # own constants never pair one run's fills with another's result fill
+    last: list[Any] = field(default_factory=lambda: [None], compare=False, repr=False)
+
+    def data(self, env: dict[Alias, Any], params: tuple[Any, ...]) -> QueryData | None:
+        """The query's runtime data, or None when the kernel's facts no longer hold."""
+        tensors = tuple([env[a] for a in self.operands])
+        if self.specs and not _same_specs(tensors, self.specs):
+            tensors = self._conformed(tensors)
+            if tensors is None:
+                return None
+        consts = tuple([params[i] for i in self.params])
+        extents = {f: tensors[s].shape[ax] for f, s, ax in self.extents}
+        for f in self.unit_fields:
+            extents[f] = 1
+        fills = tuple([t.fill_value for t in tensors])
+        last = self.last[0]
+        if last is not None and _same_scalars(last[0], fills) and \
+                _same_scalars(last[1], consts):
+            return QueryData(tensors, consts, self.init, extents,
+                             tuple([extents[f] for f in self.info.out_fields]), last[2])
+        data = self._checked(tensors, consts, extents)
+        if data is not None:
+            self.last[0] = (fills, consts, data.out_fill)
+        return data
+
+    def _conformed(self, tensors: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        """``tensors`` with the operands the kernel reads sorted made so (None when an
+        operand's layout differs otherwise: the full path decides again)."""
+        out = []
+        for t, spec in zip(tensors, self.specs, strict=True):
+            if getattr(t, "spec", spec) != spec:
+                t = ordered(t)
+                if t.spec != spec:  # a structured operand the kernel reads csr-like
+                    t = canonical(t)
+                if t.spec != spec:
+                    return None
+            out.append(t)
+        return tuple(out)
+
+    def _checked(self, tensors: tuple[Any, ...], consts: tuple[Any, ...],
+                 extents: dict[str, int]) -> QueryData | None:
+        """The data with the result fill evaluated and every fact checked (None: a fact
+        the kernel was built for does not hold)."""
+        for slot, key in self.sparse_fills:
+            if fill_key(tensors[slot].fill_value) != key:
+                return None
+        info = self.info
+        out_fill = self.out_fill
+        if info.epilogue is not None:  # the epilogue of the reduction's fill (the init)
+            out_fill = eval_fill(info.epilogue, list(tensors), list(consts), self.init_fill)
+        elif out_fill is None:
+            out_fill = eval_fill(info.expr, list(tensors), list(consts))
+        data = QueryData(tensors, consts, self.init, extents,
+                         tuple(extents[f] for f in info.out_fields), out_fill)
+        if self.out_fill_key is not DENSE_FILL and out_fill_key(info, data) != self.out_fill_key:
+            return None
+        if self.fold_ok is not None and fold_ok(info, data) != self.fold_ok:
+            return None
+        if self.recheck and not decisions_hold(info, tensors, consts, self.init):
+            return None
+        return data
+
+    def run(self, data: QueryData) -> Any:
+        """Run the kernel (or the host path) on ``data``."""
+        if self.kernel is None:
+            return self.host(self.info, data)
+        return self.kernel(data)
+
+
+def _same_specs(tensors: tuple[Any, ...], specs: tuple[Any, ...]) -> bool:
+    """Whether each tensor has its layout in ``specs`` (the same object mostly: a
+    dataclass compare otherwise); data without a spec matches anything."""
+    for t, spec in zip(tensors, specs):  # noqa: B905 - one spec per operand
+        own = getattr(t, "spec", spec)
+        if own is not spec and own != spec:
+            return False
+    return True
+
+
+def _same_scalars(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    """Whether two tuples of scalars hold the same values bit for bit and type for type
+    (``-0.0`` differs from ``0.0``; equal NaNs match, they compute alike)."""
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):  # noqa: B905 - lengths checked above
+        if not _same_scalar(x, y):
+            return False
+    return True
+
+
+def _same_scalar(x: Any, y: Any) -> bool:
+    if x is y:
+        return True
+    if type(x) is not type(y):
+        return False
+    if isinstance(x, np.generic):
+        return (x.dtype is y.dtype or x.dtype == y.dtype) and x.tobytes() == y.tobytes()
+    if isinstance(x, float | complex):
+        return struct.pack("<2d", *_parts(x)) == struct.pack("<2d", *_parts(y))
+    return bool(x == y)
+
+
+def _parts(v: float | complex) -> tuple[float, float]:
+    c = complex(v)
+    return c.real, c.imag
+
+
+def _pointwise_params(node: LogicNode) -> list[Any] | None:
+    """The ``Immediate`` values of a query's pointwise tree in the order ``analyze_query``
+    reads them (left to right, depth first)."""
+    out: list[Any] = []
+
+    def visit(n: LogicNode) -> None:
+        if isinstance(n, Immediate):
+            out.append(n.val)
+        elif isinstance(n, MapJoin):
+            for a in n.args:
+                visit(a)
+        elif isinstance(n, Aggregate | Reorder | Reformat):
+            visit(n.arg)
+
+    if not isinstance(node, Query):
+        return None
+    visit(node.rhs)
+    return out
+
+
+def _param_index(val: Any) -> int | None:
+    idx = getattr(val, "index", None)
+    return idx if type(val).__name__ == "_Param" else None
+
+
+def _recipe(template: Query, info: KernelInfo, data: QueryData, kernel: Kernel | None,
+            host: HostRunner | None, params: tuple[Any, ...],
+            aliases: dict[str, Alias]) -> Recipe | None:
+    """The recipe of ``template`` (its constants as ``_Param`` s), checked against what
+    ``analyze_query`` derived on this run; None when it cannot reproduce it. ``aliases``:
+    the plan's statement aliases by name (the recipe binds operands by those objects, so
+    each run's lookups match by identity)."""
+    if tuple(f.name for f in fields(QueryData)) != _KNOWN_DATA_FIELDS:
+        return None  # the query data grew a field this recipe does not know how to bind
+    raw = _pointwise_params(template)
+    if raw is None:
+        return None
+    pidx = [_param_index(v) for v in raw]
+    if any(i is None for i in pidx):
+        return None
+    operands = tuple(aliases.get(op.alias) or Alias(op.alias) for op in info.operands)
+    extents: list[tuple[str, int, int]] = []
+    for op in info.operands:
+        for ax, f in enumerate(op.axis_fields):
+            if all(f != e[0] for e in extents):
+                extents.append((f, op.slot, ax))
+    unit = tuple(f for f in info.loop_order if all(f != e[0] for e in extents))
+    init_fill = (np.asarray(data.init).astype(info.acc_dtype)[()]
+                 if info.reduce_op is not None else None)
+    out_fill = data.out_fill if info.reduce_op is not None else None
+    # a folding kernel needs the constants to agree on the skipped value on every run; a
+    # kernel built without folding is right whatever they are (it visits every point)
+    fold = None
+    if kernel is not None and kernel.lowered.fold is not None and info.const_dtypes:
+        fold = fold_ok(info, data)
+    sparse = tuple((op.slot, op.fill_key) for op in info.operands
+                   if op.fill_key != DENSE_FILL)
+    recipe = Recipe(info, kernel, host, operands, tuple(pidx), tuple(extents),  # type: ignore[arg-type]
+                    unit, data.init, init_fill, out_fill,
+                    DENSE_FILL if kernel is None else out_fill_key(info, data), sparse, fold,
+                    const_decided(info), tuple(getattr(t, "spec", None) for t in data.tensors))
+    env = {a: t for a, t in zip(operands, data.tensors, strict=True)}
+    again = recipe.data(env, params)
+    if again is None or not _same_data(again, data):
+        return None
+    return recipe
+
+
+def _same_data(a: QueryData, b: QueryData) -> bool:
+    return (all(x is y for x, y in zip(a.tensors, b.tensors, strict=True))
+            and len(a.consts) == len(b.consts)
+            and all(x is y or np.array_equal(x, y, equal_nan=True)
+                    for x, y in zip(a.consts, b.consts, strict=True))
+            and a.extents == b.extents and a.out_shape == b.out_shape
+            and fill_key(a.out_fill) == fill_key(b.out_fill)
+            and (a.init is b.init or np.array_equal(a.init, b.init, equal_nan=True)))
+
+
+class Program:
+    """Runs one cached optimized plan (``optimizer.plan_cache.CachedPlan``) on new inputs
+    and parameters, deriving each query's recipe on first use."""
+
+    def __init__(self, entry: Any) -> None:
+        self.entry = entry
+        self.recipes: dict[int, Recipe | None] = {}
+        # the template's statements, decoded once: (input slot, alias) binds an input,
+        # (body index, alias) of a compute query, and the aliases the plan produces
+        template: Plan = entry.template
+        self.inputs: list[tuple[int, Alias]] = []
+        self.queries: list[tuple[int, Alias]] = []
+        self.produces: tuple[Alias, ...] | None = None
+        for j, body in enumerate(template.bodies):
+            if j in entry.slots:
+                assert isinstance(body, Query) and isinstance(body.rhs, Table)
+                self.inputs.append((body.rhs.tns.val.index, body.lhs))
+            elif isinstance(body, Query):
+                self.queries.append((j, body.lhs))
+            elif isinstance(body, Produces):
+                self.produces = body.args  # type: ignore[assignment]
+                break
+
+    def run(self, inputs: list[Any], params: tuple[Any, ...]) -> tuple[Any, ...]:
+        """The tensors the plan produces for ``inputs`` and ``params``."""
+        if self.produces is None:
+            raise ValueError("plan has no Produces statement")
+        env: dict[Alias, Any] = {lhs: inputs[i] for i, lhs in self.inputs}
+        filled: Plan | None = None
+        for j, lhs in self.queries:
+            recipe = self.recipes.get(j)
+            data = recipe.data(env, params) if recipe is not None else None
+            if recipe is not None and data is not None:
+                env[lhs] = recipe.run(data)
+                continue
+            if filled is None:
+                filled = self.entry.fill(inputs, params)
+            query = filled.bodies[j]
+            body = self.entry.template.bodies[j]
+            assert isinstance(query, Query) and isinstance(body, Query)
+            env[lhs] = self._first_run(j, body, query, env, params)
+        return tuple([env[a] for a in self.produces])
+
+    def _first_run(self, j: int, template: Query, query: Query, env: dict[Alias, Any],
+                   params: tuple[Any, ...]) -> Any:
+        """Run ``query`` through the full path and remember its recipe (once per query:
+        a query whose recipe failed its checks keeps the full path)."""
+        d, kernel = decide_query(query, env)
+        if j not in self.recipes:
+            host = None if kernel is not None else host_runner(d.runner)  # type: ignore[arg-type]
+            aliases = {a.name: a for _, a in (*self.inputs, *self.queries)}
+            self.recipes[j] = _recipe(template, d.info, d.data, kernel, host, params, aliases)
+        return run_decided(d, kernel)
+
+
+def run_cached(entry: Any, inputs: list[Any], params: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Run a plan-cache entry: through its :class:`Program` when it is cached, else the
+    optimized plan it holds through :func:`execute_plan`."""
+    if not entry.cached:
+        return execute_plan(entry.template)
+    if entry.program is None:
+        entry.program = Program(entry)
+    return entry.program.run(inputs, params)
