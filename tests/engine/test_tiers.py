@@ -230,3 +230,63 @@ def test_explain_names_the_tier(mode: Callable[[str], None]) -> None:
     assert "tier: next call eager; not run yet" in str(xp.explain(e))
     xp.compute(e)
     assert "tier: next call eager; last ran eager (1 eager run(s))" in str(xp.explain(s * 11.0))
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc", "coo", "dense"])
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "complex128"])
+def test_eager_products_contract_without_the_full_product(
+        mode: Callable[[str], None], monkeypatch: pytest.MonkeyPatch, fmt: str,
+        dtype: str) -> None:
+    """``A @ B``, ``A.T @ A`` and ``A @ v`` run eager by ``einsum`` even where the product
+    over every field would exceed the bound; same values, dtype and format as compiled."""
+    a_np = (sp.random_array((30, 20), density=0.2, format="csr", rng=5).toarray() * 4
+            ).astype(dtype)
+    b_np = RNG.integers(-3, 4, (20, 25)).astype(dtype)
+    exprs = [lambda a, b: a @ b, lambda a, b: a.T @ a, lambda a, b: a @ b[:, 0],
+             lambda a, b: xp.vecdot(a[:25], b.T[:25]) if not isinstance(a, np.ndarray)
+             else np.sum(a[:25] * b.T[:25], axis=-1)]
+    monkeypatch.setattr(tiers, "EAGER_MAX_ELEMENTS", 1000)  # 30*20*25 = 15000 > bound
+    for k, fn in enumerate(exprs):
+        a = xp.asarray(a_np, format=fmt) if fmt != "dense" else xp.asarray(a_np)
+        b = xp.asarray(b_np)
+        mode("sync")
+        want = xp.compute(fn(a, b))
+        mode("eager")
+        ran = tiers.STATS["eager"]
+        got = xp.compute(fn(a, b))
+        assert tiers.STATS["eager"] == ran + 1, f"expression {k} did not run eager"
+        assert got.dtype == want.dtype and got.tensor().spec.name == want.tensor().spec.name
+        tol = {"rtol": 1e-4, "atol": 1e-4} if dtype == "float32" else {"rtol": 1e-10}
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), **tol)
+        np.testing.assert_allclose(np.asarray(got), fn(a_np, b_np), **tol)
+
+
+def test_eager_product_with_a_nan_partner_keeps_the_fill_rule(mode: Callable[[str], None]
+                                                               ) -> None:
+    """An implicit 0 annihilates a NaN partner (the fill rule): not plain arithmetic, so
+    the contraction shortcut declines and the general evaluation gives the kernels' 0."""
+    s = xp.asarray(np.array([[0.0, 1.0], [0.0, 0.0]]), format="csr")
+    d = xp.asarray(np.array([[np.nan, 2.0], [3.0, 4.0]]))
+    mode("sync")
+    want = np.asarray(xp.compute(s @ d))
+    mode("eager")
+    got = np.asarray(xp.compute(s @ d))
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got, [[3.0, 4.0], [0.0, 0.0]])
+
+
+def test_a_hot_shape_stops_waiting_for_its_background_compile(
+        mode: Callable[[str], None], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ski rental: once a shape's eager runs cost more than the budget while its job is
+    pending, it compiles in process."""
+    mode("background")
+    monkeypatch.setattr(background, "JOB_TIMEOUT_S", 1e9)
+    monkeypatch.setattr(background, "submit", lambda plan: background.Job(-1))  # never answers
+    monkeypatch.setattr(tiers, "EAGER_BUDGET_S", 0.0)
+    s, d, v = _operands("csr", 0.0)
+    st = _state(s * 13.0)
+    xp.compute(s * 13.0)
+    assert st.last is Tier.EAGER and st.job is not None
+    assert st.job.current() is JobState.PENDING
+    np.testing.assert_allclose(np.asarray(xp.compute(s * 13.0)), 13.0 * S_NP)
+    assert st.last is Tier.COMPILED

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import os
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -37,6 +38,10 @@ from lazysparse.logic.nodes import Plan
 
 #: the most entries an operand or a dense intermediate of an eager run may have
 EAGER_MAX_ELEMENTS = 1 << 17
+
+#: eager seconds one shape may spend while its background compile is pending before it
+#: compiles in process (ski rental: a hot loop never pays more than about twice a compile)
+EAGER_BUDGET_S = 1.0
 
 STATS = Counters("eager", "compiled", "eager_refused")
 
@@ -95,6 +100,7 @@ class TierState:
     eager_refused: bool = False  # the eager tier could not run this shape
     last: Tier | None = None
     eager_runs: int = 0
+    eager_seconds: float = 0.0
 
     def describe(self) -> str:
         """What ran this shape last and where its background compile stands."""
@@ -131,7 +137,8 @@ def small(inputs: list[Any]) -> bool:
 def choose_tier(entry: CachedPlan, st: TierState, inputs: list[Any],
                 mode: CompileMode) -> Tier:
     """The tier of this call: compiled in ``sync`` mode, for large operands, once the shape
-    ran compiled or its background compile ended; else eager."""
+    ran compiled, its background compile ended, or its eager runs cost more than
+    :data:`EAGER_BUDGET_S` while it compiles; else eager."""
     if mode is CompileMode.SYNC or st.eager_refused or not small(inputs):
         return Tier.COMPILED
     if mode is CompileMode.EAGER:
@@ -139,7 +146,8 @@ def choose_tier(entry: CachedPlan, st: TierState, inputs: list[Any],
     if st.last is Tier.COMPILED or entry.program is not None:
         return Tier.COMPILED
     if st.job is not None:
-        return Tier.EAGER if st.job.current() is JobState.PENDING else Tier.COMPILED
+        pending = st.job.current() is JobState.PENDING
+        return Tier.EAGER if pending and st.eager_seconds <= EAGER_BUDGET_S else Tier.COMPILED
     # never submitted (first sight): eager; submitted but refused (no worker, unpicklable):
     # the shape repeats, so it compiles in process
     return Tier.COMPILED if st.submitted else Tier.EAGER
@@ -172,10 +180,12 @@ def run_tiered(entry: CachedPlan, inputs: list[Any], params: tuple[Any, ...],
         if mode is CompileMode.BACKGROUND and entry.cached and not st.submitted:
             st.submitted = True  # sent before the eager run, so both proceed at once
             st.job = background.submit(plan)
+        start = time.perf_counter()
         out = run_eager(plan)
         if out is not None:
             st.last = Tier.EAGER
             st.eager_runs += 1
+            st.eager_seconds += time.perf_counter() - start
             STATS.bump("eager")
             return out
         st.eager_refused = True

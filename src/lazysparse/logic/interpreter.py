@@ -182,6 +182,9 @@ class _Interpreter:
             case MapJoin(op=Immediate(val=op), args=args):
                 return self.record(self.mapjoin(op, args))
             case Aggregate(op=Immediate(val=op), init=Immediate(val=init), arg=arg, idxs=idxs):
+                fast = self.contract(op, init, arg, idxs) if self.max_elements else None
+                if fast is not None:
+                    return self.record(fast)
                 return self.record(self.aggregate(op, init, self.eval(arg), idxs))
             case Reformat(tns=Immediate(val=spec), arg=arg):
                 v = self.eval(arg)
@@ -197,6 +200,56 @@ class _Interpreter:
             case Field():
                 raise ValueError(f"{node!r} used as a value outside a mapjoin")
         raise TypeError(f"interpret: not an expression node: {node!r}")
+
+    def contract(self, op: Operator, init: Any, arg: LogicNode,
+                 idxs: tuple[Field, ...]) -> Value | None:
+        """``sum over idxs of a * b`` by ``np.einsum``, never making the product over every
+        field (a bounded evaluation's matrix products); None where the fill rule could differ
+        from plain arithmetic: a sparse operand whose fill is not 0, non-finite values, a
+        broadcast axis, a nonzero init, booleans."""
+        order = None
+        if isinstance(arg, Reorder):  # the loop order the optimizer chose: a permutation
+            order, arg = arg.idxs, arg.arg
+        if not (op.name == "add" and isinstance(arg, MapJoin) and len(arg.args) == 2
+                and isinstance(arg.op, Immediate) and getattr(arg.op.val, "name", "") ==
+                "multiply" and not any(isinstance(a, Field) for a in arg.args)):
+            return None
+        mul = arg.op.val
+        va, vb = self.eval(arg.args[0]), self.eval(arg.args[1])
+        fields = unique_fields([va.fields, vb.fields])
+        if order is not None:
+            if set(order) != set(fields) or len(order) != len(fields):
+                return None  # the reorder adds or drops axes: the general path
+            fields = tuple(order)
+        if not _contractible(va, vb, init, idxs):
+            return None
+        sizes = dict(zip(va.fields, np.shape(va.data), strict=True))
+        for f, n in zip(vb.fields, np.shape(vb.data), strict=True):
+            if sizes.setdefault(f, n) != n:
+                return None  # a size-1 axis broadcast: the general path aligns it
+        keep = tuple(f for f in fields if f not in idxs)
+        self.bound(math.prod(sizes[f] for f in keep), "a contraction's result")
+        opds = mul.operand_dtypes(va.data.dtype, vb.data.dtype)
+        letters = {f: chr(97 + k) for k, f in enumerate(fields)}
+        spec = (f"{''.join(letters[f] for f in va.fields)},"
+                f"{''.join(letters[f] for f in vb.fields)}->{''.join(letters[f] for f in keep)}")
+        prod_dt = np.result_type(*opds)
+        res_dt = aggregate_dtype(op, init, prod_dt)
+        with np.errstate(all="ignore"):
+            part = np.einsum(spec, va.data.astype(opds[0]), vb.data.astype(opds[1]))
+            out = np.asarray(op.apply(np.asarray(scalar_as(init, res_dt)), part)).astype(res_dt)
+        implicit = None
+        if va.implicit is not None or vb.implicit is not None:
+            sa = np.ones(np.shape(va.data)) if va.implicit is None else \
+                (~np.broadcast_to(va.implicit, np.shape(va.data))).astype(np.float64)
+            sb = np.ones(np.shape(vb.data)) if vb.implicit is None else \
+                (~np.broadcast_to(vb.implicit, np.shape(vb.data))).astype(np.float64)
+            implicit = np.einsum(spec, sa, sb) == 0  # no k with both entries stored
+            out[implicit] = scalar_as(init, res_dt)  # what a kernel that skips them holds
+        fill = scalar_as(init, res_dt)
+        if not keep:
+            return Value(out[()], (), fill, None, None if implicit is None else bool(implicit))
+        return Value(out, keep, fill, None, implicit)
 
     def alias_value(self, a: Alias) -> Value:
         if a not in self.env:
@@ -332,6 +385,24 @@ class _Interpreter:
         fill = scalar_as(init, res_dt)
         return Value(result, fields, fill, None,
                      _reduced_mask(op, fill, v, keep, red, data.shape))
+
+
+def _contractible(va: Value, vb: Value, init: Any, idxs: tuple[Field, ...]) -> bool:
+    """Whether ``sum(a * b)`` over ``idxs`` is plain arithmetic under the fill rule: both
+    operands arrays of numbers, each dense or with fill 0 (which annihilates a product of
+    finite values exactly as arithmetic does), every value finite, the init 0, every reduced
+    field present."""
+    for v in (va, vb):
+        if not isinstance(v.data, np.ndarray) or v.data.ndim == 0 or \
+                v.data.dtype.kind not in "iufc":
+            return False
+        if v.implicit is not None and not same_value(v.fill, v.data.dtype.type(0)):
+            return False
+        if v.data.dtype.kind in "fc" and not np.isfinite(v.data).all():
+            return False
+    if np.ndim(init) or isinstance(init, bool | np.bool_) or complex(init) != 0:
+        return False
+    return all(f in va.fields or f in vb.fields for f in idxs)
 
 
 def _scalar_mask(imp: Any) -> Any:
