@@ -237,7 +237,8 @@ def arange(start: int | float, /, stop: int | float | None = None, step: int | f
 
 def linspace(start: int | float | complex, stop: int | float | complex, /, num: int, *,
              dtype: Any = None, device: Any = None, endpoint: bool = True) -> LazyArray:
-    """``num`` evenly spaced values from ``start`` to ``stop`` (dense)."""
+    """``num`` evenly spaced values from ``start`` to ``stop`` (dense). The standard asks
+    for a floating dtype; an integer or bool one gives NumPy's values (scipy.signal asks)."""
     dev = _check_device(device, "linspace")
     num = operator_index(num)
     if num < 0:
@@ -245,13 +246,17 @@ def linspace(start: int | float | complex, stop: int | float | complex, /, num: 
     is_c = isinstance(start, complex) or isinstance(stop, complex)
     d = (_dt.DEFAULT_COMPLEX if is_c else _dt.DEFAULT_FLOAT) if dtype is None else \
         _dt.as_dtype(dtype)
-    if d.kind not in "fc":
-        raise TypeError(f"linspace: dtype must be floating-point, got {d}")
+    if is_c and d.kind != "c":
+        raise TypeError(f"linspace: complex start/stop cannot make {d} values (the imaginary "
+                        "part would be lost)")
     check_extents((num,))
     check_allocation(num, np.complex128 if is_c or d.kind == "c" else np.float64,
                      "linspace's dense result")
-    arr = np.linspace(start, stop, num, endpoint=endpoint, dtype=np.complex128 if is_c or
-                      d.kind == "c" else np.float64).astype(d)
+    if d.kind in "fc":
+        arr = np.linspace(start, stop, num, endpoint=endpoint, dtype=np.complex128 if is_c or
+                          d.kind == "c" else np.float64).astype(d)
+    else:  # integer and bool dtypes as NumPy makes them (floats rounded down, then cast)
+        arr = np.linspace(start, stop, num, endpoint=endpoint, dtype=d)
     return LazyArray.from_tensor(T.dense(arr), dev)
 
 

@@ -37,7 +37,7 @@ from lazysparse.logic.interpreter import interpret
 from lazysparse.logic.nodes import Plan
 
 #: the most entries an operand or a dense intermediate of an eager run may have
-EAGER_MAX_ELEMENTS = 1 << 17
+EAGER_MAX_ELEMENTS = 1 << 20
 
 #: eager seconds one shape may spend while its background compile is pending before it
 #: compiles in process (ski rental: a hot loop never pays more than about twice a compile)
