@@ -20,7 +20,7 @@ vector along ``t``:
   terms zipf): the rank-one (Chung–Lu) model of each access, ``P(X[t,i]) = deg(t)
   deg(i) / nnz``, so ``q(t, leaves) = prod_k deg_k(t) e_k(leaf_k) / nnz_k``, averaged over
   the leaves' degrees grouped on a log scale (``LEAF_BINS_PER_OCTAVE``) and the center's
-  degree tuples (``CENTER_GROUPS``). With uniform leaves ``e_k = nnz_k / n_k`` it is the
+  degree tuples (exact below ``CENTER_EXACT``). With uniform leaves ``e_k = nnz_k / n_k`` it is the
   rule above; independence of the leaves would count every heavy pair many times (2.5x
   too many co-occurrence entries on the zipf corpus).
 * A triangle ``A[i,j] B[i,k] C[k,j]`` with every field bound (a triangle count's work): the
@@ -40,8 +40,10 @@ noise and the plans of uniform data stay as they were.
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -51,8 +53,8 @@ from lazysparse.logic.nodes import Field
 # leaf degrees grouped this many groups per doubling for the rank-one model (an estimate
 # within a few percent of the per-coordinate sum; grouping keeps it O(groups^2 x centers))
 LEAF_BINS_PER_OCTAVE = 2
-# center degree tuples kept distinct up to this many; past it grouped on the log scale too
-CENTER_GROUPS = 512
+# center degrees kept exact below this; heavier ones grouped four per doubling
+CENTER_EXACT = 64
 # the most (center groups x leaf groups) cells the rank-one model evaluates; past it the
 # independent-leaf rule decides
 RANK_ONE_CELLS = 1 << 21
@@ -117,7 +119,7 @@ def intersection_probability(accs: Sequence[Access], bound: set[Field] | frozens
     if t in bound:
         return _bound_center(degs, leaves, t, bound, sizes)  # type: ignore[arg-type]
     if any(skewed_leaves):
-        p = _rank_one(accs, degs, leaves, bound, sizes)  # type: ignore[arg-type]
+        p = _rank_one_once(accs, degs, leaves, bound, sizes)  # type: ignore[arg-type]
         if p is not None:
             return p
     return _free_center(degs, leaves, bound, sizes)  # type: ignore[arg-type]
@@ -177,24 +179,78 @@ def _log_groups(values: np.ndarray, per_octave: int = LEAF_BINS_PER_OCTAVE) -> n
                     0).astype(np.int64)
 
 
-def _leaf_groups(d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """A leaf's degrees grouped on the log scale: (mean degree, coordinates) per group."""
-    _, inv, cnt = np.unique(_log_groups(d), return_inverse=True, return_counts=True)
-    return np.bincount(inv, weights=d) / cnt, cnt.astype(np.float64)
+# leaf degree groups per tensor statistics and axis, computed once (weakly keyed: dropped
+# with the statistics)
+_LEAF_GROUPS: weakref.WeakKeyDictionary[TensorStats, dict[int, tuple[np.ndarray, np.ndarray]]]
+_LEAF_GROUPS = weakref.WeakKeyDictionary()
+
+
+def _leaf_groups(view: StatsView, k: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """The degrees along alias axis ``k`` grouped on the log scale: (mean degree,
+    coordinates) per group; None when unknown."""
+    axis = view.axes[k]
+    per = _LEAF_GROUPS.setdefault(view.stats, {})
+    if axis not in per:
+        d = view.stats.degrees(axis)
+        if d is None:
+            return None
+        _, inv, cnt = np.unique(_log_groups(d), return_inverse=True, return_counts=True)
+        per[axis] = (np.bincount(inv, weights=d) / cnt, cnt.astype(np.float64))
+    return per[axis]
+
+
+def _center_key(d: np.ndarray) -> np.ndarray:
+    """A group number per center degree: exact below ``CENTER_EXACT``, past it four per
+    doubling (heavy coordinates are few; their mean per group stands for them)."""
+    d = np.asarray(d, dtype=np.int64)
+    heavy = d >= CENTER_EXACT
+    if not heavy.any():
+        return d
+    octaves = np.floor(4 * np.log2(np.maximum(d, CENTER_EXACT) / CENTER_EXACT)).astype(np.int64)
+    return np.where(heavy, CENTER_EXACT + octaves, d)
 
 
 def _center_groups(degs: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """The center's degree tuples (one row per distinct tuple, one column per access) and
-    how many coordinates hold each; grouped on the log scale past ``CENTER_GROUPS``."""
-    d = np.stack(degs, axis=1).astype(np.float64)
-    rows, cnt = np.unique(d, axis=0, return_counts=True)
-    if rows.shape[0] <= CENTER_GROUPS:
-        return rows, cnt.astype(np.float64)
-    keys = np.stack([_log_groups(c) for c in d.T], axis=1)
-    _, inv, cnt = np.unique(keys, axis=0, return_inverse=True, return_counts=True)
+    """The center's degree tuples grouped (``_center_key`` per access, jointly): the mean
+    degree of each access per group (one row per group) and how many coordinates hold it."""
+    joint = np.zeros(degs[0].size, dtype=np.int64)
+    for d in degs:
+        key = _center_key(d)
+        joint = joint * (int(key.max(initial=0)) + 1) + key
+    top = int(joint.max(initial=0)) + 1
+    if top <= max(4 * joint.size, 1 << 16):  # a count per possible group: O(n)
+        cnt = np.bincount(joint, minlength=top)
+        present = np.flatnonzero(cnt)
+        means = np.stack([np.bincount(joint, weights=d, minlength=top)[present]
+                          for d in degs], axis=1) / cnt[present, None]
+        return means, cnt[present].astype(np.float64)
+    _, inv, counts = np.unique(joint, return_inverse=True, return_counts=True)
     inv = inv.ravel()
-    means = np.stack([np.bincount(inv, weights=c) for c in d.T], axis=1) / cnt[:, None]
-    return means, cnt.astype(np.float64)
+    means = np.stack([np.bincount(inv, weights=d) for d in degs], axis=1) / counts[:, None]
+    return means, counts.astype(np.float64)
+
+
+# rank-one estimates by the statistics, axes and extents they read, kept with the first
+# access's statistics (weakly keyed; the others' by weak reference, checked on a hit): one
+# optimization asks the same star for every loop-order candidate
+_RankOneMemo = dict[tuple[Any, ...], tuple[tuple["weakref.ref[TensorStats]", ...], float | None]]
+_RANK_ONE: weakref.WeakKeyDictionary[TensorStats, _RankOneMemo] = weakref.WeakKeyDictionary()
+
+
+def _rank_one_once(accs: Sequence[Access], degs: list[np.ndarray], leaves: list[Field | None],
+                   bound: set[Field] | frozenset[Field], sizes: dict[Field, int]) -> float | None:
+    """``_rank_one``, computed once per star of the same statistics and extents."""
+    key = tuple((id(view.stats), view.axes, -1 if leaf is None or leaf not in bound
+                 else fields.index(leaf), sizes[leaf] if leaf is not None and leaf in bound
+                 else 0) for (fields, view), leaf in zip(accs, leaves, strict=True))
+    memo = _RANK_ONE.setdefault(accs[0][1].stats, {})
+    hit = memo.get(key)
+    if hit is not None and all(r() is view.stats for r, (_, view) in zip(hit[0], accs,
+                                                                          strict=True)):
+        return hit[1]
+    p = _rank_one(accs, degs, leaves, bound, sizes)
+    memo[key] = (tuple(weakref.ref(view.stats) for _, view in accs), p)
+    return p
 
 
 def _rank_one(accs: Sequence[Access], degs: list[np.ndarray], leaves: list[Field | None],
@@ -212,9 +268,10 @@ def _rank_one(accs: Sequence[Access], degs: list[np.ndarray], leaves: list[Field
             continue
         if not view.nnz:
             return 0.0
-        ed = view.degrees(fields.index(leaf)) if view.skewed(fields.index(leaf)) else None
-        if ed is not None:
-            e, w = _leaf_groups(ed)
+        groups = _leaf_groups(view, fields.index(leaf)) if view.skewed(fields.index(leaf)) \
+            else None
+        if groups is not None:
+            e, w = groups
         else:
             e, w = np.array([view.nnz / max(sizes[leaf], 1)]), np.array([float(sizes[leaf])])
         shape.append(e.size)
