@@ -20,9 +20,9 @@ vector along ``t``:
   terms zipf): the rank-one (Chung–Lu) model of each access, ``P(X[t,i]) = deg(t)
   deg(i) / nnz``, so ``q(t, leaves) = prod_k deg_k(t) e_k(leaf_k) / nnz_k``, averaged over
   the leaves' degrees grouped on a log scale (``LEAF_BINS_PER_OCTAVE``) and the center's
-  degree tuples (exact below ``CENTER_EXACT``). With uniform leaves ``e_k = nnz_k / n_k`` it is the
-  rule above; independence of the leaves would count every heavy pair many times (2.5x
-  too many co-occurrence entries on the zipf corpus).
+  degree tuples (exact below ``CENTER_EXACT``). With uniform leaves ``e_k = nnz_k / n_k``
+  it is the rule above; independence of the leaves would count every heavy pair many
+  times (2.5x too many co-occurrence entries on the zipf corpus).
 * A triangle ``A[i,j] B[i,k] C[k,j]`` with every field bound (a triangle count's work): the
   two-path of two accesses on their shared field, exact as above, times the chance that
   the third (closing) access holds the path's ends: under the rank-one model the path's
