@@ -9,7 +9,11 @@ kernels and the result format from ``xp.explain``, and the speed-up of two threa
 (``numba.set_num_threads`` in the same process; target ≥ 1.6 on the compute-bound kernels,
 ≥ 1.3 on Aᵀx). scipy's time is given for scale. Not a test.
 
-Usage: ``python benchmarks/bench_forms.py [--quick] [--only sddmm,spmv] [--budget S]``.
+``--skewed`` (issue 36): only Aᵀx and triangle counting, on a Chung–Lu power-law graph
+(``tests/optimizer/skewed_data.py``) instead of uniformly random entries.
+
+Usage: ``python benchmarks/bench_forms.py [--quick] [--only sddmm,spmv] [--budget S]
+[--skewed]``.
 """
 
 from __future__ import annotations
@@ -36,11 +40,14 @@ import numpy as np  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench_data import rand_coo3, rand_csr, symmetric_pattern  # noqa: E402
+from tests.optimizer.skewed_data import chung_lu  # noqa: E402
 
 import lazysparse as xp  # noqa: E402
 
 Thunk = Callable[[], Any]
+SKEWED_LABEL = ", Chung–Lu power law"
 
 
 @dataclass
@@ -101,11 +108,11 @@ def spmv(n: int, per_row: int) -> Computation:
     return c
 
 
-def atx(n: int, per_row: int) -> Computation:
-    A = rand_csr(n, n, per_row, 3)
+def atx(n: int, per_row: int, skewed: bool = False) -> Computation:
+    A = chung_lu(n, per_row, seed=3) if skewed else rand_csr(n, n, per_row, 3)
     x = np.random.default_rng(4).random(n)
-    c = Computation("Aᵀx", f"n={n}, {per_row}/row", A.T @ x, lambda: A.T @ x,
-                    compute_bound=False)
+    c = Computation("Aᵀx", f"n={n}, {per_row}/row{SKEWED_LABEL if skewed else ''}",
+                    A.T @ x, lambda: A.T @ x, compute_bound=False)
     a, v = xp.asarray(A), xp.asarray(x)
     c.forms = {
         "A.T @ x": lambda: a.T @ v,
@@ -146,11 +153,11 @@ def mttkrp(n: int, nnz: int, rank: int) -> Computation:
     return c
 
 
-def triangles(n: int, per_row: int) -> Computation:
-    T = symmetric_pattern(n, per_row, 6)
+def triangles(n: int, per_row: int, skewed: bool = False) -> Computation:
+    T = chung_lu(n, per_row, seed=6) if skewed else symmetric_pattern(n, per_row, 6)
     ref = float((T * (T @ T)).sum())
-    c = Computation("triangles", f"n={n}, {T.nnz / n:.1f}/row", np.float64(ref),
-                    lambda: (T * (T @ T)).sum())
+    c = Computation("triangles", f"n={n}, {T.nnz / n:.1f}/row{SKEWED_LABEL if skewed else ''}",
+                    np.float64(ref), lambda: (T * (T @ T)).sum())
     a = xp.asarray(T)
     c.forms = {
         "sum(A * (A @ A))": lambda: xp.sum(a * (a @ a)),
@@ -166,7 +173,10 @@ def triangles(n: int, per_row: int) -> Computation:
     return c
 
 
-def computations(quick: bool) -> list[Callable[[], Computation]]:
+def computations(quick: bool, skewed: bool = False) -> list[Callable[[], Computation]]:
+    if skewed:  # the power-law graph's Aᵀx and triangle count (issue 36)
+        n, m = (100_000, 4000) if quick else (1_000_000, 20_000)
+        return [lambda: atx(n, 10, skewed=True), lambda: triangles(m, 10, skewed=True)]
     if quick:
         return [lambda: sddmm(2000, 20, 64), lambda: spmv(100_000, 10),
                 lambda: atx(100_000, 10), lambda: mttkrp(200, 100_000, 16),
@@ -250,13 +260,15 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="smaller sizes")
     ap.add_argument("--only", default=None, help="comma-separated computation names")
     ap.add_argument("--budget", type=float, default=1.0, help="seconds per timing")
+    ap.add_argument("--skewed", action="store_true",
+                    help="Aᵀx and triangles on a Chung–Lu power-law graph (issue 36)")
     args = ap.parse_args()
     only = {s.strip().lower() for s in args.only.split(",")} if args.only else None
     print(f"threads available: {numba.config.NUMBA_NUM_THREADS}; times are medians (ms)")
     print("| computation | spelling | 1 thread | / best | kernels | result | 2 threads "
           "| speed-up | scipy |")
     print("|---|---|---|---|---|---|---|---|---|")
-    for make in computations(args.quick):
+    for make in computations(args.quick, args.skewed):
         c = make()
         if only and c.name.lower().replace("ᵀ", "t") not in only and c.name.lower() not in only:
             continue

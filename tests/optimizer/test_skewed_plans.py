@@ -143,3 +143,46 @@ def test_explain_run_shows_the_actual_entries_next_to_the_estimate() -> None:
     assert f"actual: {ref.nnz} stored entries" in str(k)
     assert xp.explain(e).kernels[-1].estimate.actual_entries is None  # type: ignore[union-attr]
     assert e.result is None  # explaining computes nothing the array keeps
+
+
+def _product_work(a: sp.csr_array, b: sp.csr_array) -> float:
+    """Products of ``a @ b``: ``sum_t colnnz_a(t) * rownnz_b(t)``."""
+    return float((np.diff(sp.csc_array(a).indptr) * np.diff(sp.csr_array(b).indptr)).sum())
+
+
+def _estimate_cases() -> list[tuple[str, object, float, float]]:
+    """(name, lazy expression, the product kernel's actual work, its actual nonzeros)."""
+    d = zipf_terms(2000, 3000, 40_000, seed=15)
+    x, a = xp.asarray(d), xp.asarray(G)
+    b = (G != 0).astype(np.float64)
+    v = np.random.default_rng(16).random(2000)
+    w = np.random.default_rng(17).random(G.shape[0])
+    return [
+        ("cosine block", x[:100] @ x.T, _product_work(d[:100], d.T), (d[:100] @ d.T).nnz),
+        ("co-occurrence", x.T @ x, _product_work(d.T, d), (d.T @ d).nnz),
+        ("D @ D.T", x[:300] @ x[:300].T, _product_work(d[:300], d[:300].T),
+         (d[:300] @ d[:300].T).nnz),
+        ("D.T @ v", x.T @ xp.asarray(v), float(d.nnz), np.count_nonzero(d.T @ v)),
+        ("A[:100] @ A", a[:100] @ a, _product_work(G[:100], G), (G[:100] @ G).nnz),
+        ("A.T @ w", a.T @ xp.asarray(w), float(G.nnz), np.count_nonzero(G.T @ w)),
+        ("2-hop", a @ a, _product_work(G, G), (G @ G).nnz),
+        ("triangles", xp.sum(a * (a @ a)), float((b * (b @ b)).sum()), 1),
+    ]
+
+
+@pytest.mark.parametrize("case", range(8))
+def test_every_kernel_is_estimated_within_ten_times_on_skewed_data(case: int) -> None:
+    # issue 36's target: no kernel's estimated work or output entries off by more than 10x
+    name, expr, work, nonzeros = _estimate_cases()[case]
+    kernels = xp.explain(expr, run=True).kernels  # type: ignore[attr-defined]
+    for k in kernels:
+        est = k.estimate
+        assert est is not None and est.actual_entries is not None
+        assert est.actual_entries / 10 <= est.entries <= 10 * max(est.actual_entries, 1), (
+            name, k.alias, est.entries, est.actual_entries)
+    product = kernels[-1].estimate
+    assert work / 10 <= product.work <= 10 * work, (name, product.work, work)
+    # against the true nonzeros (scipy's) too; a sparse result stores exactly those
+    assert nonzeros / 10 <= product.entries <= 10 * max(nonzeros, 1), (name, product.entries)
+    if kernels[-1].output_format.name != "dense":
+        assert product.actual_entries == nonzeros, (name, product.actual_entries, nonzeros)

@@ -35,6 +35,7 @@ import numpy as np
 import scipy.sparse as sp
 
 import lazysparse as xp
+from tests.optimizer.skewed_data import chung_lu, zipf_terms
 
 RTOL = 1e-6  # float64 results
 DENSE_CHECK_ELEMENTS = 4_000_000  # results up to this size are also compared densely
@@ -207,15 +208,24 @@ def _atol(ref: Any, atol: float | None) -> float:
 
 
 def check_sparse(label: str, r: Any, ref: Any, *, rtol: float = RTOL,
-                 atol: float | None = None, nnz_factor: float = 1.0) -> None:
+                 atol: float | None = None, nnz_factor: float = 1.0,
+                 dense_past: float | None = None) -> None:
     """``r`` (a lazysparse array) equals the scipy sparse ``ref``: same shape, a sparse
     format, fill value 0, at most ``nnz_factor`` x scipy's stored-entry count, no NaN, and
-    the same values (compared as sparse matrices; also densely when small)."""
+    the same values (compared as sparse matrices; also densely when small). With
+    ``dense_past`` (issue 36: a result past the break-even density is stored dense), a
+    reference denser than it must come back dense, one sparser must stay sparse."""
     assert isinstance(r, xp.LazyArray), f"{label}: expected a lazysparse array, got {type(r)}"
     ref = sp.csr_array(ref)
     assert tuple(r.shape) == ref.shape, f"{label}: shape {r.shape}, scipy's {ref.shape}"
     xp.compute(r)
     size = math.prod(ref.shape)
+    if dense_past is not None and np.count_nonzero(ref.data) > dense_past * size:
+        assert r.format == "dense", (
+            f"{label}: result is {r.format}, scipy's has {ref.nnz:,} of {size:,} entries "
+            f"(past {dense_past:g}: dense)")
+        _assert_sparse_close(label, sp.csr_array(xp.to_scipy(r)), ref, rtol, _atol(ref, atol))
+        return
     assert r.format != "dense", (
         f"{label}: result is dense ({r.shape}), scipy's is sparse "
         f"({ref.nnz:,} stored of {size:,})")
@@ -268,12 +278,14 @@ def check_dense(label: str, r: Any, ref: Any, *, rtol: float = RTOL,
 
 
 def compare(name: str, got: dict[str, Any], want: dict[str, Any],
-            nnz_factor: dict[str, float], rtol: dict[str, float]) -> None:
+            nnz_factor: dict[str, float], rtol: dict[str, float],
+            dense_past: dict[str, float] | None = None) -> None:
     assert got.keys() == want.keys(), f"{name}: keys {sorted(got)} vs {sorted(want)}"
     for key, ref in want.items():
         label, tol = f"{name}: {key}", rtol.get(key, RTOL)
         if sp.issparse(ref):
-            check_sparse(label, got[key], ref, rtol=tol, nnz_factor=nnz_factor.get(key, 1.0))
+            check_sparse(label, got[key], ref, rtol=tol, nnz_factor=nnz_factor.get(key, 1.0),
+                         dense_past=(dense_past or {}).get(key))
         else:
             check_dense(label, got[key], ref, rtol=tol)
 
@@ -293,6 +305,8 @@ class Workflow:
     rtol: dict[str, float] = field(default_factory=dict)
     large_size: Size | None = None  # overrides the family's large size
     note: str = ""
+    # results stored dense past this density of scipy's (``check_sparse``), by key
+    dense_past: dict[str, float] = field(default_factory=dict)
 
     @property
     def small(self) -> Size:
@@ -310,7 +324,7 @@ class Workflow:
         d = self.data(size)
         want = self.scipy_version(d)
         got = self.lazy_version(d)
-        compare(self.name, got, want, self.nnz_factor, self.rtol)
+        compare(self.name, got, want, self.nnz_factor, self.rtol, self.dense_past)
 
 
 WORKFLOWS: dict[str, Workflow] = {}
@@ -1260,3 +1274,111 @@ def heat_lazy(d):
 
 
 register("sci_heat_explicit", GRID, grid_data, heat_scipy, heat_lazy)
+
+
+# ============================================================================== skewed data
+
+# issue 36: zipf text (term ids drawn with probability ~ rank^-1.1, documents uniform) and
+# Chung–Lu power-law graphs (expected degree ~ rank^-2/3): a few terms and vertices hold a
+# large share of the entries, which the uniform corpora above hide. Results past half
+# dense are stored dense (``dense_past``), as the optimizer decides from degree statistics.
+SKEW_TEXT = Family(Size(2_000, 3_000, 20), Size(200_000, 100_000, 5), Size(20_000, 30_000, 20))
+SKEW_GRAPH = Family(Size(3_000, per_row=8), Size(200_000, per_row=5), Size(20_000, per_row=10))
+HALF = {"S": 0.5, "C": 0.5, "K": 0.5, "P2": 0.5}
+SKEW_ROWS = 16  # query documents and vertices
+
+
+def zipf_data(size: Size) -> dict[str, Any]:
+    return {"X": zipf_terms(size.n, size.m, int(size.n * size.per_row), seed=21),
+            "v": np.random.default_rng(22).random(size.n)}
+
+
+def power_law_data(size: Size) -> dict[str, Any]:
+    g = chung_lu(size.n, size.per_row, seed=23)
+    g.data = 0.5 + np.random.default_rng(24).random(g.nnz)
+    return {"G": g, "v": np.random.default_rng(25).random(size.n)}
+
+
+# --- cosine block of zipf text: the query rows against every document
+def skew_cosine_scipy(d):
+    X = d["X"]
+    norms = np.sqrt(row_sums(X.multiply(X)))
+    Xn = sp.csr_array(X.multiply(1.0 / np.where(norms > 0, norms, 1.0)[:, None]))
+    return {"S": (Xn[:SKEW_ROWS] @ Xn.T).tocsr()}
+
+
+def skew_cosine_lazy(d):
+    X = xp.asarray(d["X"])
+    norms = xp.linalg.vector_norm(X, axis=1)
+    Xn = X / xp.where(norms > 0, norms, 1.0)[:, None]
+    return {"S": Xn[:SKEW_ROWS] @ Xn.T}
+
+
+register("skew_text_cosine_block", SKEW_TEXT, zipf_data, skew_cosine_scipy, skew_cosine_lazy,
+         dense_past=HALF)
+
+
+# --- co-occurrence X.T @ X, a document block's self-similarity, X.T @ v, row normalization
+def skew_products_scipy(d):
+    X, v = d["X"], d["v"]
+    D = X[:1_000]
+    norms = np.sqrt(row_sums(X.multiply(X)))
+    return {"C": (X.T @ X).tocsr(), "K": (D @ D.T).tocsr(), "Xtv": X.T @ v,
+            "N": sp.csr_array(X.multiply(1.0 / np.where(norms > 0, norms, 1.0)[:, None]))}
+
+
+def skew_products_lazy(d):
+    X = xp.asarray(d["X"])
+    D = X[:1_000]
+    norms = xp.sqrt(xp.sum(X * X, axis=1))
+    return {"C": X.T @ X, "K": D @ D.T, "Xtv": X.T @ d["v"],
+            "N": X / xp.where(norms > 0, norms, 1.0)[:, None]}
+
+
+register("skew_text_products", SKEW_TEXT, zipf_data, skew_products_scipy, skew_products_lazy,
+         dense_past=HALF)
+
+
+# --- PageRank on a power-law graph (P.T @ x each step)
+def skew_pagerank_data(size: Size) -> dict[str, Any]:
+    return {"G": power_law_data(size)["G"]}
+
+
+register("skew_graph_pagerank", SKEW_GRAPH, skew_pagerank_data, pagerank_scipy,
+         functools.partial(_pagerank_lazy, computed=True))
+
+
+# --- rows of the 2-hop matrix, A.T @ v, degrees and the random-walk matrix
+def skew_graph_scipy(d):
+    G, v = d["G"], d["v"]
+    deg = row_sums(G)
+    return {"P2": (G[:SKEW_ROWS] @ G).tocsr(), "Gtv": G.T @ v, "deg": deg,
+            "W": (sp.diags_array(safe_inverse(deg)) @ G).tocsr()}
+
+
+def skew_graph_lazy(d):
+    A = xp.asarray(d["G"])
+    deg = xp.sum(A, axis=1)
+    return {"P2": A[:SKEW_ROWS] @ A, "Gtv": A.T @ d["v"], "deg": deg,
+            "W": A / xp.where(deg > 0, deg, 1.0)[:, None]}
+
+
+register("skew_graph_products", SKEW_GRAPH, power_law_data, skew_graph_scipy,
+         skew_graph_lazy, dense_past=HALF)
+
+
+# --- triangles: sum(A * (A @ A)) of the 0/1 adjacency (6 x the triangle count)
+def skew_triangles_scipy(d):
+    B = sp.csr_array(d["G"] > 0).astype(np.float64)
+    return {"triangles": float((B * (B @ B)).sum())}
+
+
+def skew_triangles_lazy(d):
+    B = xp.astype(xp.asarray(d["G"]) > 0, xp.float64)
+    return {"triangles": float(xp.sum(B * (B @ B)))}
+
+
+# scipy forms the 2-hop matrix A @ A (10^8 paths at 200,000 vertices: ~10 s): a smaller
+# large size, still past the dense intermediate the cap rules out
+register("skew_graph_triangles", SKEW_GRAPH, power_law_data, skew_triangles_scipy,
+         skew_triangles_lazy, large_size=Size(60_000, per_row=5))

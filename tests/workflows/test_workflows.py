@@ -147,7 +147,7 @@ def test_cap_is_below_dense_intermediates(large_results) -> None:
             f"intermediate ({dense_bytes(w) / 2**30:.1f} GiB at {w.large})")
 
 
-@pytest.mark.slow  # one capped child process runs all 44 at sizes past a dense intermediate
+@pytest.mark.slow  # one capped child process runs them all at sizes past a dense intermediate
 @pytest.mark.xdist_group("workflows_large")
 @pytest.mark.parametrize("name", list(WORKFLOWS))
 def test_large(name: str, large_results) -> None:
