@@ -96,6 +96,12 @@ class Summary:
         return sum(o.status == status for o in self.outcomes)
 
 
+#: pytest options a suite's own configuration sets, which a run from site-packages does not
+#: read: array-api-extra's pyproject makes warnings errors (its deprecation tests expect
+#: ``pytest.raises(DeprecationWarning)``)
+SUITE_OPTIONS: dict[str, list[str]] = {"array-api-extra": ["-W", "error::DeprecationWarning"]}
+
+
 def _targets(suite: str, scipy_modules: tuple[str, ...]) -> list[str]:
     if suite == "sklearn":
         return list(SKLEARN_MODULES)
@@ -115,6 +121,7 @@ def _pytest_command(suite: str, namespace: str, args: argparse.Namespace, xml: P
     cmd += ["-o", "junit_family=xunit1", "--timeout", str(args.timeout)]
     if importlib.util.find_spec("xdist") is not None and args.workers > 0:
         cmd += ["-n", str(args.workers)]
+    cmd += SUITE_OPTIONS.get(suite, [])
     cmd += ["--pyargs", *_targets(suite, tuple(args.scipy_modules.split(",")))]
     if args.k:
         cmd += ["-k", args.k]
