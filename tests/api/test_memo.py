@@ -33,9 +33,11 @@ def test_memoized_result_replaces_subplan(count_executions: list) -> None:
 
 
 def test_observation_computes() -> None:
-    x = xp.asarray(3.0) * 2
+    x = xp.sum(xp.asarray([1.0, 2.0])) * 2  # an uncomputed operand: lazy until observed
     assert x.result is None
     assert float(x) == 6.0 and x.result is not None
+    folded = xp.asarray(3.0) * 2  # computed 0-d operands only: folded at once (scalar_now)
+    assert folded.result is not None and float(folded) == 6.0
     assert bool(xp.asarray(1) > 0) is True
     assert int(xp.asarray(7, dtype=xp.int8) + 1) == 8
     assert complex(xp.asarray(1 + 2j)) == 1 + 2j

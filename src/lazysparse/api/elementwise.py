@@ -23,6 +23,8 @@ from lazysparse.api.building import broadcast_shapes, build_mapjoin
 from lazysparse.api.lazy_array import LazyArray
 from lazysparse.api.operands import as_array, as_operand, operand_names
 from lazysparse.formats import Tensor
+from lazysparse.formats.dtypes import SUPPORTED_DTYPE_SET
+from lazysparse.formats.specs import format_spec
 from lazysparse.logic import dtypes as _dt
 from lazysparse.logic.nodes import Immediate
 from lazysparse.logic.operators import (
@@ -48,7 +50,10 @@ def stored_scalar(a: LazyArray) -> Any:
     treats ``X > np.float64(t)`` as ``X > t``: ``X``'s pattern, not a dense result."""
     if a.ndim != 0 or a.result is None or not isinstance(a.result, Tensor):
         return None
-    return a.dtype.type(a.result.to_numpy()[()])
+    t = a.result
+    if t.values.size == 1:  # a 0-d tensor that stores its value (every dense one)
+        return a.dtype.type(t.values[0])
+    return a.dtype.type(t.to_numpy()[()])
 
 
 @dataclass(frozen=True)
@@ -143,6 +148,31 @@ def _facts(op: Operator, operands: list[Any], arrays: list[LazyArray]) -> _Facts
     return facts
 
 
+def scalar_now(op: Operator, operands: list[Any], facts: _Facts) -> LazyArray | None:
+    """The result at once, as a computed 0-d array, where every operand is a computed 0-d
+    host array or a scalar (``max(H)``, ``a < b`` of two elements, scalar bookkeeping in a
+    loop): the NumPy evaluation a 0-d plan would run, without building or running one. None
+    otherwise (the lazy path)."""
+    if facts.shape:
+        return None
+    vals = []
+    for a, lit in zip(operands, facts.scalars, strict=True):
+        v = stored_scalar(a) if isinstance(a, LazyArray) else lit
+        if v is None:
+            return None
+        vals.append(v)
+    with np.errstate(all="ignore"):
+        out = op.apply_quiet(op.operand_dtypes(*[v.dtype for v in vals]), facts.dtype, *vals)
+    value = np.asarray(out, dtype=facts.dtype).reshape(1)
+    if value.dtype not in SUPPORTED_DTYPE_SET:
+        return None  # the lazy path raises its clear dtype error
+    return LazyArray.from_tensor(Tensor.dense_result((), _SCALAR_SPEC, value,
+                                                     value.dtype.type(0)))
+
+
+_SCALAR_SPEC = format_spec("dense", 0)
+
+
 def apply_operator(op: Operator, *args: Any, fname: str | None = None,
                    names: tuple[str, ...] | None = None) -> LazyArray:
     """``op`` applied elementwise to broadcast ``args``: lazy arrays, Python scalars and
@@ -165,6 +195,9 @@ def apply_operator(op: Operator, *args: Any, fname: str | None = None,
         operands = literals
     else:
         facts = _facts(op, operands, arrays)
+    now = scalar_now(op, operands, facts)
+    if now is not None:
+        return now
     parts: list[Any] = [(a.expr, a.shape) if s is None else Immediate(s)
                         for a, s in zip(operands, facts.scalars, strict=True)]
     expr, _ = build_mapjoin(op, parts, facts.shape)

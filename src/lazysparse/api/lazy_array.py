@@ -33,6 +33,8 @@ from lazysparse.api.scipy_methods import ScipyMethods
 from lazysparse.formats.config import DensifyError
 from lazysparse.formats.device import dense_array, to_cuda, to_host
 from lazysparse.formats.levels.registry import is_located
+from lazysparse.formats.specs import format_spec
+from lazysparse.formats.tensor import Tensor
 from lazysparse.formats.validation import check_extents
 from lazysparse.logic.inference import infer_region
 from lazysparse.logic.nodes import Aggregate, Immediate, Subquery, Table
@@ -194,6 +196,16 @@ _ASSIGN: list[Callable[[LazyArray, Any, Any], None]] = []
 def install_assign(assign: Callable[[LazyArray, Any, Any], None]) -> None:
     """Give ``LazyArray.write_through`` the assignment into one array."""
     _ASSIGN[:] = [assign]
+
+
+_SCALAR_SPEC = format_spec("dense", 0)
+
+
+def _elements(values: np.ndarray, fill: Any) -> Iterator[LazyArray]:
+    """The entries of a dense vector as computed 0-d arrays (each its own copy)."""
+    for k in range(values.shape[0]):
+        t = Tensor.dense_result((), _SCALAR_SPEC, values[k:k + 1].copy(), fill)
+        yield LazyArray.from_tensor(t)
 
 
 class LazyArray(ArrayOperators, NumpyMethods, ScipyMethods):
@@ -573,6 +585,10 @@ class LazyArray(ArrayOperators, NumpyMethods, ScipyMethods):
     def __iter__(self) -> Any:
         if self.ndim == 0:
             raise TypeError("iteration over a 0-d lazysparse array")
+        if self.ndim == 1 and self.device.name == "cpu":
+            t = self.tensor()  # computed once; its elements are copied out, as NumPy's
+            if all(is_located(lv.kind) for lv in t.levels):
+                return _elements(t.values, t.fill_value)
         return (self[i] for i in range(self._shape[0]))
 
     def __repr__(self) -> str:

@@ -286,7 +286,8 @@ def _run_in_place(k: Kernel, data: QueryData, args: list[Any], nch: int, osize: 
     else:
         start = _arg(k, args, Role.RED_ID if lw.partials else
                      Role.INIT if lw.epilogue else Role.OUT_FILL)
-        res = (np.empty(osize, dtype=od) if _writes_every_output(lw, info.out_spec)
+        res = (uninitialized(osize, od) if _writes_every_output(lw, info.out_spec,
+                                                                 info.reduce_op is None)
                else np.full(osize, start, dtype=od))
         _parallel_map(mod.chunk, nch, (args, (res, *extra)), k.workspaces("chunk", args))
         if lw.partials and not _same_bits(start, init):
@@ -386,9 +387,10 @@ def _run_partials(k: Kernel, args: list[Any], nch: int, osize: int, od: np.dtype
     return res
 
 
-def _writes_every_output(lw: Lowered, spec: Any = None) -> bool:
+def _writes_every_output(lw: Lowered, spec: Any = None, maps: bool = False) -> bool:
     """Whether the chunk stores every output entry exactly once (a scalar accumulator
-    under full-range loops over the output fields; a shared compressed pattern's value per
+    under full-range loops over the output fields; a map — no reduction — whose every loop
+    is a full range that skips no coordinate; a shared compressed pattern's value per
     stored position, its operand driving every output loop), so the output needs no
     initial fill. A structured layout's slots outside the matrix (DIA) or past a row's
     entries (ELL padding) are not visited: those keep the preset."""
@@ -396,8 +398,19 @@ def _writes_every_output(lw: Lowered, spec: Any = None) -> bool:
     if o.mode is OutputMode.SHARED:
         return (lw.fold is None and not lw.partials and spec is not None
                 and not is_structured(spec))
-    return (o.mode is OutputMode.DENSE and o.acc_depth is not None and not lw.partials
-            and not any(p.kind.skips for p in lw.plans[:o.acc_depth]))
+    if o.mode is not OutputMode.DENSE or lw.partials:
+        return False
+    if o.acc_depth is None:  # a map stores at each point of its loops: all of them visited
+        return (maps and lw.fold is None and (spec is None or not is_structured(spec))
+                and all(not p.kind.skips and set(p.required) <= set(p.located)
+                        for p in lw.plans))
+    return not any(p.kind.skips for p in lw.plans[:o.acc_depth])
+
+
+def uninitialized(n: int, dtype: Any) -> np.ndarray:
+    """An output array the kernel writes in full (``_writes_every_output``): no fill pass.
+    Tests replace it with a poisoned array, so an entry left unwritten shows."""
+    return np.empty(n, dtype=dtype)
 
 
 def _same_bits(a: Any, b: Any) -> bool:
