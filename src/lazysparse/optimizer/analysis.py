@@ -132,12 +132,27 @@ def _nodes(expr: LogicNode) -> list[LogicNode]:
     return list(walk(expr))
 
 
-def expr_dtype(expr: LogicNode, infos: dict[Alias, AliasInfo]) -> np.dtype:
-    """The dtype of a (pointwise or aggregate) expression, by the registry's rules."""
-    return np.dtype(_dtype_or_scalar(expr, infos, top=True))
+def expr_dtype(expr: LogicNode, infos: dict[Alias, AliasInfo],
+               memo: dict[Any, Any] | None = None) -> np.dtype:
+    """The dtype of a (pointwise or aggregate) expression, by the registry's rules.
+
+    ``memo`` (keyed by node identity, for one ``infos``) shares sub-results across calls on
+    the nodes of one expression; each call memoizes its own walk, so it stays linear."""
+    return np.dtype(_dtype_or_scalar(expr, infos, True, {} if memo is None else memo))
 
 
-def _dtype_or_scalar(expr: LogicNode, infos: dict[Alias, AliasInfo], top: bool = False) -> Any:
+def _dtype_or_scalar(expr: LogicNode, infos: dict[Alias, AliasInfo], top: bool = False,
+                     memo: dict[Any, Any] | None = None) -> Any:
+    if memo is None:
+        memo = {}
+    key = ("dtype", id(expr), top)
+    if key not in memo:
+        memo[key] = _infer_dtype(expr, infos, top, memo)
+    return memo[key]
+
+
+def _infer_dtype(expr: LogicNode, infos: dict[Alias, AliasInfo], top: bool,
+                 memo: dict[Any, Any]) -> Any:
     match expr:
         case Relabel(arg=Alias() as a):
             return infos[a].dtype
@@ -146,20 +161,32 @@ def _dtype_or_scalar(expr: LogicNode, infos: dict[Alias, AliasInfo], top: bool =
         case Field():
             return INDEX_DTYPE
         case MapJoin(op=op, args=args):
-            return op_of(op).result_dtype(*[_dtype_or_scalar(a, infos) for a in args])
+            return op_of(op).result_dtype(*[_dtype_or_scalar(a, infos, False, memo)
+                                            for a in args])
         case Aggregate(op=op, init=init, arg=arg):
-            return aggregate_dtype(op_of(op), init.val, expr_dtype(arg, infos))
+            return aggregate_dtype(op_of(op), init.val, expr_dtype(arg, infos, memo))
         case Reorder(arg=arg) | Relabel(arg=arg) | Reformat(arg=arg):
-            return _dtype_or_scalar(arg, infos, top)
+            return _dtype_or_scalar(arg, infos, top, memo)
         case Table(tns=tns):
             return np.dtype(tns.val.dtype)
     raise TypeError(f"cannot infer the dtype of {expr!r}")
 
 
-def expr_fill(expr: LogicNode, infos: dict[Alias, AliasInfo]) -> Any:
+def expr_fill(expr: LogicNode, infos: dict[Alias, AliasInfo],
+              memo: dict[Any, Any] | None = None) -> Any:
     """The fill value of an expression, or None when it has no implicit region: it reads a
     dense operand or a Field as a value and no sparse operand's fill annihilates or selects
-    it away (the fill rule, ``logic.operators.mapjoin_region``)."""
+    it away (the fill rule, ``logic.operators.mapjoin_region``). ``memo`` as for
+    :func:`expr_dtype`."""
+    if memo is None:
+        memo = {}
+    key = ("fill", id(expr))
+    if key not in memo:
+        memo[key] = _infer_fill(expr, infos, memo)
+    return memo[key]
+
+
+def _infer_fill(expr: LogicNode, infos: dict[Alias, AliasInfo], memo: dict[Any, Any]) -> Any:
     match expr:
         case Relabel(arg=Alias() as a):
             return infos[a].fill if infos[a].sparse else None
@@ -168,30 +195,35 @@ def expr_fill(expr: LogicNode, infos: dict[Alias, AliasInfo]) -> Any:
         case Field():
             return None
         case MapJoin(op=op, args=args):
-            fills = [expr_fill(a, infos) for a in args]
-            full = [f is None for f in fills]
-            if not any(full):
-                return mapjoin_fill(op_of(op), fills)
-            o = op_of(op)
-            try:
-                # a full argument (never a scalar) takes the nominal 0 of its dtype
-                nominal = [expr_dtype(a, infos).type(0) if f is None else f
-                           for a, f in zip(args, fills, strict=True)]
-                fill, is_full = mapjoin_region(o, nominal, full)
-            except (TypeError, ValueError):
-                return None
-            return None if is_full else fill
+            return _mapjoin_fill(op_of(op), args, infos, memo)
         case Aggregate(op=op, init=init, arg=arg):
-            if expr_fill(arg, infos) is None:
+            if expr_fill(arg, infos, memo) is None:
                 return None
-            return aggregate_fill(op_of(op), init.val, expr_dtype(arg, infos))
+            return aggregate_fill(op_of(op), init.val, expr_dtype(arg, infos, memo))
         case Reorder(arg=arg) | Relabel(arg=arg) | Reformat(arg=arg):
-            return expr_fill(arg, infos)
+            return expr_fill(arg, infos, memo)
         case Table(tns=tns):
             t = tns.val
             full = all_located(getattr(getattr(t, "spec", None), "level_kinds", ()))
             return None if full else t.fill_value
     raise TypeError(f"cannot infer the fill value of {expr!r}")
+
+
+def _mapjoin_fill(o: Operator, args: tuple[LogicNode, ...], infos: dict[Alias, AliasInfo],
+                  memo: dict[Any, Any]) -> Any:
+    """A mapjoin's fill (:func:`expr_fill`) from its arguments'."""
+    fills = [expr_fill(a, infos, memo) for a in args]
+    full = [f is None for f in fills]
+    if not any(full):
+        return mapjoin_fill(o, fills)
+    try:
+        # a full argument (never a scalar) takes the nominal 0 of its dtype
+        nominal = [expr_dtype(a, infos, memo).type(0) if f is None else f
+                   for a, f in zip(args, fills, strict=True)]
+        fill, is_full = mapjoin_region(o, nominal, full)
+    except (TypeError, ValueError):
+        return None
+    return None if is_full else fill
 
 
 def stored_fill(expr: LogicNode, infos: dict[Alias, AliasInfo]) -> Any:
@@ -208,13 +240,15 @@ def stored_fill(expr: LogicNode, infos: dict[Alias, AliasInfo]) -> Any:
 
 
 def masks(op: Operator, arg: LogicNode, args: tuple[LogicNode, ...],
-          infos: dict[Alias, AliasInfo]) -> bool:
-    """Does ``arg`` at its fill value annihilate ``op`` (so the mapjoin is an intersection)?"""
-    fill = expr_fill(arg, infos)
+          infos: dict[Alias, AliasInfo], memo: dict[Any, Any] | None = None) -> bool:
+    """Does ``arg`` at its fill value annihilate ``op`` (so the mapjoin is an intersection)?
+    ``memo`` as for :func:`expr_dtype`."""
+    memo = {} if memo is None else memo
+    fill = expr_fill(arg, infos, memo)
     if fill is None:
         return False
     try:
-        dts = op.operand_dtypes(*[_dtype_or_scalar(a, infos) for a in args])
+        dts = op.operand_dtypes(*[_dtype_or_scalar(a, infos, False, memo) for a in args])
         i = list(args).index(arg)
         z = op.annihilator_at(i, dts[i])
     except (TypeError, ValueError):
@@ -222,21 +256,22 @@ def masks(op: Operator, arg: LogicNode, args: tuple[LogicNode, ...],
     return same_value(fill, z)
 
 
-def selected_arguments(node: MapJoin, infos: dict[Alias, AliasInfo]
-                       ) -> tuple[tuple[int, int], ...]:
+def selected_arguments(node: MapJoin, infos: dict[Alias, AliasInfo],
+                       memo: dict[Any, Any] | None = None) -> tuple[tuple[int, int], ...]:
     """``(i, j)`` for each argument ``i`` of ``node`` whose fill value makes the op return
     argument ``j`` (the registry's ``Operator.selections``: ``where(c, x, k)`` with ``c``'s
     fill False is ``k`` wherever ``c`` is absent, so a sparse ``c`` is a mask driver)."""
     op = op_of(node.op)
     if not op.selections:
         return ()
+    memo = {} if memo is None else memo
     try:
-        dts = op.operand_dtypes(*[_dtype_or_scalar(a, infos) for a in node.args])
+        dts = op.operand_dtypes(*[_dtype_or_scalar(a, infos, False, memo) for a in node.args])
     except (TypeError, ValueError):
         return ()
     out: list[tuple[int, int]] = []
     for i in sorted({s.arg for s in op.selections}):
-        fill = expr_fill(node.args[i], infos)
+        fill = expr_fill(node.args[i], infos, memo)
         if fill is None:
             continue
         j = op.selected_by(i, scalar_as(fill, dts[i]))
@@ -337,7 +372,7 @@ def _pattern_accesses(e: LogicNode, infos: dict[Alias, AliasInfo],
             if sub is None:
                 return None
             out += sub
-        elif not isinstance(x, Immediate) and expr_fill(x, infos) is not None:
+        elif not isinstance(x, Immediate) and expr_fill(x, infos, memo) is not None:
             return None
     return out or None
 
@@ -363,7 +398,7 @@ def _mask_flags(node: MapJoin, infos: dict[Alias, AliasInfo],
     key = id(node)
     if key not in memo:
         o = op_of(node.op)
-        memo[key] = tuple(masks(o, x, node.args, infos) for x in node.args)
+        memo[key] = tuple(masks(o, x, node.args, infos, memo) for x in node.args)
     return memo[key]
 
 
@@ -371,7 +406,7 @@ def _selection_flags(node: MapJoin, infos: dict[Alias, AliasInfo],
                      memo: dict[Any, Any]) -> tuple[tuple[int, int], ...]:
     key = ("selects", id(node))
     if key not in memo:
-        memo[key] = selected_arguments(node, infos)
+        memo[key] = selected_arguments(node, infos, memo)
     return memo[key]
 
 
@@ -382,8 +417,8 @@ def _keeps_fill(node: MapJoin, infos: dict[Alias, AliasInfo], memo: dict[Any, An
     fill and is sized as dense)."""
     key = ("keeps_fill", id(node))
     if key not in memo:
-        fill = expr_fill(node, infos)
-        others = [expr_fill(a, infos) for a in node.args if not isinstance(a, Immediate)]
+        fill = expr_fill(node, infos, memo)
+        others = [expr_fill(a, infos, memo) for a in node.args if not isinstance(a, Immediate)]
         memo[key] = fill is not None and bool(others) and all(
             f is not None and same_value(f, fill) for f in others)
     return memo[key]
@@ -393,7 +428,7 @@ def _keeps_sparse(node: Aggregate, infos: dict[Alias, AliasInfo],
                   memo: dict[int, Any]) -> bool:
     key = id(node)
     if key not in memo:
-        fill = expr_fill(node.arg, infos)
+        fill = expr_fill(node.arg, infos, memo)
         try:
             memo[key] = (fill is not None
                          and same_value(op_of(node.op).apply(node.init.val, fill), node.init.val))
@@ -501,7 +536,7 @@ def sparse_representable(expr: LogicNode, infos: dict[Alias, AliasInfo]) -> bool
                 return rep(arg)
         return False
 
-    return expr_fill(expr, infos) is not None and rep(expr)
+    return expr_fill(expr, infos, memo) is not None and rep(expr)
 
 
 def reduction_result(rhs: LogicNode) -> tuple[LogicNode, tuple[Field, ...] | None]:
