@@ -1,4 +1,4 @@
-"""What ``optimizer.pipeline.optimize`` costs per expression, cold, as in a new process (not a test).
+"""What ``optimizer.pipeline.optimize`` costs per expression, cold (not a test).
 
 Usage: ``python benchmarks/bench_optimizer_cost.py [--reps N] [--profile] [--explain FILE]``.
 Each case's plan is built once (``api.computing.build_plan``); its optimization is timed with

@@ -20,6 +20,7 @@ from lazysparse.formats.config import check_densify, get_densify_limit
 from lazysparse.formats.dtypes import same_value
 from lazysparse.formats.levels.registry import DENSE_KIND, PLAIN_KIND, all_located
 from lazysparse.formats.statistics import statistics
+from lazysparse.formats.sync import Counters
 from lazysparse.formats.tensor import Tensor
 from lazysparse.logic.dtypes import scalar_as
 from lazysparse.logic.nodes import (
@@ -56,6 +57,10 @@ DENSE_THRESHOLD = 0.25
 SKEWED_DENSE_THRESHOLD = 0.5
 # a first level whose slices are nonempty with at least this probability is a dense level
 DENSE_LEVEL_THRESHOLD = 0.5
+
+#: fill values and dtypes inferred node by node (memo misses): a deterministic measure of
+#: the analysis's work per optimization (tests/optimizer/test_optimizer_cost.py)
+INFERENCES = Counters("fill", "dtype")
 
 
 @dataclass(frozen=True)
@@ -146,9 +151,10 @@ def _dtype_or_scalar(expr: LogicNode, infos: dict[Alias, AliasInfo], top: bool =
     if memo is None:
         memo = {}
     key = ("dtype", id(expr), top)
-    if key not in memo:
-        memo[key] = _infer_dtype(expr, infos, top, memo)
-    return memo[key]
+    if key not in memo:  # the node is kept with its value: its id is not reused meanwhile
+        INFERENCES.bump("dtype")
+        memo[key] = (expr, _infer_dtype(expr, infos, top, memo))
+    return memo[key][1]
 
 
 def _infer_dtype(expr: LogicNode, infos: dict[Alias, AliasInfo], top: bool,
@@ -181,9 +187,10 @@ def expr_fill(expr: LogicNode, infos: dict[Alias, AliasInfo],
     if memo is None:
         memo = {}
     key = ("fill", id(expr))
-    if key not in memo:
-        memo[key] = _infer_fill(expr, infos, memo)
-    return memo[key]
+    if key not in memo:  # the node is kept with its value: its id is not reused meanwhile
+        INFERENCES.bump("fill")
+        memo[key] = (expr, _infer_fill(expr, infos, memo))
+    return memo[key][1]
 
 
 def _infer_fill(expr: LogicNode, infos: dict[Alias, AliasInfo], memo: dict[Any, Any]) -> Any:
@@ -226,17 +233,19 @@ def _mapjoin_fill(o: Operator, args: tuple[LogicNode, ...], infos: dict[Alias, A
     return None if is_full else fill
 
 
-def stored_fill(expr: LogicNode, infos: dict[Alias, AliasInfo]) -> Any:
+def stored_fill(expr: LogicNode, infos: dict[Alias, AliasInfo],
+                memo: dict[Any, Any] | None = None) -> Any:
     """The fill value a query's result is stored with: :func:`expr_fill`, else (no implicit
     region) the nominal fill the kernels give it: a reduction's init, 0 for a map."""
-    fill = expr_fill(expr, infos)
+    memo = {} if memo is None else memo
+    fill = expr_fill(expr, infos, memo)
     if fill is not None:
         return fill
     while isinstance(expr, Reorder | Reformat):
         expr = expr.arg
     if isinstance(expr, Aggregate):
-        return aggregate_fill(op_of(expr.op), expr.init.val, expr_dtype(expr.arg, infos))
-    return expr_dtype(expr, infos).type(0)
+        return aggregate_fill(op_of(expr.op), expr.init.val, expr_dtype(expr.arg, infos, memo))
+    return expr_dtype(expr, infos, memo).type(0)
 
 
 def masks(op: Operator, arg: LogicNode, args: tuple[LogicNode, ...],
@@ -582,14 +591,16 @@ def result_axes(rhs: LogicNode) -> tuple[Field, ...]:
     return tuple(f for f in loop.idxs if f not in red)
 
 
-def choose_level_kinds(rhs: LogicNode, infos: dict[Alias, AliasInfo]) -> tuple[str, ...]:
+def choose_level_kinds(rhs: LogicNode, infos: dict[Alias, AliasInfo],
+                       memo: dict[Any, Any] | None = None) -> tuple[str, ...]:
     """Level kinds for a canonical query's result stored in its axis order.
 
     Dense when the result cannot skip entries (the fill does not survive the operation) or
     its estimated density exceeds ``dense_threshold``; otherwise compressed levels, with a
     dense first level when most of its slices are expected nonempty (CSR rather than DCSR).
     A dense result past the densify limit that is ``sparse_representable`` stays sparse
-    (sized with scalars adding no entries): a huge ``A + 1`` is never densified.
+    (sized with scalars adding no entries): a huge ``A + 1`` is never densified. ``memo``
+    (one ``infos``'s, by node identity) shares the body's algebra with the caller's.
     """
     _, agg, loop = query_parts(rhs)
     axes = result_axes(rhs)
@@ -599,11 +610,12 @@ def choose_level_kinds(rhs: LogicNode, infos: dict[Alias, AliasInfo]) -> tuple[s
     sizes = field_sizes(loop.arg, infos)
     for f in loop.idxs:
         sizes.setdefault(f, 1)
-    memo: dict[Any, Any] = {}
+    memo = {} if memo is None else memo
+    memo[("kept", id(expr))] = expr  # memo keys hold ids: this node's is not reused meanwhile
     p_out = nonzero_probability(expr, set(axes), sizes, infos, memo)
     size = math.prod(sizes[f] for f in axes)
     if p_out > dense_threshold(expr, set(axes), sizes, infos, memo) or size == 0:
-        nbytes = size * expr_dtype(expr, infos).itemsize
+        nbytes = size * expr_dtype(expr, infos, memo).itemsize
         limit = get_densify_limit()
         if size == 0 or limit is None or nbytes <= limit:
             return (DENSE_KIND,) * len(axes)
@@ -699,20 +711,21 @@ def _computed_info(rhs: LogicNode, infos: dict[Alias, AliasInfo]) -> AliasInfo:
     expr: LogicNode = loop.arg if agg is None else Aggregate(agg.op, agg.init, loop.arg, agg.idxs)
     plain = reduction_result(rhs)[0]
     expr = replace_epilogue_aggregate(plain.arg if spec is not None else plain, expr)  # type: ignore
-    dtype = expr_dtype(expr, infos)
-    fill = stored_fill(expr, infos)
+    memo: dict[Any, Any] = {}  # fill, dtype and masking facts of expr's nodes, shared
+    dtype = expr_dtype(expr, infos, memo)
+    fill = stored_fill(expr, infos, memo)
     if spec is not None:
         kinds = tuple(spec.val.level_kinds)
         mode = tuple(spec.val.mode_order)
     else:
-        kinds = choose_level_kinds(rhs, infos)
+        kinds = choose_level_kinds(rhs, infos, memo)
         mode = tuple(range(len(axes)))
     all_sizes = dict(sizes)
     for f in loop.idxs:
         all_sizes.setdefault(f, 1)
     sparse = not all_located(kinds)
-    p = nonzero_probability(expr, set(axes), all_sizes, infos)
-    if (sparse and p > dense_threshold(expr, set(axes), all_sizes, infos)
+    p = nonzero_probability(expr, set(axes), all_sizes, infos, memo)
+    if (sparse and p > dense_threshold(expr, set(axes), all_sizes, infos, memo)
             and sparse_representable(expr, infos)):
         # stored on its sparse operands' union (a large ``A + 1``): scalars add no entries
         p = nonzero_probability(expr, set(axes), all_sizes, infos, {"scalars_sparse": True})

@@ -41,6 +41,7 @@ from lazysparse.formats.levels.registry import (
     is_located,
 )
 from lazysparse.formats.specs import FormatSpec, infer_spec
+from lazysparse.formats.sync import Counters
 from lazysparse.logic.nodes import (
     Aggregate,
     Alias,
@@ -90,6 +91,10 @@ MAX_MODEL_CANDIDATES = 24
 # survivors listed by ScheduleReport.describe
 MAX_SHOWN = 6
 
+#: the loop-order search's work: partial orders extended while enumerating candidates and
+#: orders priced by the estimate (tests/optimizer/test_optimizer_cost.py)
+SEARCH = Counters("orders_extended", "orders_priced")
+
 
 def storage_chain(acc: Relabel, info: AliasInfo) -> tuple[Field, ...]:
     """The access's fields in the alias's storage order (outermost level first)."""
@@ -127,8 +132,7 @@ def _candidates(fields: tuple[Field, ...], chains: list[tuple[Field, ...]],
                 natural: tuple[Field, ...]) -> list[tuple[Field, ...]]:
     """Orders of ``fields`` satisfying every chain (exhaustive when small, else greedy)."""
     if len(fields) <= MAX_ENUMERATE:
-        return [p for p in itertools.permutations(fields)
-                if all(subsequence(c, p) for c in chains)]
+        return _linear_extensions(fields, chains)
     # greedy topological order, ties broken by the natural order
     remaining = list(natural)
     order: list[Field] = []
@@ -141,6 +145,43 @@ def _candidates(fields: tuple[Field, ...], chains: list[tuple[Field, ...]],
         else:
             return []
     return [tuple(order)]
+
+
+def _linear_extensions(fields: tuple[Field, ...], chains: list[tuple[Field, ...]]
+                       ) -> list[tuple[Field, ...]]:
+    """The permutations of ``fields`` in which every chain is a subsequence, in
+    ``itertools.permutations`` order, built by backtracking: a field is placed once its
+    predecessor in every chain is, so only the valid orders are ever built (not all n!)."""
+    field_set = set(fields)
+    before: dict[Field, set[Field]] = {f: set() for f in fields}
+    for c in chains:
+        c = tuple(f for k, f in enumerate(c) if k == 0 or f != c[k - 1])  # repeats collapse
+        if not set(c) <= field_set or len(set(c)) < len(c):
+            return []  # a field the query lacks, or one a chain needs twice: no order has it
+        for prev, f in itertools.pairwise(c):
+            before[f].add(prev)
+    out: list[tuple[Field, ...]] = []
+    order: list[Field] = []
+    placed: set[Field] = set()
+    steps = 0
+
+    def extend() -> None:
+        nonlocal steps
+        if len(order) == len(fields):
+            out.append(tuple(order))
+            return
+        for f in fields:
+            if f not in placed and before[f] <= placed:
+                steps += 1
+                order.append(f)
+                placed.add(f)
+                extend()
+                placed.discard(f)
+                order.pop()
+
+    extend()
+    SEARCH.bump("orders_extended", steps)
+    return out
 
 
 @dataclass(frozen=True)
@@ -331,6 +372,8 @@ class _Pricer:
         return SORT_WEIGHT * t * math.log2(t + 2.0)
 
     def total(self, order: tuple[Field, ...], read: bool = False) -> float:
+        """The estimated cost of ``order`` (``read``: with the driving operands' reads)."""
+        SEARCH.bump("orders_priced")
         c = self.cost(order) + self.sort_buffer(order) + self.copies(order)
         first_red = next((k for k, f in enumerate(order) if f in self.red), len(order))
         if any(f not in self.red for f in order[first_red:]):
