@@ -116,23 +116,44 @@ def cold_ms(plan: Plan, reps: int) -> float:
     return best * 1e3
 
 
-def pass_profile(plans: dict[str, Plan]) -> None:
-    """cProfile's cumulative seconds per pass, all plans optimized cold once each."""
+def pass_times(plans: dict[str, Plan], reps: int) -> dict[str, float]:
+    """Milliseconds per pass, summed over ``plans`` (each optimized cold, best of ``reps``)."""
+    total = {f.__name__: 0.0 for f in pipeline.PASSES}
+    for plan in plans.values():
+        best = {k: float("inf") for k in total}
+        for _ in range(reps):
+            clear_memos()
+            p = plan
+            for f in pipeline.PASSES:
+                t0 = time.perf_counter()
+                p = f(p)
+                best[f.__name__] = min(best[f.__name__], time.perf_counter() - t0)
+        for k, t in best.items():
+            total[k] += t * 1e3
+    return total
+
+
+def pass_profile(plans: dict[str, Plan], reps: int) -> None:
+    """Per-pass time over all plans, then cProfile's top functions (all plans cold once)."""
+    times = pass_times(plans, reps)
+    print(f"\nper pass ({len(plans)} plans cold, best of {reps}, {sum(times.values()):.1f} ms):")
+    for name, t in sorted(times.items(), key=lambda r: -r[1]):
+        print(f"  {name:22s} {t:8.2f} ms")
     prof = cProfile.Profile()
     clear_memos()
     prof.enable()
     for p in plans.values():
         pipeline.optimize(p)
     prof.disable()
-    stats = pstats.Stats(prof)
-    names = {f.__name__ for f in pipeline.PASSES}
-    rows = [(fn[2], v[3]) for fn, v in stats.stats.items()  # type: ignore[attr-defined]
-            if fn[2] in names and "optimizer" in fn[0]]
-    total = sum(t for _, t in rows)
-    print(f"\nper pass (cProfile cumulative, {len(plans)} plans, {total:.3f} s):")
-    for name, t in sorted(rows, key=lambda r: -r[1]):
-        print(f"  {name:22s} {t * 1e3:9.1f} ms")
-    stats.sort_stats("cumulative").print_stats(25)
+    pstats.Stats(prof).sort_stats("cumulative").print_stats(25)
+
+
+def explained(plans: dict[str, Plan]) -> str:
+    """Every case's ``xp.explain`` (ordinary cases: loop orders, formats, schedules, kernel
+    sources) and every plan's optimized form, to diff two trees' choices."""
+    parts = [f"== {k}\n{xp.explain(f())}\n" for k, f in ordinary_cases().items()]
+    parts += [f"== {k}\n{format_plan(pipeline.optimize(p))}\n" for k, p in plans.items()]
+    return "".join(parts)
 
 
 def main() -> None:
@@ -146,8 +167,7 @@ def main() -> None:
     for p in plans.values():  # warm imports and registries
         pipeline.optimize(p)
     if args.explain:
-        args.explain.write_text("".join(f"== {k}\n{format_plan(pipeline.optimize(p))}\n"
-                                        for k, p in plans.items()))
+        args.explain.write_text(explained(plans))
     times = {k: cold_ms(p, args.reps) for k, p in plans.items()}
     for k, t in times.items():
         print(f"{k:24s} {t:8.2f} ms")
@@ -157,7 +177,7 @@ def main() -> None:
           f"max {max(ordinary):.2f} ms")
     print(f"hessian: {len(hess)} plans, total {sum(hess):.1f} ms, max {max(hess):.2f} ms")
     if args.profile:
-        pass_profile(plans)
+        pass_profile(plans, args.reps)
 
 
 if __name__ == "__main__":

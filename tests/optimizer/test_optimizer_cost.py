@@ -20,6 +20,7 @@ import scipy.sparse as sp
 import lazysparse as xp
 from lazysparse.api.computing import build_plan
 from lazysparse.logic.nodes import Field, Plan
+from lazysparse.logic.printer import format_plan
 from lazysparse.optimizer import analysis, asymptotic, conjunctive, loop_order
 from lazysparse.optimizer.loop_order import _linear_extensions
 from lazysparse.optimizer.pipeline import optimize
@@ -123,3 +124,31 @@ def test_matmul_prices_few_orders() -> None:
     # one concordant order (Gustavson i,k,j) priced for the choice and its report
     assert loop_order.SEARCH["orders_priced"] - priced <= 4
     np.testing.assert_allclose(xp.to_numpy(expr), (a @ b).toarray())
+
+
+def _exhaustive(self: loop_order._Pricer, orders: list[tuple[Field, ...]],
+                read: bool = False) -> tuple[Field, ...]:
+    """The unpruned choice: every order priced."""
+    return min(orders, key=lambda o: (self.total(o, read), tuple(self.rank[f] for f in o)))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_pruned_choice_is_the_exhaustive_one(seed: int, monkeypatch: pytest.MonkeyPatch
+                                             ) -> None:
+    """A 6-index contraction of vectors has 720 unconstrained candidate orders: branch and
+    bound prices a few of them and picks the order pricing all of them picks."""
+    rng = np.random.default_rng(seed)
+    vals = [rng.random(int(n)) for n in rng.integers(2, 30, size=6)]
+    ops = [xp.asarray(v) for v in vals]
+    expr = xp.einsum("a,b,c,d,e,f->", *ops)
+    plan = build_plan((expr,))
+    _clear_memos()
+    priced = loop_order.SEARCH["orders_priced"]
+    pruned = format_plan(optimize(plan))
+    pruned_priced = loop_order.SEARCH["orders_priced"] - priced
+    monkeypatch.setattr(loop_order._Pricer, "cheapest", _exhaustive)
+    _clear_memos()
+    priced = loop_order.SEARCH["orders_priced"]
+    assert format_plan(optimize(plan)) == pruned
+    assert pruned_priced * 10 < loop_order.SEARCH["orders_priced"] - priced
+    np.testing.assert_allclose(float(expr), float(np.prod([v.sum() for v in vals])))

@@ -10,8 +10,9 @@ a linear transposed copy. Among the candidates:
    and singleton levels step, dense levels locate; a discordant input's copy keeps the
    source's level kinds in the loop's order); candidates whose task sets strictly contain
    another's are dropped. Bounded: the model runs when there are 2 to
-   ``MAX_MODEL_CANDIDATES`` (24) candidates; with more (at most 7! permutations are
-   enumerated, ``MAX_ENUMERATE`` fields; greedy beyond) the estimate alone decides.
+   ``MAX_MODEL_CANDIDATES`` (24) candidates; with more (at most 7! orders, built by
+   backtracking over the chains, ``MAX_ENUMERATE`` fields; greedy beyond) the estimate
+   alone decides.
 2. **Estimate** among the survivors: an nnz-based count of iteration tasks (the model's
    sets sized under uniform independence) plus transpose and workspace penalties; ties go
    to the logical order.
@@ -151,35 +152,34 @@ def _linear_extensions(fields: tuple[Field, ...], chains: list[tuple[Field, ...]
                        ) -> list[tuple[Field, ...]]:
     """The permutations of ``fields`` in which every chain is a subsequence, in
     ``itertools.permutations`` order, built by backtracking: a field is placed once its
-    predecessor in every chain is, so only the valid orders are ever built (not all n!)."""
-    field_set = set(fields)
-    before: dict[Field, set[Field]] = {f: set() for f in fields}
+    predecessor in every chain is, so only the valid orders are ever built (not all n!).
+    Fields are bit positions; ``before[k]`` is the mask of fields that must precede ``k``."""
+    pos = {f: k for k, f in enumerate(fields)}
+    before = [0] * len(fields)
     for c in chains:
         c = tuple(f for k, f in enumerate(c) if k == 0 or f != c[k - 1])  # repeats collapse
-        if not set(c) <= field_set or len(set(c)) < len(c):
+        if not set(c) <= pos.keys() or len(set(c)) < len(c):
             return []  # a field the query lacks, or one a chain needs twice: no order has it
         for prev, f in itertools.pairwise(c):
-            before[f].add(prev)
+            before[pos[f]] |= 1 << pos[prev]
+    n, full = len(fields), (1 << len(fields)) - 1
     out: list[tuple[Field, ...]] = []
     order: list[Field] = []
-    placed: set[Field] = set()
     steps = 0
 
-    def extend() -> None:
+    def extend(placed: int) -> None:
         nonlocal steps
-        if len(order) == len(fields):
+        if placed == full:
             out.append(tuple(order))
             return
-        for f in fields:
-            if f not in placed and before[f] <= placed:
+        for k in range(n):
+            if not placed >> k & 1 and before[k] & ~placed == 0:
                 steps += 1
-                order.append(f)
-                placed.add(f)
-                extend()
-                placed.discard(f)
+                order.append(fields[k])
+                extend(placed | 1 << k)
                 order.pop()
 
-    extend()
+    extend(0)
     SEARCH.bump("orders_extended", steps)
     return out
 
@@ -386,8 +386,41 @@ class _Pricer:
         modeled = 1 < len(orders) <= MAX_MODEL_CANDIDATES
         survivors = (_survivors(self.body, self.agg, orders, self.sizes, self.infos)
                      if modeled else orders)
-        return survivors, modeled, min(survivors, key=lambda o: (
-            self.total(o, read), tuple(self.rank[f] for f in o)))
+        return survivors, modeled, self.cheapest(survivors, read)
+
+    def cheapest(self, orders: list[tuple[Field, ...]], read: bool = False
+                 ) -> tuple[Field, ...]:
+        """``min(orders)`` by (:meth:`total`, rank), branch and bound: every term of the
+        total is nonnegative, so an order whose first loops' tasks already cost more than
+        the best total found cannot win, nor can any order sharing that prefix (adjacent
+        in permutations order, skipped unpriced). The running sums are :meth:`total`'s own
+        (same additions, same order), so the winner is exactly the exhaustive one."""
+        best: tuple[Field, ...] | None = None
+        best_key: tuple[float, tuple[int, ...]] | None = None
+        prev: tuple[Field, ...] = ()
+        sums: list[float] = [0]
+        pruned: tuple[Field, ...] | None = None
+        for o in orders:
+            if pruned is not None and o[:len(pruned)] == pruned:
+                continue
+            pruned = None
+            k = 0
+            while k < min(len(prev), len(o), len(sums) - 1) and prev[k] == o[k]:
+                k += 1
+            del sums[k + 1:]
+            prev = o
+            for d in range(k, len(o)):
+                sums.append(sums[d] + self.cost.tasks(frozenset(o[:d + 1])))
+                if best_key is not None and sums[-1] > best_key[0]:
+                    pruned = o[:d + 1]
+                    break
+            if pruned is not None:
+                continue
+            key = (self.total(o, read), tuple(self.rank[f] for f in o))
+            if best_key is None or key < best_key:
+                best, best_key = o, key
+        assert best is not None, "no candidate order"
+        return best
 
 
 def _translate_spec(spec: FormatSpec, logical: tuple[Field, ...],
