@@ -80,6 +80,14 @@ def ordinary_cases() -> dict[str, Callable[[], object]]:
     }
 
 
+def wide_plans() -> dict[str, Plan]:
+    """Contractions of 5-7 vectors to a scalar: every loop order is a candidate (up to 7!)."""
+    rng = np.random.default_rng(1)
+    vs = [xp.asarray(rng.random(4 + k)) for k in range(7)]
+    return {f"wide: {n}-vector einsum": build_plan((xp.einsum(
+        ",".join("abcdefg"[:n]) + "->", *vs[:n]),)) for n in (5, 6, 7)}
+
+
 def ordinary_plans() -> dict[str, Plan]:
     """Each ordinary case's plan."""
     return {k: build_plan((f(),)) for k, f in ordinary_cases().items()}  # type: ignore[arg-type]
@@ -163,7 +171,7 @@ def main() -> None:
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--explain", type=Path)
     args = ap.parse_args()
-    plans = {**ordinary_plans(), **hessian_plans()}
+    plans = {**ordinary_plans(), **wide_plans(), **hessian_plans()}
     for p in plans.values():  # warm imports and registries
         pipeline.optimize(p)
     if args.explain:
@@ -171,7 +179,7 @@ def main() -> None:
     times = {k: cold_ms(p, args.reps) for k, p in plans.items()}
     for k, t in times.items():
         print(f"{k:24s} {t:8.2f} ms")
-    ordinary = [t for k, t in times.items() if not k.startswith("hessian")]
+    ordinary = [t for k, t in times.items() if not k.startswith(("hessian", "wide"))]
     hess = [t for k, t in times.items() if k.startswith("hessian")]
     print(f"ordinary: {len(ordinary)} plans, total {sum(ordinary):.1f} ms, "
           f"max {max(ordinary):.2f} ms")

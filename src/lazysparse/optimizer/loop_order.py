@@ -148,20 +148,46 @@ def _candidates(fields: tuple[Field, ...], chains: list[tuple[Field, ...]],
     return [tuple(order)]
 
 
-def _linear_extensions(fields: tuple[Field, ...], chains: list[tuple[Field, ...]]
-                       ) -> list[tuple[Field, ...]]:
-    """The permutations of ``fields`` in which every chain is a subsequence, in
-    ``itertools.permutations`` order, built by backtracking: a field is placed once its
-    predecessor in every chain is, so only the valid orders are ever built (not all n!).
-    Fields are bit positions; ``before[k]`` is the mask of fields that must precede ``k``."""
+def _precedence(fields: tuple[Field, ...], chains: list[tuple[Field, ...]]
+                ) -> list[int] | None:
+    """Per field (by position), the bit mask of the fields every chain puts before it; None
+    when no order satisfies the chains (a field the query lacks, or one needed twice)."""
     pos = {f: k for k, f in enumerate(fields)}
     before = [0] * len(fields)
     for c in chains:
         c = tuple(f for k, f in enumerate(c) if k == 0 or f != c[k - 1])  # repeats collapse
         if not set(c) <= pos.keys() or len(set(c)) < len(c):
-            return []  # a field the query lacks, or one a chain needs twice: no order has it
+            return None
         for prev, f in itertools.pairwise(c):
             before[pos[f]] |= 1 << pos[prev]
+    return before
+
+
+def _count_orders(fields: tuple[Field, ...], chains: list[tuple[Field, ...]]) -> int:
+    """``len(_linear_extensions(fields, chains))`` without building them: a count per set
+    of placed fields (2^n sets, not n! orders)."""
+    before = _precedence(fields, chains)
+    if before is None:
+        return 0
+    ways = [0] * (1 << len(fields))
+    ways[0] = 1
+    for placed, w in enumerate(ways):
+        if w:
+            for k, need in enumerate(before):
+                if not placed >> k & 1 and need & ~placed == 0:
+                    ways[placed | 1 << k] += w
+    return ways[-1]
+
+
+def _linear_extensions(fields: tuple[Field, ...], chains: list[tuple[Field, ...]]
+                       ) -> list[tuple[Field, ...]]:
+    """The permutations of ``fields`` in which every chain is a subsequence, in
+    ``itertools.permutations`` order, built by backtracking: a field is placed once its
+    predecessor in every chain is, so only the valid orders are ever built (not all n!).
+    Fields are bit positions (:func:`_precedence`)."""
+    before = _precedence(fields, chains)
+    if before is None:
+        return []
     n, full = len(fields), (1 << len(fields)) - 1
     out: list[tuple[Field, ...]] = []
     order: list[Field] = []
@@ -254,9 +280,10 @@ def _all_dominated(body: LogicNode, agg: Aggregate | None, fields: tuple[Field, 
     of some input (``concordize``) compete too, within the model's bound."""
     if len(fields) > MAX_ENUMERATE:
         return False
-    every = _candidates(fields, out_chain, natural)
-    if len(every) <= len(concordant) or len(every) > MAX_MODEL_CANDIDATES:
+    count = _count_orders(fields, out_chain)  # built only when the model takes them
+    if count <= len(concordant) or count > MAX_MODEL_CANDIDATES:
         return False
+    every = _candidates(fields, out_chain, natural)
     return not set(_survivors(body, agg, every, sizes, infos)) & set(concordant)
 
 
@@ -303,8 +330,8 @@ def _schedule(body: LogicNode, agg: Aggregate | None, fields: tuple[Field, ...],
         # a product that copies an operand (X[:k] @ X.T copies all of X): orders writing
         # the result out of its axis order compete (X's rows outermost, the small operand
         # copied, the few products sorted into the result), every operand read included
-        every = _candidates(fields, [], natural)
-        if len(every) <= MAX_MODEL_CANDIDATES:
+        if _count_orders(fields, []) <= MAX_MODEL_CANDIDATES:
+            every = _candidates(fields, [], natural)
             alt = price.pick(every, read=True)
             if price.total(alt[2], read=True) < price.total(chosen, read=True):
                 cands, (survivors, modeled, chosen) = every, alt
@@ -390,15 +417,21 @@ class _Pricer:
 
     def cheapest(self, orders: list[tuple[Field, ...]], read: bool = False
                  ) -> tuple[Field, ...]:
-        """``min(orders)`` by (:meth:`total`, rank), branch and bound: every term of the
-        total is nonnegative, so an order whose first loops' tasks already cost more than
-        the best total found cannot win, nor can any order sharing that prefix (adjacent
-        in permutations order, skipped unpriced). The running sums are :meth:`total`'s own
-        (same additions, same order), so the winner is exactly the exhaustive one."""
+        """``min(orders)`` by (:meth:`total`, rank) over permutations of one field set (a
+        query's candidates), by branch and bound. Every order's cost ends with the tasks of
+        the whole set and every other term is nonnegative, so an order whose first loops
+        plus that last term already cost more than the best total found cannot win, nor
+        can any order sharing those first loops (adjacent in permutations order: skipped
+        unpriced). The running sums are :meth:`total`'s own (same additions in the same
+        order, and float addition is monotone), so the winner is the exhaustive one."""
+        whole = self.cost.tasks(frozenset(orders[0])) if len(orders[0]) > 1 else 0.0
+        bit = {f: 1 << k for k, f in enumerate(orders[0])}
+        tasks: dict[int, float] = {}
         best: tuple[Field, ...] | None = None
         best_key: tuple[float, tuple[int, ...]] | None = None
         prev: tuple[Field, ...] = ()
         sums: list[float] = [0]
+        masks = [0]
         pruned: tuple[Field, ...] | None = None
         for o in orders:
             if pruned is not None and o[:len(pruned)] == pruned:
@@ -407,11 +440,15 @@ class _Pricer:
             k = 0
             while k < min(len(prev), len(o), len(sums) - 1) and prev[k] == o[k]:
                 k += 1
-            del sums[k + 1:]
+            del sums[k + 1:], masks[k + 1:]
             prev = o
-            for d in range(k, len(o)):
-                sums.append(sums[d] + self.cost.tasks(frozenset(o[:d + 1])))
-                if best_key is not None and sums[-1] > best_key[0]:
+            for d in range(k, len(o) - 1):
+                m = masks[d] | bit[o[d]]
+                if m not in tasks:
+                    tasks[m] = self.cost.tasks(frozenset(o[:d + 1]))
+                masks.append(m)
+                sums.append(sums[d] + tasks[m])
+                if best_key is not None and sums[-1] + whole > best_key[0]:
                     pruned = o[:d + 1]
                     break
             if pruned is not None:
