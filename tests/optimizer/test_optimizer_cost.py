@@ -22,7 +22,7 @@ from lazysparse.api.computing import build_plan
 from lazysparse.logic.nodes import Field, Plan
 from lazysparse.logic.printer import format_plan
 from lazysparse.optimizer import analysis, asymptotic, conjunctive, loop_order
-from lazysparse.optimizer.loop_order import _linear_extensions
+from lazysparse.optimizer.loop_order import _count_orders, _linear_extensions
 from lazysparse.optimizer.pipeline import optimize
 from lazysparse.optimizer.rewrite import subsequence
 
@@ -112,6 +112,7 @@ def test_linear_extensions_match_the_exhaustive_filter() -> None:
         want = [p for p in itertools.permutations(fields)
                 if all(subsequence(c, p) for c in chains)]
         assert _linear_extensions(fields, chains) == want, (fields, chains)
+        assert _count_orders(fields, chains) == len(want), (fields, chains)
 
 
 def test_matmul_prices_few_orders() -> None:
