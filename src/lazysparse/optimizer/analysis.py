@@ -20,6 +20,7 @@ from lazysparse.formats.config import check_densify, get_densify_limit
 from lazysparse.formats.dtypes import same_value
 from lazysparse.formats.levels.registry import DENSE_KIND, PLAIN_KIND, all_located
 from lazysparse.formats.statistics import statistics
+from lazysparse.formats.sync import Counters
 from lazysparse.formats.tensor import Tensor
 from lazysparse.logic.dtypes import scalar_as
 from lazysparse.logic.nodes import (
@@ -56,6 +57,10 @@ DENSE_THRESHOLD = 0.25
 SKEWED_DENSE_THRESHOLD = 0.5
 # a first level whose slices are nonempty with at least this probability is a dense level
 DENSE_LEVEL_THRESHOLD = 0.5
+
+#: fill values and dtypes inferred node by node (memo misses): a deterministic measure of
+#: the analysis's work per optimization (tests/optimizer/test_optimizer_cost.py)
+INFERENCES = Counters("fill", "dtype")
 
 
 @dataclass(frozen=True)
@@ -132,12 +137,28 @@ def _nodes(expr: LogicNode) -> list[LogicNode]:
     return list(walk(expr))
 
 
-def expr_dtype(expr: LogicNode, infos: dict[Alias, AliasInfo]) -> np.dtype:
-    """The dtype of a (pointwise or aggregate) expression, by the registry's rules."""
-    return np.dtype(_dtype_or_scalar(expr, infos, top=True))
+def expr_dtype(expr: LogicNode, infos: dict[Alias, AliasInfo],
+               memo: dict[Any, Any] | None = None) -> np.dtype:
+    """The dtype of a (pointwise or aggregate) expression, by the registry's rules.
+
+    ``memo`` (keyed by node identity, for one ``infos``) shares sub-results across calls on
+    the nodes of one expression; each call memoizes its own walk, so it stays linear."""
+    return np.dtype(_dtype_or_scalar(expr, infos, True, {} if memo is None else memo))
 
 
-def _dtype_or_scalar(expr: LogicNode, infos: dict[Alias, AliasInfo], top: bool = False) -> Any:
+def _dtype_or_scalar(expr: LogicNode, infos: dict[Alias, AliasInfo], top: bool = False,
+                     memo: dict[Any, Any] | None = None) -> Any:
+    if memo is None:
+        memo = {}
+    key = ("dtype", id(expr), top)
+    if key not in memo:  # the node is kept with its value: its id is not reused meanwhile
+        INFERENCES.bump("dtype")
+        memo[key] = (expr, _infer_dtype(expr, infos, top, memo))
+    return memo[key][1]
+
+
+def _infer_dtype(expr: LogicNode, infos: dict[Alias, AliasInfo], top: bool,
+                 memo: dict[Any, Any]) -> Any:
     match expr:
         case Relabel(arg=Alias() as a):
             return infos[a].dtype
@@ -146,20 +167,33 @@ def _dtype_or_scalar(expr: LogicNode, infos: dict[Alias, AliasInfo], top: bool =
         case Field():
             return INDEX_DTYPE
         case MapJoin(op=op, args=args):
-            return op_of(op).result_dtype(*[_dtype_or_scalar(a, infos) for a in args])
+            return op_of(op).result_dtype(*[_dtype_or_scalar(a, infos, False, memo)
+                                            for a in args])
         case Aggregate(op=op, init=init, arg=arg):
-            return aggregate_dtype(op_of(op), init.val, expr_dtype(arg, infos))
+            return aggregate_dtype(op_of(op), init.val, expr_dtype(arg, infos, memo))
         case Reorder(arg=arg) | Relabel(arg=arg) | Reformat(arg=arg):
-            return _dtype_or_scalar(arg, infos, top)
+            return _dtype_or_scalar(arg, infos, top, memo)
         case Table(tns=tns):
             return np.dtype(tns.val.dtype)
     raise TypeError(f"cannot infer the dtype of {expr!r}")
 
 
-def expr_fill(expr: LogicNode, infos: dict[Alias, AliasInfo]) -> Any:
+def expr_fill(expr: LogicNode, infos: dict[Alias, AliasInfo],
+              memo: dict[Any, Any] | None = None) -> Any:
     """The fill value of an expression, or None when it has no implicit region: it reads a
     dense operand or a Field as a value and no sparse operand's fill annihilates or selects
-    it away (the fill rule, ``logic.operators.mapjoin_region``)."""
+    it away (the fill rule, ``logic.operators.mapjoin_region``). ``memo`` as for
+    :func:`expr_dtype`."""
+    if memo is None:
+        memo = {}
+    key = ("fill", id(expr))
+    if key not in memo:  # the node is kept with its value: its id is not reused meanwhile
+        INFERENCES.bump("fill")
+        memo[key] = (expr, _infer_fill(expr, infos, memo))
+    return memo[key][1]
+
+
+def _infer_fill(expr: LogicNode, infos: dict[Alias, AliasInfo], memo: dict[Any, Any]) -> Any:
     match expr:
         case Relabel(arg=Alias() as a):
             return infos[a].fill if infos[a].sparse else None
@@ -168,25 +202,13 @@ def expr_fill(expr: LogicNode, infos: dict[Alias, AliasInfo]) -> Any:
         case Field():
             return None
         case MapJoin(op=op, args=args):
-            fills = [expr_fill(a, infos) for a in args]
-            full = [f is None for f in fills]
-            if not any(full):
-                return mapjoin_fill(op_of(op), fills)
-            o = op_of(op)
-            try:
-                # a full argument (never a scalar) takes the nominal 0 of its dtype
-                nominal = [expr_dtype(a, infos).type(0) if f is None else f
-                           for a, f in zip(args, fills, strict=True)]
-                fill, is_full = mapjoin_region(o, nominal, full)
-            except (TypeError, ValueError):
-                return None
-            return None if is_full else fill
+            return _mapjoin_fill(op_of(op), args, infos, memo)
         case Aggregate(op=op, init=init, arg=arg):
-            if expr_fill(arg, infos) is None:
+            if expr_fill(arg, infos, memo) is None:
                 return None
-            return aggregate_fill(op_of(op), init.val, expr_dtype(arg, infos))
+            return aggregate_fill(op_of(op), init.val, expr_dtype(arg, infos, memo))
         case Reorder(arg=arg) | Relabel(arg=arg) | Reformat(arg=arg):
-            return expr_fill(arg, infos)
+            return expr_fill(arg, infos, memo)
         case Table(tns=tns):
             t = tns.val
             full = all_located(getattr(getattr(t, "spec", None), "level_kinds", ()))
@@ -194,27 +216,48 @@ def expr_fill(expr: LogicNode, infos: dict[Alias, AliasInfo]) -> Any:
     raise TypeError(f"cannot infer the fill value of {expr!r}")
 
 
-def stored_fill(expr: LogicNode, infos: dict[Alias, AliasInfo]) -> Any:
+def _mapjoin_fill(o: Operator, args: tuple[LogicNode, ...], infos: dict[Alias, AliasInfo],
+                  memo: dict[Any, Any]) -> Any:
+    """A mapjoin's fill (:func:`expr_fill`) from its arguments'."""
+    fills = [expr_fill(a, infos, memo) for a in args]
+    full = [f is None for f in fills]
+    if not any(full):
+        return mapjoin_fill(o, fills)
+    try:
+        # a full argument (never a scalar) takes the nominal 0 of its dtype
+        nominal = [expr_dtype(a, infos, memo).type(0) if f is None else f
+                   for a, f in zip(args, fills, strict=True)]
+        fill, is_full = mapjoin_region(o, nominal, full)
+    except (TypeError, ValueError):
+        return None
+    return None if is_full else fill
+
+
+def stored_fill(expr: LogicNode, infos: dict[Alias, AliasInfo],
+                memo: dict[Any, Any] | None = None) -> Any:
     """The fill value a query's result is stored with: :func:`expr_fill`, else (no implicit
     region) the nominal fill the kernels give it: a reduction's init, 0 for a map."""
-    fill = expr_fill(expr, infos)
+    memo = {} if memo is None else memo
+    fill = expr_fill(expr, infos, memo)
     if fill is not None:
         return fill
     while isinstance(expr, Reorder | Reformat):
         expr = expr.arg
     if isinstance(expr, Aggregate):
-        return aggregate_fill(op_of(expr.op), expr.init.val, expr_dtype(expr.arg, infos))
-    return expr_dtype(expr, infos).type(0)
+        return aggregate_fill(op_of(expr.op), expr.init.val, expr_dtype(expr.arg, infos, memo))
+    return expr_dtype(expr, infos, memo).type(0)
 
 
 def masks(op: Operator, arg: LogicNode, args: tuple[LogicNode, ...],
-          infos: dict[Alias, AliasInfo]) -> bool:
-    """Does ``arg`` at its fill value annihilate ``op`` (so the mapjoin is an intersection)?"""
-    fill = expr_fill(arg, infos)
+          infos: dict[Alias, AliasInfo], memo: dict[Any, Any] | None = None) -> bool:
+    """Does ``arg`` at its fill value annihilate ``op`` (so the mapjoin is an intersection)?
+    ``memo`` as for :func:`expr_dtype`."""
+    memo = {} if memo is None else memo
+    fill = expr_fill(arg, infos, memo)
     if fill is None:
         return False
     try:
-        dts = op.operand_dtypes(*[_dtype_or_scalar(a, infos) for a in args])
+        dts = op.operand_dtypes(*[_dtype_or_scalar(a, infos, False, memo) for a in args])
         i = list(args).index(arg)
         z = op.annihilator_at(i, dts[i])
     except (TypeError, ValueError):
@@ -222,21 +265,22 @@ def masks(op: Operator, arg: LogicNode, args: tuple[LogicNode, ...],
     return same_value(fill, z)
 
 
-def selected_arguments(node: MapJoin, infos: dict[Alias, AliasInfo]
-                       ) -> tuple[tuple[int, int], ...]:
+def selected_arguments(node: MapJoin, infos: dict[Alias, AliasInfo],
+                       memo: dict[Any, Any] | None = None) -> tuple[tuple[int, int], ...]:
     """``(i, j)`` for each argument ``i`` of ``node`` whose fill value makes the op return
     argument ``j`` (the registry's ``Operator.selections``: ``where(c, x, k)`` with ``c``'s
     fill False is ``k`` wherever ``c`` is absent, so a sparse ``c`` is a mask driver)."""
     op = op_of(node.op)
     if not op.selections:
         return ()
+    memo = {} if memo is None else memo
     try:
-        dts = op.operand_dtypes(*[_dtype_or_scalar(a, infos) for a in node.args])
+        dts = op.operand_dtypes(*[_dtype_or_scalar(a, infos, False, memo) for a in node.args])
     except (TypeError, ValueError):
         return ()
     out: list[tuple[int, int]] = []
     for i in sorted({s.arg for s in op.selections}):
-        fill = expr_fill(node.args[i], infos)
+        fill = expr_fill(node.args[i], infos, memo)
         if fill is None:
             continue
         j = op.selected_by(i, scalar_as(fill, dts[i]))
@@ -337,7 +381,7 @@ def _pattern_accesses(e: LogicNode, infos: dict[Alias, AliasInfo],
             if sub is None:
                 return None
             out += sub
-        elif not isinstance(x, Immediate) and expr_fill(x, infos) is not None:
+        elif not isinstance(x, Immediate) and expr_fill(x, infos, memo) is not None:
             return None
     return out or None
 
@@ -363,7 +407,7 @@ def _mask_flags(node: MapJoin, infos: dict[Alias, AliasInfo],
     key = id(node)
     if key not in memo:
         o = op_of(node.op)
-        memo[key] = tuple(masks(o, x, node.args, infos) for x in node.args)
+        memo[key] = tuple(masks(o, x, node.args, infos, memo) for x in node.args)
     return memo[key]
 
 
@@ -371,7 +415,7 @@ def _selection_flags(node: MapJoin, infos: dict[Alias, AliasInfo],
                      memo: dict[Any, Any]) -> tuple[tuple[int, int], ...]:
     key = ("selects", id(node))
     if key not in memo:
-        memo[key] = selected_arguments(node, infos)
+        memo[key] = selected_arguments(node, infos, memo)
     return memo[key]
 
 
@@ -382,8 +426,8 @@ def _keeps_fill(node: MapJoin, infos: dict[Alias, AliasInfo], memo: dict[Any, An
     fill and is sized as dense)."""
     key = ("keeps_fill", id(node))
     if key not in memo:
-        fill = expr_fill(node, infos)
-        others = [expr_fill(a, infos) for a in node.args if not isinstance(a, Immediate)]
+        fill = expr_fill(node, infos, memo)
+        others = [expr_fill(a, infos, memo) for a in node.args if not isinstance(a, Immediate)]
         memo[key] = fill is not None and bool(others) and all(
             f is not None and same_value(f, fill) for f in others)
     return memo[key]
@@ -393,7 +437,7 @@ def _keeps_sparse(node: Aggregate, infos: dict[Alias, AliasInfo],
                   memo: dict[int, Any]) -> bool:
     key = id(node)
     if key not in memo:
-        fill = expr_fill(node.arg, infos)
+        fill = expr_fill(node.arg, infos, memo)
         try:
             memo[key] = (fill is not None
                          and same_value(op_of(node.op).apply(node.init.val, fill), node.init.val))
@@ -501,7 +545,7 @@ def sparse_representable(expr: LogicNode, infos: dict[Alias, AliasInfo]) -> bool
                 return rep(arg)
         return False
 
-    return expr_fill(expr, infos) is not None and rep(expr)
+    return expr_fill(expr, infos, memo) is not None and rep(expr)
 
 
 def reduction_result(rhs: LogicNode) -> tuple[LogicNode, tuple[Field, ...] | None]:
@@ -547,14 +591,16 @@ def result_axes(rhs: LogicNode) -> tuple[Field, ...]:
     return tuple(f for f in loop.idxs if f not in red)
 
 
-def choose_level_kinds(rhs: LogicNode, infos: dict[Alias, AliasInfo]) -> tuple[str, ...]:
+def choose_level_kinds(rhs: LogicNode, infos: dict[Alias, AliasInfo],
+                       memo: dict[Any, Any] | None = None) -> tuple[str, ...]:
     """Level kinds for a canonical query's result stored in its axis order.
 
     Dense when the result cannot skip entries (the fill does not survive the operation) or
     its estimated density exceeds ``dense_threshold``; otherwise compressed levels, with a
     dense first level when most of its slices are expected nonempty (CSR rather than DCSR).
     A dense result past the densify limit that is ``sparse_representable`` stays sparse
-    (sized with scalars adding no entries): a huge ``A + 1`` is never densified.
+    (sized with scalars adding no entries): a huge ``A + 1`` is never densified. ``memo``
+    (one ``infos``'s, by node identity) shares the body's algebra with the caller's.
     """
     _, agg, loop = query_parts(rhs)
     axes = result_axes(rhs)
@@ -564,11 +610,12 @@ def choose_level_kinds(rhs: LogicNode, infos: dict[Alias, AliasInfo]) -> tuple[s
     sizes = field_sizes(loop.arg, infos)
     for f in loop.idxs:
         sizes.setdefault(f, 1)
-    memo: dict[Any, Any] = {}
+    memo = {} if memo is None else memo
+    memo[("kept", id(expr))] = expr  # memo keys hold ids: this node's is not reused meanwhile
     p_out = nonzero_probability(expr, set(axes), sizes, infos, memo)
     size = math.prod(sizes[f] for f in axes)
     if p_out > dense_threshold(expr, set(axes), sizes, infos, memo) or size == 0:
-        nbytes = size * expr_dtype(expr, infos).itemsize
+        nbytes = size * expr_dtype(expr, infos, memo).itemsize
         limit = get_densify_limit()
         if size == 0 or limit is None or nbytes <= limit:
             return (DENSE_KIND,) * len(axes)
@@ -664,20 +711,21 @@ def _computed_info(rhs: LogicNode, infos: dict[Alias, AliasInfo]) -> AliasInfo:
     expr: LogicNode = loop.arg if agg is None else Aggregate(agg.op, agg.init, loop.arg, agg.idxs)
     plain = reduction_result(rhs)[0]
     expr = replace_epilogue_aggregate(plain.arg if spec is not None else plain, expr)  # type: ignore
-    dtype = expr_dtype(expr, infos)
-    fill = stored_fill(expr, infos)
+    memo: dict[Any, Any] = {}  # fill, dtype and masking facts of expr's nodes, shared
+    dtype = expr_dtype(expr, infos, memo)
+    fill = stored_fill(expr, infos, memo)
     if spec is not None:
         kinds = tuple(spec.val.level_kinds)
         mode = tuple(spec.val.mode_order)
     else:
-        kinds = choose_level_kinds(rhs, infos)
+        kinds = choose_level_kinds(rhs, infos, memo)
         mode = tuple(range(len(axes)))
     all_sizes = dict(sizes)
     for f in loop.idxs:
         all_sizes.setdefault(f, 1)
     sparse = not all_located(kinds)
-    p = nonzero_probability(expr, set(axes), all_sizes, infos)
-    if (sparse and p > dense_threshold(expr, set(axes), all_sizes, infos)
+    p = nonzero_probability(expr, set(axes), all_sizes, infos, memo)
+    if (sparse and p > dense_threshold(expr, set(axes), all_sizes, infos, memo)
             and sparse_representable(expr, infos)):
         # stored on its sparse operands' union (a large ``A + 1``): scalars add no entries
         p = nonzero_probability(expr, set(axes), all_sizes, infos, {"scalars_sparse": True})

@@ -10,8 +10,9 @@ a linear transposed copy. Among the candidates:
    and singleton levels step, dense levels locate; a discordant input's copy keeps the
    source's level kinds in the loop's order); candidates whose task sets strictly contain
    another's are dropped. Bounded: the model runs when there are 2 to
-   ``MAX_MODEL_CANDIDATES`` (24) candidates; with more (at most 7! permutations are
-   enumerated, ``MAX_ENUMERATE`` fields; greedy beyond) the estimate alone decides.
+   ``MAX_MODEL_CANDIDATES`` (24) candidates; with more (at most 7! orders, built by
+   backtracking over the chains, ``MAX_ENUMERATE`` fields; greedy beyond) the estimate
+   alone decides.
 2. **Estimate** among the survivors: an nnz-based count of iteration tasks (the model's
    sets sized under uniform independence) plus transpose and workspace penalties; ties go
    to the logical order.
@@ -41,6 +42,7 @@ from lazysparse.formats.levels.registry import (
     is_located,
 )
 from lazysparse.formats.specs import FormatSpec, infer_spec
+from lazysparse.formats.sync import Counters
 from lazysparse.logic.nodes import (
     Aggregate,
     Alias,
@@ -90,6 +92,10 @@ MAX_MODEL_CANDIDATES = 24
 # survivors listed by ScheduleReport.describe
 MAX_SHOWN = 6
 
+#: the loop-order search's work: partial orders extended while enumerating candidates and
+#: orders priced by the estimate (tests/optimizer/test_optimizer_cost.py)
+SEARCH = Counters("orders_extended", "orders_priced")
+
 
 def storage_chain(acc: Relabel, info: AliasInfo) -> tuple[Field, ...]:
     """The access's fields in the alias's storage order (outermost level first)."""
@@ -127,8 +133,7 @@ def _candidates(fields: tuple[Field, ...], chains: list[tuple[Field, ...]],
                 natural: tuple[Field, ...]) -> list[tuple[Field, ...]]:
     """Orders of ``fields`` satisfying every chain (exhaustive when small, else greedy)."""
     if len(fields) <= MAX_ENUMERATE:
-        return [p for p in itertools.permutations(fields)
-                if all(subsequence(c, p) for c in chains)]
+        return _linear_extensions(fields, chains)
     # greedy topological order, ties broken by the natural order
     remaining = list(natural)
     order: list[Field] = []
@@ -141,6 +146,68 @@ def _candidates(fields: tuple[Field, ...], chains: list[tuple[Field, ...]],
         else:
             return []
     return [tuple(order)]
+
+
+def _precedence(fields: tuple[Field, ...], chains: list[tuple[Field, ...]]
+                ) -> list[int] | None:
+    """Per field (by position), the bit mask of the fields every chain puts before it; None
+    when no order satisfies the chains (a field the query lacks, or one needed twice)."""
+    pos = {f: k for k, f in enumerate(fields)}
+    before = [0] * len(fields)
+    for c in chains:
+        c = tuple(f for k, f in enumerate(c) if k == 0 or f != c[k - 1])  # repeats collapse
+        if not set(c) <= pos.keys() or len(set(c)) < len(c):
+            return None
+        for prev, f in itertools.pairwise(c):
+            before[pos[f]] |= 1 << pos[prev]
+    return before
+
+
+def _count_orders(fields: tuple[Field, ...], chains: list[tuple[Field, ...]]) -> int:
+    """``len(_linear_extensions(fields, chains))`` without building them: a count per set
+    of placed fields (2^n sets, not n! orders)."""
+    before = _precedence(fields, chains)
+    if before is None:
+        return 0
+    ways = [0] * (1 << len(fields))
+    ways[0] = 1
+    for placed, w in enumerate(ways):
+        if w:
+            for k, need in enumerate(before):
+                if not placed >> k & 1 and need & ~placed == 0:
+                    ways[placed | 1 << k] += w
+    return ways[-1]
+
+
+def _linear_extensions(fields: tuple[Field, ...], chains: list[tuple[Field, ...]]
+                       ) -> list[tuple[Field, ...]]:
+    """The permutations of ``fields`` in which every chain is a subsequence, in
+    ``itertools.permutations`` order, built by backtracking: a field is placed once its
+    predecessor in every chain is, so only the valid orders are ever built (not all n!).
+    Fields are bit positions (:func:`_precedence`)."""
+    before = _precedence(fields, chains)
+    if before is None:
+        return []
+    n, full = len(fields), (1 << len(fields)) - 1
+    out: list[tuple[Field, ...]] = []
+    order: list[Field] = []
+    steps = 0
+
+    def extend(placed: int) -> None:
+        nonlocal steps
+        if placed == full:
+            out.append(tuple(order))
+            return
+        for k in range(n):
+            if not placed >> k & 1 and before[k] & ~placed == 0:
+                steps += 1
+                order.append(fields[k])
+                extend(placed | 1 << k)
+                order.pop()
+
+    extend(0)
+    SEARCH.bump("orders_extended", steps)
+    return out
 
 
 @dataclass(frozen=True)
@@ -213,9 +280,10 @@ def _all_dominated(body: LogicNode, agg: Aggregate | None, fields: tuple[Field, 
     of some input (``concordize``) compete too, within the model's bound."""
     if len(fields) > MAX_ENUMERATE:
         return False
-    every = _candidates(fields, out_chain, natural)
-    if len(every) <= len(concordant) or len(every) > MAX_MODEL_CANDIDATES:
+    count = _count_orders(fields, out_chain)  # built only when the model takes them
+    if count <= len(concordant) or count > MAX_MODEL_CANDIDATES:
         return False
+    every = _candidates(fields, out_chain, natural)
     return not set(_survivors(body, agg, every, sizes, infos)) & set(concordant)
 
 
@@ -262,8 +330,8 @@ def _schedule(body: LogicNode, agg: Aggregate | None, fields: tuple[Field, ...],
         # a product that copies an operand (X[:k] @ X.T copies all of X): orders writing
         # the result out of its axis order compete (X's rows outermost, the small operand
         # copied, the few products sorted into the result), every operand read included
-        every = _candidates(fields, [], natural)
-        if len(every) <= MAX_MODEL_CANDIDATES:
+        if _count_orders(fields, []) <= MAX_MODEL_CANDIDATES:
+            every = _candidates(fields, [], natural)
             alt = price.pick(every, read=True)
             if price.total(alt[2], read=True) < price.total(chosen, read=True):
                 cands, (survivors, modeled, chosen) = every, alt
@@ -331,6 +399,8 @@ class _Pricer:
         return SORT_WEIGHT * t * math.log2(t + 2.0)
 
     def total(self, order: tuple[Field, ...], read: bool = False) -> float:
+        """The estimated cost of ``order`` (``read``: with the driving operands' reads)."""
+        SEARCH.bump("orders_priced")
         c = self.cost(order) + self.sort_buffer(order) + self.copies(order)
         first_red = next((k for k, f in enumerate(order) if f in self.red), len(order))
         if any(f not in self.red for f in order[first_red:]):
@@ -343,8 +413,51 @@ class _Pricer:
         modeled = 1 < len(orders) <= MAX_MODEL_CANDIDATES
         survivors = (_survivors(self.body, self.agg, orders, self.sizes, self.infos)
                      if modeled else orders)
-        return survivors, modeled, min(survivors, key=lambda o: (
-            self.total(o, read), tuple(self.rank[f] for f in o)))
+        return survivors, modeled, self.cheapest(survivors, read)
+
+    def cheapest(self, orders: list[tuple[Field, ...]], read: bool = False
+                 ) -> tuple[Field, ...]:
+        """``min(orders)`` by (:meth:`total`, rank) over permutations of one field set (a
+        query's candidates), by branch and bound. Every order's cost ends with the tasks of
+        the whole set and every other term is nonnegative, so an order whose first loops
+        plus that last term already cost more than the best total found cannot win, nor
+        can any order sharing those first loops (adjacent in permutations order: skipped
+        unpriced). The running sums are :meth:`total`'s own (same additions in the same
+        order, and float addition is monotone), so the winner is the exhaustive one."""
+        whole = self.cost.tasks(frozenset(orders[0])) if len(orders[0]) > 1 else 0.0
+        bit = {f: 1 << k for k, f in enumerate(orders[0])}
+        tasks: dict[int, float] = {}
+        best: tuple[Field, ...] | None = None
+        best_key: tuple[float, tuple[int, ...]] | None = None
+        prev: tuple[Field, ...] = ()
+        sums: list[float] = [0]
+        masks = [0]
+        pruned: tuple[Field, ...] | None = None
+        for o in orders:
+            if pruned is not None and o[:len(pruned)] == pruned:
+                continue
+            pruned = None
+            k = 0
+            while k < min(len(prev), len(o), len(sums) - 1) and prev[k] == o[k]:
+                k += 1
+            del sums[k + 1:], masks[k + 1:]
+            prev = o
+            for d in range(k, len(o) - 1):
+                m = masks[d] | bit[o[d]]
+                if m not in tasks:
+                    tasks[m] = self.cost.tasks(frozenset(o[:d + 1]))
+                masks.append(m)
+                sums.append(sums[d] + tasks[m])
+                if best_key is not None and sums[-1] + whole > best_key[0]:
+                    pruned = o[:d + 1]
+                    break
+            if pruned is not None:
+                continue
+            key = (self.total(o, read), tuple(self.rank[f] for f in o))
+            if best_key is None or key < best_key:
+                best, best_key = o, key
+        assert best is not None, "no candidate order"
+        return best
 
 
 def _translate_spec(spec: FormatSpec, logical: tuple[Field, ...],

@@ -96,13 +96,18 @@ class Namer:
     """Fresh alias and field names that clash with nothing already in a plan."""
 
     def __init__(self, plan: LogicNode, field_prefix: str = "f", alias_prefix: str = "Q") -> None:
-        self.used: set[str] = set()
-        for n in walk(plan):
-            if isinstance(n, Field | Alias):
-                self.used.add(n.name)
+        self.plan = plan
+        self._used: set[str] | None = None
         self.counters: dict[str, int] = {}
         self.field_prefix = field_prefix
         self.alias_prefix = alias_prefix
+
+    @property
+    def used(self) -> set[str]:
+        """Names taken: the plan's (walked on the first fresh name; most passes ask none)."""
+        if self._used is None:
+            self._used = {n.name for n in walk(self.plan) if isinstance(n, Field | Alias)}
+        return self._used
 
     def _fresh(self, prefix: str) -> str:
         while True:
