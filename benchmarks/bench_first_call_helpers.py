@@ -21,7 +21,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
 import scipy.sparse as sp
 
 

@@ -261,8 +261,10 @@ def stable_perm_pass(key: np.ndarray, nbins: int, perm: np.ndarray) -> np.ndarra
 
     When ``nbins`` dwarfs ``n`` a stable comparison sort is cheaper than the bin array.
     """
-    if nbins > 8 * perm.size + 4096 or sorts_on_numpy(perm.size + nbins):
+    if nbins > 8 * perm.size + 4096:
         return perm[np.argsort(key[perm], kind="stable")]
+    if sorts_on_numpy(perm.size + nbins):
+        return perm[N.stable_order(key[perm], nbins)]
     out_ptr = np.zeros(nbins + 1, dtype=np.int64)
     out = np.empty_like(perm)
     _perm_pass(key, perm, out_ptr, out)
@@ -276,7 +278,7 @@ def stable_order(key: np.ndarray, nbins: int) -> np.ndarray:
     check_bins(nbins + 1, n, np.int64, f"a counting sort's {nbins} bins")
     out = np.empty(n, dtype=np.int32 if n <= np.iinfo(np.int32).max else np.int64)
     if sorts_on_numpy(n + nbins):
-        out[:] = np.argsort(key, kind="stable")
+        out[:] = N.stable_order(key, nbins)
         return out
     _order(key, np.zeros(nbins + 1, dtype=np.int64), out)
     return out

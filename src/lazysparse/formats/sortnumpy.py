@@ -5,13 +5,15 @@ small data does not wait on the compiler (issue 35).
 
 :func:`sorts_on_numpy` is the one decision: these twins up to :data:`SORT_NUMPY_MAX`
 entries (coordinates plus bins), the compiled loops (O(n + bins), no temporaries) above.
-Stable sorts are NumPy's stable argsort; sums of duplicates add in storage order
-(``np.add.at`` from each run's first value), as the compiled merge does.
+Stable counting sorts are scipy.sparse's compiled ``csr → csc`` conversion (O(n + bins), as
+fast as the Numba loop); sums of duplicates add in storage order (``np.add.at`` from each
+run's first value), as the compiled merge does.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
 #: the most entries (coordinates plus bins) a sort, scatter or gather runs on NumPy
 SORT_NUMPY_MAX = 1 << 20
@@ -32,20 +34,36 @@ def counts_ptr(key: np.ndarray, nbins: int, dtype: np.dtype) -> np.ndarray:
     return out
 
 
+def _by_column(ptr: np.ndarray, idx: np.ndarray,
+               ncols: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """scipy's counting sort of a CSR layout by column: the column pointers, and for each
+    entry in column order its row and its position in ``idx`` (rows ascending, storage
+    order among equals: stable)."""
+    n = idx.size
+    csr = sp.csr_array((np.arange(n, dtype=np.int64), idx, ptr), shape=(ptr.size - 1, ncols))
+    csc = csr.tocsc()
+    return csc.indptr, csc.indices, csc.data
+
+
 def transpose(ptr: np.ndarray, idx: np.ndarray, major: np.ndarray, values: np.ndarray,
               nminor: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A two-level layout regrouped by minor coordinate, majors in parent order."""
-    order = np.argsort(idx, kind="stable")
-    parent_major = np.repeat(major, np.diff(ptr))
-    return (counts_ptr(idx, nminor, ptr.dtype), parent_major[order].astype(idx.dtype),
-            values[order])
+    out_ptr, rows, order = _by_column(ptr, idx, nminor)
+    return out_ptr.astype(ptr.dtype), major[rows].astype(idx.dtype), values[order]
+
+
+def stable_order(key: np.ndarray, nbins: int) -> np.ndarray:
+    """The stable sorting permutation of ``key`` in ``[0, nbins)`` (int64)."""
+    n = key.size
+    return _by_column(np.arange(n + 1, dtype=np.int64), key, nbins)[2]
 
 
 def scatter(key: np.ndarray, nbins: int, minor: np.ndarray,
             values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Stable sort of ``(minor, values)`` by ``key``, with the bins' pointers."""
-    order = np.argsort(key, kind="stable")
-    return counts_ptr(key, nbins, key.dtype), minor[order], values[order]
+    n = key.size
+    ptr, _, order = _by_column(np.arange(n + 1, dtype=np.int64), key, nbins)
+    return ptr.astype(key.dtype), minor[order], values[order]
 
 
 def first_flags(ptr: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, int]:
@@ -60,11 +78,21 @@ def first_flags(ptr: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, int]:
 
 
 def sort_segments(ptr: np.ndarray, idx: np.ndarray, values: np.ndarray) -> None:
-    """Sort ``idx`` (carrying ``values``) stably within each segment of ``ptr``, in place."""
+    """Sort ``idx`` (carrying ``values``) stably within each segment of ``ptr``, in place:
+    two of scipy's counting sorts (by coordinate, then by segment) where the coordinates'
+    range is not much over their count, else NumPy's lexsort."""
     lo, hi = int(ptr[0]), int(ptr[ptr.size - 1])
     seg_idx = idx[lo:hi]
-    segment = np.repeat(np.arange(ptr.size - 1), np.diff(ptr))
-    order = np.lexsort((seg_idx, segment))
+    if seg_idx.size < 2:
+        return
+    ncols = int(seg_idx.max()) + 1
+    if seg_idx.min() >= 0 and ncols <= 4 * seg_idx.size + 4096:
+        cols_ptr, rows, pos = _by_column(ptr - lo, seg_idx, ncols)
+        _, _, back = _by_column(cols_ptr, rows, ptr.size - 1)
+        order = pos[back]
+    else:
+        segment = np.repeat(np.arange(ptr.size - 1), np.diff(ptr))
+        order = np.lexsort((seg_idx, segment))
     idx[lo:hi] = seg_idx[order]
     values[lo:hi] = values[lo:hi][order]
 
