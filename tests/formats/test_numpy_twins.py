@@ -66,7 +66,8 @@ def test_check_compressed_twin(dtype: Any, order: int) -> None:
         want = _pair(K.check_compressed(ptr, idx, size, order))
         assert _pair(C.check_compressed(ptr, idx, size, order)) == want, (ptr, idx, size)
     # the whole range of codes is reached
-    codes = {_pair(C.check_compressed(p, i, s, 2))[0] for p, i, s in _layouts(dtype) + _broken(dtype)}
+    codes = {_pair(C.check_compressed(p, i, s, 2))[0]
+             for p, i, s in _layouts(dtype) + _broken(dtype)}
     assert {K.OK, K.PTR_START, K.PTR_DECREASES, K.PTR_END, K.OUT_OF_RANGE, K.UNSORTED,
             K.DUPLICATE} <= codes
 
@@ -191,40 +192,45 @@ def _sorts_both(monkeypatch: pytest.MonkeyPatch, fn: Callable[[], Any]) -> None:
 VALUES = [np.float64, np.float32, np.int64, np.int16, np.bool_, np.complex128]
 
 
+def _sort_family(mp: pytest.MonkeyPatch, ptr: np.ndarray, idx: np.ndarray, size: int,
+                 vals: np.ndarray, c: np.ndarray) -> None:
+    """Every sortkernels entry point on one layout, on both paths."""
+    n, dtype = idx.size, idx.dtype
+    major = np.arange(ptr.size - 1, dtype=dtype)[::-1].copy()
+    _sorts_both(mp, lambda: S.transpose_compressed(ptr, idx, major, vals, size))
+    _sorts_both(mp, lambda: S.scatter_by_key(idx, size, idx[::-1].copy(), vals))
+    _sorts_both(mp, lambda: S.stable_order(idx, size))
+    _sorts_both(mp, lambda: S.stable_perm_pass(idx, size, np.arange(n)[::-1].copy()))
+    _sorts_both(mp, lambda: S.ptr_from_sorted(np.sort(idx), size, dtype))
+    _sorts_both(mp, lambda: S.segment_repeats(ptr, np.sort(idx)))
+
+    def sort_then_sum() -> Any:
+        p, i, v = ptr.copy(), idx.copy(), vals.copy()
+        S.sort_segments(p, i, v)
+        return (p.copy(), i.copy(), v.copy()) + S.sum_runs(p, i, v)
+
+    _sorts_both(mp, sort_then_sum)
+    rows = np.arange(ptr.size - 1)
+    lo, hi = ptr[:-1][rows[::2]], ptr[1:][rows[::2]]
+    total = int((hi - lo).sum())
+    _sorts_both(mp, lambda: S.gather_ranges(vals, lo, hi, total))
+    _sorts_both(mp, lambda: S.gather_pair(idx, vals, lo, hi, total))
+    plo, phi = rows[::2].astype(dtype), np.minimum(rows[::2] + 2, rows.size).astype(dtype)
+    ptotal = int(np.maximum(phi - plo, 0).sum())
+    _sorts_both(mp, lambda: S.gather_ptr(ptr, plo, phi, ptotal))
+    _sorts_both(mp, lambda: S.find_in_segments(idx, ptr[:-1], ptr[1:], c))
+
+
 @pytest.mark.parametrize("dtype", INDEX)
 @pytest.mark.parametrize("vdtype", VALUES)
 def test_sort_family_twins(monkeypatch: pytest.MonkeyPatch, dtype: Any, vdtype: Any) -> None:
     rng = np.random.default_rng(11)
     for ptr, idx, size in _layouts(dtype):
-        n = idx.size
-        vals = (rng.standard_normal(n) * 100).astype(vdtype)
+        vals = (rng.standard_normal(idx.size) * 100).astype(vdtype)
         if vdtype is np.complex128:
-            vals = vals + 1j * rng.standard_normal(n)
-        major = np.arange(ptr.size - 1, dtype=dtype)[::-1].copy()
-        _sorts_both(monkeypatch, lambda: S.transpose_compressed(ptr, idx, major, vals, size))
-        _sorts_both(monkeypatch, lambda: S.scatter_by_key(idx, size, idx[::-1].copy(), vals))
-        _sorts_both(monkeypatch, lambda: S.stable_order(idx, size))
-        _sorts_both(monkeypatch, lambda: S.stable_perm_pass(idx, size, np.arange(n)[::-1].copy()))
-        _sorts_both(monkeypatch, lambda: S.ptr_from_sorted(np.sort(idx), size, dtype))
-        _sorts_both(monkeypatch, lambda: S.segment_repeats(ptr, np.sort(idx)))
-
-        def sort_then_sum() -> Any:
-            p, i, v = ptr.copy(), idx.copy(), vals.copy()
-            S.sort_segments(p, i, v)
-            sorted_ = (p.copy(), i.copy(), v.copy())
-            return sorted_ + S.sum_runs(p, i, v)
-
-        _sorts_both(monkeypatch, sort_then_sum)
-        rows = np.arange(ptr.size - 1)
-        lo, hi = ptr[:-1][rows[::2]], ptr[1:][rows[::2]]
-        total = int((hi - lo).sum())
-        _sorts_both(monkeypatch, lambda: S.gather_ranges(vals, lo, hi, total))
-        _sorts_both(monkeypatch, lambda: S.gather_pair(idx, vals, lo, hi, total))
-        plo, phi = rows[::2].astype(dtype), np.minimum(rows[::2] + 2, rows.size).astype(dtype)
-        ptotal = int(np.maximum(phi - plo, 0).sum())
-        _sorts_both(monkeypatch, lambda: S.gather_ptr(ptr, plo, phi, ptotal))
-        c = rng.integers(0, max(size, 1), rows.size)
-        _sorts_both(monkeypatch, lambda: S.find_in_segments(idx, ptr[:-1], ptr[1:], c))
+            vals = vals + 1j * rng.standard_normal(idx.size)
+        c = rng.integers(0, max(size, 1), ptr.size - 1)
+        _sort_family(monkeypatch, ptr, idx, size, vals, c)
 
 
 def test_sum_runs_adds_in_storage_order(monkeypatch: pytest.MonkeyPatch) -> None:
