@@ -17,6 +17,9 @@ from lazysparse.formats import checkkernels as K
 from lazysparse.formats import checknumpy as C
 from lazysparse.formats import sortkernels as S
 from lazysparse.formats.checknumpy import checks
+from lazysparse.formats.hash_insert import HashedBuilder, builder_from_tensor
+from lazysparse.formats.levels import hashed
+from lazysparse.formats.levels.hashed import build_table
 from lazysparse.formats.sortnumpy import sorts_on_numpy
 
 INDEX = [np.int32, np.int64]
@@ -262,3 +265,50 @@ def test_constructors_match_numpy_on_both_paths(monkeypatch: pytest.MonkeyPatch)
             ctx.setattr(C, "CHECK_NUMPY_MAX", -1)
             ctx.setattr(sortnumpy, "SORT_NUMPY_MAX", -1)
             np.testing.assert_array_equal(np.asarray(build()), want)
+
+
+@pytest.mark.parametrize("vdtype", VALUES + [np.int8, np.uint64])
+@pytest.mark.parametrize("combine", [None, "add", "multiply", "min", "max", "or", "and"])
+def test_hashed_builder_twins(monkeypatch: pytest.MonkeyPatch, vdtype: Any,
+                              combine: str | None) -> None:
+    if combine in ("or", "and") and np.dtype(vdtype).kind not in "biu":
+        return  # Numba refuses these; neither path takes them
+    if combine in ("min", "max") and np.dtype(vdtype).kind == "c":
+        return
+    rng = np.random.default_rng(5)
+
+    def build() -> Any:
+        b = HashedBuilder(37, 11, vdtype)  # starts small: grows and rehashes
+        for _ in range(6):
+            n = int(rng.integers(0, 40))
+            p, c = rng.integers(0, 11, n), rng.integers(0, 37, n)
+            raw = rng.standard_normal(n) * 200
+            b.insert(p, c, raw.astype(vdtype) if np.dtype(vdtype).kind != "b" else raw > 0,
+                     combine)
+        probe_p, probe_c = rng.integers(0, 11, 50), rng.integers(0, 37, 50)
+        frozen = b.freeze((11, 37))
+        level = frozen.levels[-1]
+        again = builder_from_tensor(frozen)
+        return (b.parents[:b.n].copy(), b.coords[:b.n].copy(), b.values[:b.n].copy(),
+                b.table.copy(), b.lookup(probe_p, probe_c), level.ptr, level.idx, level.table,
+                again.table.copy(), build_table(level.ptr, level.idx, 37))
+
+    state = rng.bit_generator.state
+    got = build()
+    with monkeypatch.context() as m:
+        m.setattr(hashed, "HASH_PYTHON_MAX", -1)
+        rng.bit_generator.state = state
+        want = build()
+    _same(got, want)
+
+
+def test_hashed_twins_decide_by_size() -> None:
+    assert hashed.hash_on_python(0) and hashed.hash_on_python(hashed.HASH_PYTHON_MAX)
+    assert not hashed.hash_on_python(hashed.HASH_PYTHON_MAX + 1)
+
+
+def test_hashed_builder_user_combine_stays_compiled(monkeypatch: pytest.MonkeyPatch) -> None:
+    b = HashedBuilder(5, 2, np.float64)
+    b.insert([0, 0, 1], [1, 1, 4], [2.0, 3.0, 1.0], lambda a, v: a - v)
+    got = b.freeze((2, 5)).to_numpy()
+    np.testing.assert_array_equal(got, [[0, -1.0, 0, 0, 0], [0, 0, 0, 0, 1.0]])
