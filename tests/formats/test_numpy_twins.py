@@ -17,10 +17,13 @@ from lazysparse.formats import checkkernels as K
 from lazysparse.formats import checknumpy as C
 from lazysparse.formats import sortkernels as S
 from lazysparse.formats.checknumpy import checks
+from lazysparse.formats.concat import concat_tensors
 from lazysparse.formats.hash_insert import HashedBuilder, builder_from_tensor
 from lazysparse.formats.levels import hashed
 from lazysparse.formats.levels.hashed import build_table
+from lazysparse.formats.select import select
 from lazysparse.formats.sortnumpy import sorts_on_numpy
+from lazysparse.formats.specs import format_spec
 
 INDEX = [np.int32, np.int64]
 
@@ -312,3 +315,93 @@ def test_hashed_builder_user_combine_stays_compiled(monkeypatch: pytest.MonkeyPa
     b.insert([0, 0, 1], [1, 1, 4], [2.0, 3.0, 1.0], lambda a, v: a - v)
     got = b.freeze((2, 5)).to_numpy()
     np.testing.assert_array_equal(got, [[0, -1.0, 0, 0, 0], [0, 0, 0, 0, 1.0]])
+
+
+def _tensor_state(t: Any) -> Any:
+    """A tensor's arrays (every level's, then the values) and its layout, for ``_same``."""
+    if t is None:
+        return None
+    arrays = tuple(a for lv in t.levels for _, a in sorted(lv.arrays().items()))
+    return (str(t.format), t.shape, t.mode_order), arrays + (t.values,)
+
+
+def _select_both(monkeypatch: pytest.MonkeyPatch, t: Any, picks: list[Any]) -> None:
+    got = _tensor_state(select(t, picks))
+    with monkeypatch.context() as m:
+        m.setattr(sortnumpy, "SORT_NUMPY_MAX", -1)
+        want = _tensor_state(select(t, picks))
+    assert (got is None) == (want is None)
+    if got is not None:
+        assert got[0] == want[0]
+        _same(got[1], want[1])
+
+
+def _as_tensor(m: Any, fmt: str, dtype: Any) -> Tensor:
+    """A scipy matrix as a csr/csc/coo/unordered-csr tensor with ``dtype`` indices."""
+    if fmt == "coo":
+        c = m.tocoo()
+        n = c.nnz
+        return Tensor(c.shape, [Compressed(c.shape[0], np.array([0, n], dtype),
+                                           c.row.astype(dtype), unique=False),
+                                Singleton(c.shape[1], c.col.astype(dtype))], (0, 1),
+                      c.data, 0.0)
+    g = m.tocsc() if fmt == "csc" else m.tocsr()
+    rows, cols = g.shape if fmt != "csc" else g.shape[::-1]
+    idx, vals = g.indices.astype(dtype), g.data.copy()
+    if fmt == "csr-unordered":
+        rng = np.random.default_rng(2)
+        for r in range(rows):  # shuffle each row's entries
+            a, b = g.indptr[r], g.indptr[r + 1]
+            perm = a + rng.permutation(b - a)
+            idx[a:b], vals[a:b] = idx[perm], vals[perm]
+    level = Compressed(cols, g.indptr.astype(dtype), idx, ordered=fmt != "csr-unordered")
+    return Tensor(g.shape, [Dense(rows), level], (1, 0) if fmt == "csc" else (0, 1), vals, 0.0)
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc", "coo", "csr-unordered"])
+@pytest.mark.parametrize("dtype", INDEX)
+def test_selection_twins(monkeypatch: pytest.MonkeyPatch, fmt: str, dtype: Any) -> None:
+    m = sp.random_array((23, 31), density=0.3, format="csr", rng=9, dtype=np.float64)
+    t = _as_tensor(m, fmt, dtype)
+    assert t.levels[-1].idx.dtype == dtype
+    picks_list = [
+        [None, range(2, 9, 1)], [None, range(3, 29, 4)], [None, range(28, 1, -3)],
+        [None, range(30, -1, -1)], [range(0, 23, 1), 3], [None, 7],
+        [None, np.array([5, 1, 1, 30, 0], np.int64)], [None, np.array([4, 9, 2], np.int64)],
+        [np.array([3, 3, 0], np.int64), None], [range(5, 12, 2), np.array([0, 30], np.int64)],
+        [4, None], [4, range(0, 0, 1)], [range(0, 0, 1), None],
+    ]
+    for picks in picks_list:
+        _select_both(monkeypatch, t, picks)
+
+
+def test_selection_twins_search_paths(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a long axis (the index array is searched, not tabled) and few indices into long rows
+    for rows, density in [(3, 2e-4), (400, 1e-5)]:  # by_index, then searched
+        wide = sp.random_array((rows, 1 << 22), density=density, format="csr", rng=4)
+        t = _as_tensor(wide, "csr", np.int64)
+        cols = np.sort(np.random.default_rng(0).choice(wide.indices, 5, replace=False))
+        _select_both(monkeypatch, t, [None, np.concatenate([cols, cols[:2]]).astype(np.int64)])
+        _select_both(monkeypatch, t, [None, cols[::-1].astype(np.int64)])
+    long_rows = _as_tensor(sp.random_array((2, 5000), density=0.9, format="csr", rng=1), "csr",
+                           np.int32)
+    _select_both(monkeypatch, long_rows, [None, np.array([7, 3, 4999, 3], np.int64)])
+
+
+@pytest.mark.parametrize("dtype", INDEX)
+def test_concat_inner_twin(monkeypatch: pytest.MonkeyPatch, dtype: Any) -> None:
+    parts = [_as_tensor(sp.random_array((9, n), density=0.3, format="csr", rng=n), "csr",
+                        dtype) for n in (4, 0, 7, 1)]
+    spec = format_spec("csr", 2)
+
+    def join() -> Any:
+        return concat_tensors(parts, 1, np.dtype(np.float64), 0.0, spec)
+
+    got = _tensor_state(join())
+    with monkeypatch.context() as m:
+        m.setattr(sortnumpy, "SORT_NUMPY_MAX", -1)
+        want = _tensor_state(join())
+    assert got[0] == want[0]
+    _same(got[1], want[1])
+    np.testing.assert_array_equal(join().to_numpy(),
+                                  np.concatenate([p.to_numpy() for p in parts], 1))

@@ -12,6 +12,8 @@ run's first value), as the compiled merge does.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -143,3 +145,17 @@ def find_in_segments(idx: np.ndarray, lo: np.ndarray, hi: np.ndarray,
     found, first = np.unique(query[hit], return_index=True)
     out[found] = pos[hit][first]
     return out
+
+
+def append_rows(ptr: np.ndarray, idx: np.ndarray, vals: np.ndarray, offset: Any,
+                cursor: np.ndarray, out_idx: np.ndarray, out_vals: np.ndarray) -> None:
+    """Row ``r``'s entries written at ``out[cursor[r]:]``, coordinates shifted by
+    ``offset`` (in ``out_idx``'s dtype, wrapping as the compiled store does); ``cursor``
+    advances past them."""
+    lengths = np.diff(ptr).astype(np.int64)
+    lo = int(ptr[0])
+    src = np.arange(lo, int(ptr[ptr.size - 1]))
+    dest = np.repeat(cursor.astype(np.int64) - ptr[:-1], lengths) + src
+    out_idx[dest] = (idx[src].astype(np.int64) + int(offset)).astype(out_idx.dtype)
+    out_vals[dest] = vals[src]
+    cursor += lengths.astype(cursor.dtype)
