@@ -6,7 +6,8 @@ temporary directory and whose ``LAZYSPARSE_COMPILE`` is ``eager`` (no fused kern
 so what is left is the helpers'); the child wraps Numba's ``Dispatcher._compile_for_args``
 and reports each compile. The time is the case alone (after the imports and its inputs).
 
-Usage: ``python benchmarks/bench_first_call_helpers.py [--n 300]``.
+Usage: ``python benchmarks/bench_first_call_helpers.py [--n 300]`` (with ``PYTHONPATH``
+naming the lazysparse to measure).
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ def _cases(n: int) -> dict[str, Callable[[], Any]]:
     s = sp.random(n, n + 100, density=0.05, format="csr", random_state=0)
     dense = s.toarray()
 
-
     def built() -> Any:
         return xp.asarray(s)
 
@@ -39,7 +39,6 @@ def _cases(n: int) -> dict[str, Callable[[], Any]]:
         b = xp.asarray(s.copy())
         b[1, 2] = 5.0
         xp.compute(b)
-
 
     return {
         "asarray(scipy csr)": lambda: xp.asarray(s),
@@ -61,8 +60,11 @@ def _cases(n: int) -> dict[str, Callable[[], Any]]:
         "tocsr(csc)": lambda: xp.asarray(s.tocsc()).tocsr(),
         "to_scipy(csr)": lambda: built().to_scipy(),
         "concat(csr, csr)": lambda: xp.concat([built(), built()]),
+        "concat(csr, csr, axis=1)": lambda: xp.concat([built(), built()], axis=1),
         "A[:10]": lambda: built()[:10],
         "A[3]": lambda: built()[3],
+        "A[:, 3]": lambda: built()[:, 3],
+        "A[:, 2:9]": lambda: built()[:, 2:9],
         "nonzero(A)": lambda: xp.nonzero(built()),
         "unique_values(A)": lambda: xp.unique_values(built()),
         "sort(A, axis=1)": lambda: xp.sort(built(), axis=1),

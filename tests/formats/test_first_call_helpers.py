@@ -42,7 +42,8 @@ results = [
     xp.zeros((n, n), format="csr"), xp.ones((n, n), format="csr"),
     xp.full((n, n), 2.0, format="coo"), xp.asformat(a, "coo"), xp.asformat(a, "csc"),
     xp.asformat(xp.asarray(s.tocoo()), "csr"), xp.asarray(s.tocsc()).tocsr(),
-    xp.concat([a, a]), a[:10], a[3], *xp.nonzero(a), xp.unique_values(a),
+    xp.concat([a, a]), xp.concat([a, a], axis=1), a[:10], a[3], a[:, 3], a[:, 2:9],
+    *xp.nonzero(a), xp.unique_values(a),
     xp.sort(a, axis=1), b, b[1, 2],
 ]
 xp.compute(*[r for r in results if isinstance(r, xp.LazyArray)])

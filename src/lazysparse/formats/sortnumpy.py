@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
 #: the most entries (coordinates plus bins) a sort, scatter or gather runs on NumPy
 SORT_NUMPY_MAX = 1 << 20
@@ -41,6 +40,8 @@ def _by_column(ptr: np.ndarray, idx: np.ndarray,
     """scipy's counting sort of a CSR layout by column: the column pointers, and for each
     entry in column order its row and its position in ``idx`` (rows ascending, storage
     order among equals: stable)."""
+    import scipy.sparse as sp  # deferred: import lazysparse imports no scipy (issue 26)
+
     n = idx.size
     csr = sp.csr_array((np.arange(n, dtype=np.int64), idx, ptr), shape=(ptr.size - 1, ncols))
     csc = csr.tocsc()
