@@ -42,6 +42,7 @@ from .levels.registry import (
     is_located,
 )
 from .sortkernels import as_words
+from .sortnumpy import append_rows, sorts_on_numpy
 from .specs import FormatSpec, format_spec
 from .tensor import Tensor
 
@@ -187,7 +188,8 @@ def _join_inner(parts: list[Tensor], shape: tuple[int, ...], axis: int, dtype: n
         low = t.levels[1]
         assert isinstance(low, Compressed)
         vals = t.values if t.values.dtype == dtype else t.values.astype(dtype)
-        _append_rows(low.ptr, low.idx, as_words(vals), itype.type(off), cursor, out_idx, words)
+        append = append_rows if sorts_on_numpy(low.ptr.size + low.idx.size) else _append_rows
+        append(low.ptr, low.idx, as_words(vals), itype.type(off), cursor, out_idx, words)
         off += t.shape[axis]
     first = parts[0].levels[1]
     assert isinstance(first, Compressed)

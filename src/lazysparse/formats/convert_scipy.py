@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from . import checkkernels as K
-from .checkkernels import check_coo_chain
+from .checknumpy import checks
 from .convert import convert, from_coords
 from .dtypes import check_dtype, equals_fill
 from .levels import STRUCTURED_LEVELS, Banded, Blocked, Compressed, Dense, Level, Singleton
@@ -154,7 +154,8 @@ def check_scipy_compressed(m: Any, order: int = 0) -> bool:
     if nnz > idx.size:
         raise ValueError(f"{name}: indptr[-1]={nnz} but indices has only {idx.size} entries")
     # scipy allows unused storage past indptr[-1]
-    code, q = K.check_compressed(ptr, idx[:max(nnz, 0)], cols, order)
+    code, q = checks(ptr.size + max(nnz, 0)).check_compressed(ptr, idx[:max(nnz, 0)], cols,
+                                                          order)
     if code == K.PTR_START:
         raise ValueError(f"{name}: indptr must start at 0, got {int(ptr[0])}")
     if code == K.PTR_DECREASES:
@@ -187,7 +188,8 @@ def _coo_is_canonical(coords: tuple[np.ndarray, ...]) -> bool:
         return False
     # one array type for the compiled check: same dtype, C-contiguous (scipy keeps views)
     chain = tuple(np.ascontiguousarray(c, dtype=dtype) for c in coords)
-    code, _ = check_coo_chain(np.array([0, chain[0].size], dtype=np.int64), chain)
+    code, _ = checks(chain[0].size * len(chain)).check_coo_chain(
+        np.array([0, chain[0].size], dtype=np.int64), chain)
     return code == 0
 
 

@@ -19,10 +19,18 @@ import numpy as np
 
 from lazysparse.formats.jit import Helper, helper_jit
 
+from . import hash_python as HP
 from .config import check_bins
 from .dtypes import check_dtype, choose_index_dtype, normalize_fill
 from .levels import Compressed, Dense, Hashed, Level
-from .levels.hashed import EMPTY, build_table, hash_slot, table_shift, table_size
+from .levels.hashed import (
+    EMPTY,
+    build_table,
+    hash_on_python,
+    hash_slot,
+    table_shift,
+    table_size,
+)
 from .sortkernels import stable_order
 from .specs import infer_spec
 from .tensor import Tensor
@@ -115,6 +123,31 @@ for _op in {id(f): f for f in _NAMED_OPS.values()}.values():
     _INSERTERS[_op] = _make_inserter(_op)
 
 
+# each named operation's Python twin (hash_python.PY_OPS) and the value kinds it matches
+# the compiled one on (elsewhere Numba's typing decides, as before)
+_PY_OP_NAMES = {_add: ("add", "biufc"), _mul: ("multiply", "biufc"), _min: ("min", "biuf"),
+                _max: ("max", "biuf"), _or: ("or", "biu"), _and: ("and", "biu")}
+_NO_TWIN = object()
+
+
+def _python_op(combine: Any, dtype: np.dtype) -> Any:
+    """The Python twin's ``op`` for ``combine`` on ``dtype`` values (None: overwrite), or
+    ``_NO_TWIN`` for a user function or a dtype the named operation does not take."""
+    if combine is None:
+        return None
+    name_kinds = _PY_OP_NAMES.get(_NAMED_OPS.get(combine, combine))
+    if name_kinds is None or dtype.kind not in name_kinds[1]:
+        return _NO_TWIN
+    return HP.PY_OPS[name_kinds[0]]
+
+
+def _rehash_any(bp: np.ndarray, bc: np.ndarray, n: int, size: int, table: np.ndarray) -> None:
+    """Builder entries ``0..n-1`` into the empty ``table``: in Python for a few, else
+    compiled."""
+    rehash = HP.rehash if hash_on_python(n) else _rehash
+    rehash(bp, bc, n, size, table, table_shift(table.size))
+
+
 @helper_jit(nogil=True)
 def _rehash(bp, bc, n, size, table, shift):  # pragma: no cover - compiled
     """Insert builder entries ``0..n-1`` (unique keys) into an empty table."""
@@ -199,7 +232,7 @@ class HashedBuilder:
                 setattr(self, name, new)
             return
         table = np.full(2 * self.table.size, EMPTY, dtype=np.int64)
-        _rehash(self.parents, self.coords, self.n, self.size, table, table_shift(table.size))
+        _rehash_any(self.parents, self.coords, self.n, self.size, table)
         self.table = table
 
     def insert(self, parents: Any, coords: Any, values: Any,
@@ -226,11 +259,15 @@ class HashedBuilder:
             raise IndexError(f"coordinate {bad} is out of range for a dimension of size "
                              f"{self.size}")
         kernel = _inserter(combine)
+        op = _python_op(combine, self.dtype)
         start = 0
         while start < p.size:
-            start, self.n = kernel(self.parents, self.coords, self.values, self.table,
-                                   table_shift(self.table.size), self.n, self.size, p, c, v,
-                                   start)
+            args = (self.parents, self.coords, self.values, self.table,
+                    table_shift(self.table.size), self.n, self.size, p, c, v, start)
+            if op is not _NO_TWIN and hash_on_python(p.size - start):
+                start, self.n = HP.insert(*args, op)
+            else:
+                start, self.n = kernel(*args)
             start, self.n = int(start), int(self.n)
             if start < p.size:
                 self._grow(self.n >= self.parents.size)
@@ -240,9 +277,12 @@ class HashedBuilder:
         ``values``), -1 where none does: a probe per key, no freeze."""
         p = np.ascontiguousarray(parents, dtype=np.int64).reshape(-1)
         c = np.ascontiguousarray(coords, dtype=np.int64).reshape(-1)
+        shift = table_shift(self.table.size)
+        if hash_on_python(p.size):
+            return HP.lookup(self.parents, self.coords, self.n, self.table, shift, self.size,
+                             p, c)
         out = np.empty(p.size, np.int64)
-        _lookup(self.parents, self.coords, self.table, table_shift(self.table.size),
-                self.size, p, c, out)
+        _lookup(self.parents, self.coords, self.table, shift, self.size, p, c, out)
         return out
 
     def freeze(self, shape: Sequence[int] | None = None, mode_order: Sequence[int] | None = None,
@@ -313,5 +353,5 @@ def builder_from_tensor(t: Tensor, *, capacity: int | None = None) -> HashedBuil
         b.table = last.table.copy()  # t's positions are the builder's entries, same keys
     else:
         b.table = np.full(table_size(cap // 2), EMPTY, dtype=np.int64)
-        _rehash(b.parents, b.coords, n, b.size, b.table, table_shift(b.table.size))
+        _rehash_any(b.parents, b.coords, n, b.size, b.table)
     return b

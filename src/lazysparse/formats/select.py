@@ -28,10 +28,12 @@ import numpy as np
 
 from lazysparse.formats.jit import helper_jit, helper_overload
 
+from . import selectnumpy as SN
 from .config import check_allocation
 from .levels import Compressed, Dense, Level, Singleton
 from .levels.registry import is_coo_kind
 from .sortkernels import as_words, gather_pair, sort_segments
+from .sortnumpy import sorts_on_numpy
 from .specs import FormatSpec, infer_spec
 from .tensor import Tensor
 
@@ -303,6 +305,11 @@ def _rows_in_window(ptr, idx, start, stop, roots, cptr, crd, pos, fill):
     return m, w
 
 
+# each pass's NumPy twin (formats/selectnumpy.py), for inputs sorts_on_numpy takes
+_TWINS = {_window: SN.window, _mapped: SN.mapped, _mapped_once: SN.mapped_once,
+          _searched: SN.searched, _by_index: SN.by_index}
+
+
 # ----------------------------------------------------------------------------- picks
 
 
@@ -330,6 +337,9 @@ def _run_pass(kernel, lo, hi, idx, args, dtype, counts: np.ndarray | None = None
               vals: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Count (unless ``counts`` are known), allocate, fill: ``(pos, crd, counts)`` of a
     selection kernel; ``pos`` holds the values instead when ``vals`` are given."""
+    if sorts_on_numpy(int(hi.sum() - lo.sum()) + lo.size):
+        q, crd, counts = _TWINS[kernel](lo, hi, idx, *args)
+        return (q if vals is None else vals[q]), crd.astype(dtype), counts
     words = None if vals is None else as_words(vals)
     if counts is None:
         counts = np.empty(lo.size, dtype=np.int64)
@@ -495,11 +505,15 @@ def _column_of_dense_rows(t: Tensor, picks: Sequence[Pick]) -> Tensor | None:
         return None
     dt = np.int64 if root.size >= 2**31 - 1 else leaf.idx.dtype
     ptr, idx, c = leaf.ptr, leaf.idx, leaf.idx.dtype.type(key)
-    none = np.empty(0, dtype=np.int64)
-    n = _rows_holding(ptr, idx, c, leaf.ordered, none.astype(dt), none, False)
-    rows, pos = np.empty(n, dtype=dt), np.empty(n, dtype=np.int64)
-    if n:
-        _rows_holding(ptr, idx, c, leaf.ordered, rows, pos, True)
+    if sorts_on_numpy(ptr.size + idx.size):
+        rows, pos = SN.rows_holding(ptr, idx, c)
+        rows, n = rows.astype(dt), rows.size
+    else:
+        none = np.empty(0, dtype=np.int64)
+        n = _rows_holding(ptr, idx, c, leaf.ordered, none.astype(dt), none, False)
+        rows, pos = np.empty(n, dtype=dt), np.empty(n, dtype=np.int64)
+        if n:
+            _rows_holding(ptr, idx, c, leaf.ordered, rows, pos, True)
     level = Compressed(root.size, np.array([0, n], dtype=dt), rows)
     return Tensor((t.shape[a0],), [level], (0,), t.values[pos], t.fill_value,
                   format=_spec_of((level.kind,), (0,)), check=False)

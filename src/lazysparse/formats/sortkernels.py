@@ -12,7 +12,9 @@ import numpy as np
 
 from lazysparse.formats.jit import helper_jit
 
+from . import sortnumpy as N
 from .config import check_bins
+from .sortnumpy import sorts_on_numpy
 
 _WORDS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64, 16: np.complex128}
 
@@ -229,6 +231,8 @@ def transpose_compressed(
     """
     check_bins(nminor + 1, idx.size, ptr.dtype,
                f"a transpose's pointer array under a dense level of {nminor} parents")
+    if sorts_on_numpy(idx.size + nminor):
+        return N.transpose(ptr, idx, major, values, nminor)
     out_ptr = np.zeros(nminor + 1, dtype=ptr.dtype)
     out_idx = np.empty(idx.size, dtype=idx.dtype)
     out_vals = np.empty(idx.size, dtype=values.dtype)
@@ -243,6 +247,8 @@ def scatter_by_key(
     (DensifyError when that pointer array passes the densify limit and dwarfs the entries)."""
     check_bins(nbins + 1, key.size, key.dtype,
                f"a pointer array under a dense level of {nbins} parents")
+    if sorts_on_numpy(key.size + nbins):
+        return N.scatter(key, nbins, minor, values)
     out_ptr = np.zeros(nbins + 1, dtype=key.dtype)
     out_minor = np.empty(minor.size, dtype=minor.dtype)
     out_vals = np.empty(values.size, dtype=values.dtype)
@@ -257,6 +263,8 @@ def stable_perm_pass(key: np.ndarray, nbins: int, perm: np.ndarray) -> np.ndarra
     """
     if nbins > 8 * perm.size + 4096:
         return perm[np.argsort(key[perm], kind="stable")]
+    if sorts_on_numpy(perm.size + nbins):
+        return perm[N.stable_order(key[perm], nbins)]
     out_ptr = np.zeros(nbins + 1, dtype=np.int64)
     out = np.empty_like(perm)
     _perm_pass(key, perm, out_ptr, out)
@@ -269,6 +277,9 @@ def stable_order(key: np.ndarray, nbins: int) -> np.ndarray:
     n = int(key.size)
     check_bins(nbins + 1, n, np.int64, f"a counting sort's {nbins} bins")
     out = np.empty(n, dtype=np.int32 if n <= np.iinfo(np.int32).max else np.int64)
+    if sorts_on_numpy(n + nbins):
+        out[:] = N.stable_order(key, nbins)
+        return out
     _order(key, np.zeros(nbins + 1, dtype=np.int64), out)
     return out
 
@@ -277,6 +288,8 @@ def ptr_from_sorted(key: np.ndarray, nbins: int, dtype: np.dtype) -> np.ndarray:
     """Segment pointers of an ascending ``key`` array with ``nbins`` bins."""
     check_bins(nbins + 1, key.size, dtype,
                f"a pointer array under a dense level of {nbins} parents")
+    if sorts_on_numpy(key.size + nbins):
+        return N.counts_ptr(key, nbins, dtype)
     out = np.zeros(nbins + 1, dtype=dtype)
     _count_ptr(key, out)
     return out
@@ -287,6 +300,8 @@ def segment_repeats(ptr: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, int]:
 
     ``idx`` must be sorted within each segment of ``ptr``.
     """
+    if sorts_on_numpy(ptr.size + idx.size):
+        return N.first_flags(ptr, idx)
     first = np.empty(idx.size, dtype=np.bool_)
     repeats = int(_first_flags(ptr, idx, first))
     return first, repeats
@@ -298,6 +313,9 @@ def sort_segments(ptr: np.ndarray, idx: np.ndarray, values: np.ndarray) -> None:
     Short segments use an insertion sort in Numba; the entries of long ones, all together, a
     stable NumPy lexsort by (segment, coordinate).
     """
+    if sorts_on_numpy(ptr.size + idx.size):
+        N.sort_segments(ptr, idx, values)
+        return
     limit = 32
     if not _sort_short_segments(ptr, idx, as_words(values), limit):
         return
@@ -315,7 +333,11 @@ def sum_runs(
 
     Integers add as same-width unsigned words (identical bits, fewer compilations); bools OR.
     """
-    if values.dtype.kind == "b":
+    if sorts_on_numpy(ptr.size + idx.size):
+        words = values.view(np.uint8) if values.dtype.kind == "b" else values
+        count = N.merge_runs(ptr, idx, words, np.bitwise_or if values.dtype.kind == "b"
+                             else np.add)
+    elif values.dtype.kind == "b":
         count = int(_or_runs(ptr, idx, values.view(np.uint8)))
     elif values.dtype.kind in "iu":
         count = int(_sum_runs(ptr, idx, values.view(_WORDS[values.dtype.itemsize])))
@@ -327,6 +349,8 @@ def sum_runs(
 def gather_ranges(src: np.ndarray, lo: np.ndarray, hi: np.ndarray, total: int) -> np.ndarray:
     """``concatenate([src[lo[j]:hi[j]] for j])`` (``total`` entries) in one compiled pass:
     no position array, so a gather of a few segments costs only its output."""
+    if sorts_on_numpy(total + lo.size):
+        return src[N.range_positions(lo, hi, total)]
     out = np.empty(total, dtype=src.dtype)
     if total:
         _gather(as_words(src), lo, hi, as_words(out))
@@ -338,6 +362,9 @@ def gather_pair(
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`gather_ranges` of two arrays with the same positions (a level's ``idx`` and
     the values) in one pass: the ranges are walked once, each cache line fetched once."""
+    if sorts_on_numpy(total + lo.size):
+        pos = N.range_positions(lo, hi, total)
+        return src1[pos], src2[pos]
     out1 = np.empty(total, dtype=src1.dtype)
     out2 = np.empty(total, dtype=src2.dtype)
     if total:
@@ -348,6 +375,8 @@ def gather_pair(
 def gather_ptr(ptr: np.ndarray, lo: np.ndarray, hi: np.ndarray, total: int) -> np.ndarray:
     """Segment pointers of the parent positions ``concatenate([arange(lo[j], hi[j])])``
     (``total`` of them) rebased to start at 0: the ``ptr`` of a gathered compressed level."""
+    if sorts_on_numpy(total + lo.size):
+        return N.gather_ptr(ptr, lo, hi, total)
     out = np.empty(total + 1, dtype=ptr.dtype)
     _gather_ptr(ptr, lo, hi, out)
     return out
@@ -367,6 +396,9 @@ def find_in_segments(idx: np.ndarray, lo: np.ndarray, hi: np.ndarray,
                      c: np.ndarray) -> np.ndarray:
     """For each query, the position in ``[lo, hi)`` of an unordered level whose coordinate
     is ``c`` (-1 when there is none): a scan of the segment, as an unordered level allows."""
+    if sorts_on_numpy(int(np.maximum(hi - lo, 0).sum()) + lo.size):
+        return N.find_in_segments(idx, lo.astype(np.int64), hi.astype(np.int64),
+                                  c.astype(np.int64))
     out = np.empty(lo.size, np.int64)
     _find_unordered(idx, lo.astype(np.int64), hi.astype(np.int64), c.astype(np.int64), out)
     return out

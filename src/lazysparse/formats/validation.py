@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from . import checkkernels as K
+from .checknumpy import checks
 from .dtypes import SUPPORTED_DTYPE_SET, check_dtype
 from .levels import Bytemap, Compressed, Hashed
 from .levels.hashed import table_shift, table_size
@@ -90,7 +91,7 @@ def check_range(idx: np.ndarray, size: int, what: str) -> None:
     """Every entry of ``idx`` in ``[0, size)``, else CoordinateError naming the first bad one."""
     if idx.size == 0:
         return
-    code, q = K.check_range(idx, size)
+    code, q = checks(idx.size).check_range(idx, size)
     if code:
         _raise_range(idx, q, size, what)
 
@@ -114,7 +115,7 @@ def check_compressed(level: Compressed | Hashed | Bytemap, parent_npos: int, wha
             f"{what}: ptr has length {ptr.size}, expected {parent_npos + 1} "
             f"(one more than the {parent_npos} positions of the level above)"
         )
-    code, q = K.check_compressed(ptr, idx, level.size, order)
+    code, q = checks(ptr.size + idx.size).check_compressed(ptr, idx, level.size, order)
     if code == K.PTR_START:
         raise ValueError(f"{what}: ptr must start at 0, got {int(ptr[0])}")
     if code == K.PTR_DECREASES:
@@ -210,7 +211,8 @@ def check_bytemap(level: Bytemap, parent_npos: int, what: str) -> None:
 def check_coo_order(chain: Sequence[np.ndarray], ptr: np.ndarray, what: str) -> None:
     """COO coordinate tuples (one array per level) strictly ascend within each parent segment."""
     dtype = np.result_type(*chain)  # the compiled check indexes a tuple of one array type
-    code, q = K.check_coo_chain(ptr, tuple(np.ascontiguousarray(c, dtype=dtype) for c in chain))
+    arrays = tuple(np.ascontiguousarray(c, dtype=dtype) for c in chain)
+    code, q = checks(ptr.size + sum(c.size for c in arrays)).check_coo_chain(ptr, arrays)
     if code:
         first = tuple(int(c[q]) for c in chain)
         second = tuple(int(c[q + 1]) for c in chain)

@@ -42,6 +42,24 @@ HASHED_PROPERTIES = LevelProperties(
 HASHED_CAPABILITIES = LevelCapabilities(iterate="position", locate=True, append=False, insert=True)
 
 _MULT = np.uint64(HASH_MULTIPLIER)
+_M64 = (1 << 64) - 1
+
+#: the most entries (inserted, rehashed, looked up or filled) a hashed helper runs in
+#: Python (``formats.hash_python``, the table fill here) rather than on its compiled loop
+HASH_PYTHON_MAX = 1 << 10
+
+
+def hash_on_python(entries: int) -> bool:
+    """Whether a hashed insert, rehash, lookup or table fill over ``entries`` entries runs
+    in Python (up to :data:`HASH_PYTHON_MAX`: about a millisecond, far less than a compile
+    of its loop; open addressing is sequential, so not vectorized) or compiled."""
+    return entries <= HASH_PYTHON_MAX
+
+
+def slot_of(p: int, c: int, size: int, shift: int) -> int:
+    """:func:`hash_slot` in Python ints (the same wrapping uint64 arithmetic)."""
+    key = (p * size + c) & _M64
+    return ((key * HASH_MULTIPLIER) & _M64) >> shift
 
 
 def table_size(nnz: int) -> int:
@@ -115,6 +133,19 @@ def _fill_table(ptr, idx, size, table, shift):  # pragma: no cover - compiled
             table[slot] = q
 
 
+def _fill_table_python(ptr: np.ndarray, idx: np.ndarray, size: int, table: np.ndarray,
+                       shift: int) -> None:
+    """:func:`_fill_table` in Python, for a few positions (:func:`hash_on_python`)."""
+    mask = table.size - 1
+    bounds, coords = ptr.tolist(), idx.tolist()
+    for p in range(len(bounds) - 1):
+        for q in range(bounds[p], bounds[p + 1]):
+            slot = slot_of(p, coords[q], size, shift)
+            while table[slot] != EMPTY:
+                slot = (slot + 1) & mask
+            table[slot] = q
+
+
 def build_table(ptr: np.ndarray, idx: np.ndarray, size: int, length: int | None = None
                 ) -> np.ndarray:
     """The hash table of a level's ``ptr``/``idx`` (coordinates unique per parent), of
@@ -123,7 +154,8 @@ def build_table(ptr: np.ndarray, idx: np.ndarray, size: int, length: int | None 
     n = table_size(nnz) if length is None else int(length)
     table = np.full(n, EMPTY, dtype=np.int64)
     if nnz:
-        _fill_table(ptr, idx, int(size), table, table_shift(n))
+        fill = _fill_table_python if hash_on_python(nnz + ptr.size) else _fill_table
+        fill(ptr, idx, int(size), table, table_shift(n))
     return table
 
 
