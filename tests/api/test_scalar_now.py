@@ -120,3 +120,16 @@ def test_iterating_sparse_and_lazy_vectors() -> None:
     np.testing.assert_array_equal([np.asarray(r) for r in m], np.arange(6.0).reshape(2, 3))
     with pytest.raises(TypeError, match="0-d"):
         iter(xp.asarray(1.0))
+
+
+def test_truth_value_of_a_one_element_array_is_numpys() -> None:
+    """``bool()`` of a one-element array of any rank is its element, as in NumPy (scipy's
+    elementwise solvers ask it of shape-(1,) arrays); more elements stay an error."""
+    for a in (np.array([True]), np.array([[0.0]]), np.array([[[3]]], dtype=np.int8)):
+        assert bool(xp.asarray(a)) is bool(a)
+    assert bool(xp.asarray(np.array([[2.0]]), format="coo")) is True
+    assert bool(xp.asarray(np.array([[0.0]]), format="csr")) is False
+    with pytest.raises(TypeError, match="0-d"):
+        bool(xp.asarray([1, 2]))
+    with pytest.raises(TypeError, match="0-d"):
+        bool(xp.asarray(np.zeros((0,))))

@@ -553,6 +553,8 @@ class LazyArray(ArrayOperators, NumpyMethods, ScipyMethods):
         return self.tensor().values[0]  # a 0-d tensor stores its one value (no levels)
 
     def __bool__(self) -> bool:
+        if self.ndim != 0 and self.size == 1:  # NumPy's truth value of a one-element array
+            return bool(np.asarray(self.tensor().to_numpy()).reshape(-1)[0])
         return bool(self._scalar("bool"))
 
     def __int__(self) -> int:
