@@ -225,6 +225,19 @@ class Subquery(LogicNode):
     def children(self) -> tuple[LogicNode, ...]:
         return (self.lhs, self.arg)
 
+    @property
+    def key_cache(self) -> dict[Any, Any]:
+        """This node's structural keys by data-key function (``structural_key.subquery_key``
+        fills it): derived once, kept with the node, no part of its value (equality, hash,
+        pickles and copies leave it out: a key names the nodes inside by identity)."""
+        found = self.__dict__.get("_key_cache")
+        if found is None:
+            found = self.__dict__["_key_cache"] = {}
+        return found
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"lhs": self.lhs, "arg": self.arg}
+
     def expr_text(self) -> str:
         return f"({self.lhs.name} = {self.arg.expr_text()})"
 
