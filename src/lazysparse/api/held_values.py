@@ -201,7 +201,7 @@ def _is_reduction(node: LogicNode) -> bool:
 def held_values(arrays: tuple[LazyArray, ...],
                 live: weakref.WeakValueDictionary) -> tuple[Kept, ...]:
     """The held arrays a compute of ``arrays`` keeps too (module docstring), with reasons;
-    ``live`` maps an alias to the live array whose expression it names."""
+    ``live`` maps an alias name to the live array whose expression it names."""
     if _only(arrays):  # the common case: nothing else held is uncomputed
         return ()
     todo = {id(a) for a in arrays}
@@ -219,7 +219,7 @@ def held_values(arrays: tuple[LazyArray, ...],
 
     kept: dict[int, Kept] = {}
     for k, node in hist.nodes.items():
-        arr = live.get(node.lhs)
+        arr = live.get(node.lhs.name)
         if not affordable(arr, node):
             continue
         assert arr is not None

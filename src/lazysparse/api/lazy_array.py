@@ -33,9 +33,9 @@ from lazysparse.api.scipy_methods import ScipyMethods
 from lazysparse.formats.config import DensifyError
 from lazysparse.formats.device import dense_array, to_cuda, to_host
 from lazysparse.formats.levels.registry import is_located
-from lazysparse.formats.validation import check_extents
+from lazysparse.formats.validation import MAX_EXTENT, check_extents
 from lazysparse.logic.inference import infer_region
-from lazysparse.logic.nodes import Aggregate, Immediate, Subquery, Table
+from lazysparse.logic.nodes import Aggregate, Immediate, MapJoin, Relabel, Reorder, Subquery, Table
 
 if TYPE_CHECKING:
     from lazysparse.formats import FormatSpec, Tensor
@@ -89,6 +89,15 @@ MAX_PLAN_NODES = 2048
 _NO_HISTORY = math.inf
 
 
+def _plain_shape(shape: tuple[Any, ...]) -> bool:
+    """Whether ``shape`` holds Python ints within int64 only (every shape the api derives):
+    nothing to convert or check (``formats.validation.check_extents``)."""
+    for d in shape:
+        if type(d) is not int or d > MAX_EXTENT:
+            return False
+    return True
+
+
 def history_extent(expr: Subquery) -> tuple[int, int, float]:
     """(depth, size, epoch) of the uncomputed history of ``expr``: array levels above the
     computed leaves, plan nodes, and the ``memo.EPOCH`` its oldest part was built at.
@@ -106,8 +115,21 @@ def history_extent(expr: Subquery) -> tuple[int, int, float]:
         if id(n) in seen:
             continue
         seen.add(id(n))
-        if type(n) is Subquery:
-            arr = get(n.lhs)
+        t = type(n)
+        if t is Relabel or t is Reorder or t is MapJoin:
+            # children inlined (fields and the operator are leaves, counted once each)
+            size += 1
+            for leaf in (n.idxs if t is not MapJoin else (n.op,)):
+                if id(leaf) not in seen:
+                    seen.add(id(leaf))
+                    size += 1
+            if t is MapJoin:
+                stack.extend(n.args)
+            else:
+                stack.append(n.arg)
+            continue
+        if t is Subquery:
+            arr = get(n.lhs.name)
             if arr is not None and arr._expr is n:
                 depth = max(depth, arr._depth)
                 size += arr._size
@@ -218,11 +240,12 @@ class LazyArray(ArrayOperators, NumpyMethods, ScipyMethods):
         if _CUDA_SEEN:  # until a cuda array exists every array is on the cpu
             check_same_device(device, expr)
         self._expr = expr
-        if type(shape) is not tuple or not all(type(d) is int for d in shape):
-            shape = tuple(int(d) for d in shape)
-        self._shape = check_extents(shape)
-        self._dtype = dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
-        self._fill_value = self._dtype.type(fill_value) if fill_value is not None else None
+        if type(shape) is not tuple or not _plain_shape(shape):
+            shape = check_extents(tuple(int(d) for d in shape))
+        self._shape = shape
+        dt = self._dtype = dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
+        self._fill_value = fill_value if fill_value is None or type(fill_value) is dt.type \
+            else dt.type(fill_value)
         self._device = device
         self._format = format
         self._requested_format = requested_format
@@ -236,7 +259,7 @@ class LazyArray(ArrayOperators, NumpyMethods, ScipyMethods):
         self._version = 0  # bumped by every write into this array (write_through)
         self._strides: tuple[int, ...] | None = None  # a view's NumPy strides (views.py)
         self._depth, self._size, self._epoch = history_extent(expr)
-        BY_ALIAS[expr.lhs] = self
+        BY_ALIAS[expr.lhs.name] = self
         # an uncomputed array with a history: a value a later compute may keep
         self._pending = held_values.register_pending(self) if self._depth else None
         if self._depth > MAX_PLAN_DEPTH or self._size > MAX_PLAN_NODES:
@@ -508,7 +531,7 @@ class LazyArray(ArrayOperators, NumpyMethods, ScipyMethods):
         self._expr = other._expr
         self._stored = other._stored
         self._reduces = other._reduces
-        BY_ALIAS[self._expr.lhs] = self
+        BY_ALIAS[self._expr.lhs.name] = self
         self._dtype = other._dtype
         self._fill_value = other._fill_value
         self._format = other._format
