@@ -35,6 +35,8 @@ def fresh_field() -> Field:
 
 def fresh_fields(n: int) -> tuple[Field, ...]:
     """``n`` fresh fields."""
+    if n == 1:  # the common case, without a comprehension
+        return (Field(f"i{next(_counter)}"),)
     return tuple([Field(f"i{k}") for k in itertools.islice(_counter, n)])
 
 

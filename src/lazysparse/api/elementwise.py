@@ -87,11 +87,11 @@ def _signature(op: Operator, operands: list[Any]) -> tuple[Any, ...] | None:
     sig: list[Any] = [op.name, op.params]
     for a in operands:
         if isinstance(a, LazyArray):
-            fill = a.fill_value
+            fill = a._fill_value  # current: the caller synced every array operand
             fk = None if fill is None else _value_key(fill)
             if fill is not None and fk is None:
                 return None
-            sig.append((a.dtype, a.shape, fk, a.full))
+            sig.append((a._dtype, a._shape, fk, a.full))
         else:
             vk = _value_key(a)
             if vk is None:

@@ -50,11 +50,21 @@ def scalar_kind(val: Any) -> str:
     return f"py-{type(val).__name__}"
 
 
+def spec_key(spec: Any) -> tuple[Any, ...]:
+    """A format spec as the tuple of what tells specs apart (its fields): a key token that
+    hashes in C, where the spec's dataclass ``__hash__`` runs Python code on every lookup
+    of a cached leaf's key."""
+    return (spec.name, spec.level_kinds, spec.mode_order)
+
+
 def data_key(val: Any) -> Any:
-    """The key of data in a plan: a tensor's signature, a NumPy array's dtype and ndim
-    (None for anything else)."""
+    """The key of data in a plan: a tensor's signature (its spec as ``spec_key``), a NumPy
+    array's dtype and ndim (None for anything else)."""
     sig = getattr(val, "signature", None)
     if sig is not None and hasattr(val, "levels"):
+        head = sig[0] if sig else None
+        if hasattr(head, "level_kinds") and hasattr(head, "mode_order"):
+            sig = (spec_key(head), *sig[1:])
         return ("data", sig)
     if isinstance(val, np.ndarray):
         return ("data", ("dense", val.dtype.str, val.ndim))
@@ -422,16 +432,21 @@ def _computing_plan_key(plan: LogicNode, data_key_fn: Callable[[Any], Any]
         if not seen.isdisjoint(sk.ids):
             return None
         seen.update(sk.ids)
-        out += (Query, aliases.setdefault(body.lhs.name, len(aliases)), Relabel,
-                tuple([fields.setdefault(f.name, len(fields)) for f in rhs.idxs]), _WHOLE,
-                sk.key)
-        data.extend(sk.data)
-        nodes.extend(sk.param_nodes)
+        nums = []
+        for f in rhs.idxs:
+            nums.append(fields.setdefault(f.name, len(fields)))
+        out += (Query, aliases.setdefault(body.lhs.name, len(aliases)), Relabel, tuple(nums),
+                _WHOLE, sk.key)
+        data += sk.data
+        nodes += sk.param_nodes
     last = bodies[-1] if bodies else None
-    if type(last) is not Produces or not all(type(a) is Alias for a in last.args):
+    if type(last) is not Produces:
         return None
     out += (Produces, len(last.args))
-    out += [("alias", aliases.setdefault(a.name, len(aliases))) for a in last.args]
+    for a in last.args:
+        if type(a) is not Alias:
+            return None
+        out.append(("alias", aliases.setdefault(a.name, len(aliases))))
     return tuple(out), data, tuple(nodes)
 
 
