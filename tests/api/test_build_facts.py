@@ -14,7 +14,7 @@ import lazysparse as xp
 from lazysparse.api import memo
 from lazysparse.api.building import access, fresh_fields
 from lazysparse.api.lazy_array import history_extent
-from lazysparse.api.live import BY_ALIAS
+from lazysparse.api.live import live_array
 from lazysparse.logic.nodes import MapJoin, Reorder, Subquery
 from lazysparse.logic.structural_key import structural_key
 
@@ -33,8 +33,8 @@ def _plain_extent(expr: Subquery) -> tuple[int, int, float]:
             continue
         seen.add(id(n))
         if type(n) is Subquery:
-            arr = BY_ALIAS.get(n.lhs.name)
-            if arr is not None and arr._expr is n:
+            arr = live_array(n)
+            if arr is not None:
                 depth, size = max(depth, arr._depth), size + arr._size
                 epoch = min(epoch, arr._epoch)
                 continue

@@ -27,7 +27,7 @@ from lazysparse.api.devices import (
     device_mix_error,
     is_device_tensor,
 )
-from lazysparse.api.live import BY_ALIAS, live_array
+from lazysparse.api.live import BY_ALIAS, live_array, register
 from lazysparse.api.numpy_methods import NumpyMethods
 from lazysparse.api.scipy_methods import ScipyMethods
 from lazysparse.formats.config import DensifyError
@@ -129,7 +129,8 @@ def history_extent(expr: Subquery) -> tuple[int, int, float]:
                 stack.append(n.arg)
             continue
         if t is Subquery:
-            arr = get(n.lhs.name)
+            ref = get(n.lhs.name)
+            arr = ref() if ref is not None else None
             if arr is not None and arr._expr is n:
                 depth = max(depth, arr._depth)
                 size += arr._size
@@ -259,7 +260,7 @@ class LazyArray(ArrayOperators, NumpyMethods, ScipyMethods):
         self._version = 0  # bumped by every write into this array (write_through)
         self._strides: tuple[int, ...] | None = None  # a view's NumPy strides (views.py)
         self._depth, self._size, self._epoch = history_extent(expr)
-        BY_ALIAS[expr.lhs.name] = self
+        register(expr.lhs.name, self)
         # an uncomputed array with a history: a value a later compute may keep
         self._pending = held_values.register_pending(self) if self._depth else None
         if self._depth > MAX_PLAN_DEPTH or self._size > MAX_PLAN_NODES:
@@ -531,7 +532,7 @@ class LazyArray(ArrayOperators, NumpyMethods, ScipyMethods):
         self._expr = other._expr
         self._stored = other._stored
         self._reduces = other._reduces
-        BY_ALIAS[self._expr.lhs.name] = self
+        register(self._expr.lhs.name, self)
         self._dtype = other._dtype
         self._fill_value = other._fill_value
         self._format = other._format
