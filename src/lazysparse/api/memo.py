@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from functools import partial
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ _MEMO: dict[str, Tensor] = {}
 _WATCH: dict[str, weakref.ref[Subquery]] = {}
 
 
-def _forget(name: str) -> None:
+def _forget(name: str, _ref: object = None) -> None:
     """The subquery of alias ``name`` is gone: no plan can read its value any more."""
     _MEMO.pop(name, None)
     _WATCH.pop(name, None)
@@ -53,6 +54,6 @@ def memoize(node: Subquery, tensor: Tensor) -> None:
     _MEMO[name] = tensor  # before the epoch moves: a reader of the new epoch sees it
     # a weak reference whose callback drops the entry (held in ``_WATCH`` so it fires):
     # cheaper than ``weakref.finalize``, which a compute paid per result
-    _WATCH[name] = weakref.ref(node, lambda _ref: _forget(name))
+    _WATCH[name] = weakref.ref(node, partial(_forget, name))
     with _LOCK:
         EPOCH += 1

@@ -186,7 +186,8 @@ class Aggregate(LogicNode):
     arg: LogicNode
     idxs: tuple[Field, ...]
 
-    def __init__(self, op: Immediate, init: Immediate, arg: LogicNode, idxs: tuple[Field, ...]) -> None:
+    def __init__(self, op: Immediate, init: Immediate, arg: LogicNode,
+                 idxs: tuple[Field, ...]) -> None:
         d = self.__dict__
         d["op"] = op
         d["init"] = init
@@ -273,23 +274,20 @@ class Subquery(LogicNode):
         d = self.__dict__
         d["lhs"] = lhs
         d["arg"] = arg
+        # this node's structural keys by data-key function (``structural_key.subquery_key``
+        # fills it): derived once, kept with the node, no part of its value (equality,
+        # hash, pickles and copies leave it out: a key names the nodes inside by identity)
+        d["key_cache"] = {}
 
     @property
     def children(self) -> tuple[LogicNode, ...]:
         return (self.lhs, self.arg)
 
-    @property
-    def key_cache(self) -> dict[Any, Any]:
-        """This node's structural keys by data-key function (``structural_key.subquery_key``
-        fills it): derived once, kept with the node, no part of its value (equality, hash,
-        pickles and copies leave it out: a key names the nodes inside by identity)."""
-        found = self.__dict__.get("_key_cache")
-        if found is None:
-            found = self.__dict__["_key_cache"] = {}
-        return found
-
     def __getstate__(self) -> dict[str, Any]:
         return {"lhs": self.lhs, "arg": self.arg}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["lhs"], state["arg"])  # type: ignore[misc]
 
     def expr_text(self) -> str:
         return f"({self.lhs.name} = {self.arg.expr_text()})"
