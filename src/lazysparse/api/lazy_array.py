@@ -228,8 +228,8 @@ class LazyArray(ArrayOperators, NumpyMethods, ScipyMethods):
 
     __slots__ = ("_expr", "_shape", "_dtype", "_fill_value", "_device", "_format",
                  "_requested_format", "_result", "_update", "_depth", "_size", "_epoch",
-                 "_full", "_stored", "_pending", "_reduces", "_view", "_version", "_strides",
-                 "__weakref__")
+                 "_full", "_stored_full", "_stored", "_pending", "_reduces", "_view", "_version",
+                 "_strides", "__weakref__")
 
     def __init__(self, expr: Subquery, shape: tuple[int, ...], dtype: np.dtype,
                  fill_value: Any, device: Device = CPU, format: str | None = None,
@@ -251,6 +251,8 @@ class LazyArray(ArrayOperators, NumpyMethods, ScipyMethods):
         self._format = format
         self._requested_format = requested_format
         self._full = full
+        # (the stored levels, whether they are all full): ``full`` of a computed array
+        self._stored_full: tuple[Any, bool] | None = None
         self._result: Tensor | None = None
         self._update: Any = None  # api.setitem's state: ownership, pending sparse entries
         self._stored: int | None = None  # largest_stored(), once asked
@@ -329,8 +331,17 @@ class LazyArray(ArrayOperators, NumpyMethods, ScipyMethods):
         the registry's rule (``logic.inference.infer_region``)."""
         if self._view is not None:
             self._refresh()
-        if self._result is not None:
-            return bool(getattr(self._result, "full", True))
+        result = self._result
+        if result is not None:
+            # read once per stored levels (a tensor's levels decide it; each operation on
+            # a leaf asks: formats.Tensor.full walks them)
+            levels = getattr(result, "levels", None)
+            known = self._stored_full
+            if known is not None and known[0] is levels and levels is not None:
+                return known[1]
+            full = bool(getattr(result, "full", True))
+            self._stored_full = (levels, full)
+            return full
         if self._full is None:
             self._full = infer_region(self._expr.arg, _known_region)[1]
         return self._full
