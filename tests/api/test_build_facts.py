@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import lazysparse as xp
-from lazysparse.api import memo
+from lazysparse.api import memo, plans
 from lazysparse.api.building import access, fresh_fields
 from lazysparse.api.lazy_array import history_extent
 from lazysparse.api.live import live_array
@@ -95,3 +95,33 @@ def test_same_shape_operands_build_the_general_broadcast(shape: tuple[int, ...])
         body = Reorder(body, out)
     assert structural_key(got.expr) == structural_key(Subquery(got.expr.lhs, body))
     np.testing.assert_allclose(np.asarray(got), _M + np.ones(shape))
+
+
+REDUCTIONS: dict[str, tuple[Any, Any]] = {
+    "sum": (lambda x: xp.sum(x), lambda a: np.sum(a)),
+    "sum axis keepdims": (lambda x: xp.sum(x, axis=1, keepdims=True),
+                          lambda a: np.sum(a, axis=1, keepdims=True)),
+    "prod axis 0": (lambda x: xp.prod(x, axis=0), lambda a: np.prod(a, axis=0)),
+    "max int8": (lambda x: xp.max(xp.astype(x * 10, xp.int8), axis=1),
+                 lambda a: np.max((a * 10).astype(np.int8), axis=1)),
+    "min": (lambda x: xp.min(x - 0.5), lambda a: np.min(a - 0.5)),
+    "sum int": (lambda x: xp.sum(xp.astype(x * 10, xp.int32), axis=0),
+                lambda a: np.sum((a * 10).astype(np.int32), axis=0)),
+}
+
+
+@pytest.mark.parametrize("name", list(REDUCTIONS))
+def test_a_cached_reduction_infers_what_a_new_one_does(name: str) -> None:
+    """The second build of a reduction reads ``plans._REDUCTIONS``: the same dtype, shape
+    and fill as the first (inferred), and NumPy's values."""
+    build, ref = REDUCTIONS[name]
+    m = xp.asarray(_M)
+    plans._REDUCTIONS.clear()
+    first = build(m)
+    second = build(m)
+    assert plans._REDUCTIONS  # the second build hit the cache
+    for got in (first, second):
+        assert (got.dtype, got.shape) == (ref(_M).dtype, ref(_M).shape)
+        assert got.fill_value == first.fill_value and type(got.fill_value) is type(
+            first.fill_value)
+        np.testing.assert_allclose(np.asarray(got), ref(_M), rtol=1e-12)

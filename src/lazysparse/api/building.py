@@ -160,7 +160,10 @@ def build_aggregate(op: object, init: object, expr: LogicNode, ndim: int | Seque
         shape = known if known is not None and len(known) == ndim else None
     n = ndim if isinstance(ndim, int) else len(ndim)
     fields = fresh_fields(n)
-    reduced = tuple(fields[a] for a in sorted(set(axes)))
+    reduced_list: list[Field] = []
+    for a in sorted(set(axes)):  # a loop, not a generator: per reduction built
+        reduced_list.append(fields[a])
+    reduced = tuple(reduced_list)
     arg: LogicNode = Relabel(expr, fields)
     if shape is not None and 1 in shape:
         unit = {f for f, d in zip(fields, shape, strict=True) if d == 1}

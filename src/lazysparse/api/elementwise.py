@@ -71,7 +71,7 @@ _FACTS: dict[tuple[Any, ...], _Facts] = {}
 _FACTS_CAPACITY = 4096
 
 
-def _value_key(x: Any) -> Any:
+def value_key(x: Any) -> Any:
     """An exact hashable key of a scalar (its type, its value and the sign of a zero), or
     None when equality cannot stand for identity (NaN, complex, another kind)."""
     t = type(x)
@@ -88,12 +88,12 @@ def _signature(op: Operator, operands: list[Any]) -> tuple[Any, ...] | None:
     for a in operands:
         if isinstance(a, LazyArray):
             fill = a._fill_value  # current: the caller synced every array operand
-            fk = None if fill is None else _value_key(fill)
+            fk = None if fill is None else value_key(fill)
             if fill is not None and fk is None:
                 return None
             sig.append((a._dtype, a._shape, fk, a.full))
         else:
-            vk = _value_key(a)
+            vk = value_key(a)
             if vk is None:
                 return None
             sig.append(vk)
