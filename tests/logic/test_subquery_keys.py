@@ -150,3 +150,18 @@ def test_copies_of_a_node_leave_its_key_behind() -> None:
     for other in (copy.deepcopy(node), pickle.loads(pickle.dumps(node))):
         assert other.key_cache == {}
         assert SK.structural_key(other) == SK.structural_key(node)
+
+
+@pytest.mark.parametrize("name", ["axpy", "chain", "transpose", "reduction", "axis sum",
+                                  "where", "same leaf", "shared"])
+def test_operations_key_without_the_walker(name: str, monkeypatch: pytest.MonkeyPatch
+                                           ) -> None:
+    """Once its leaves are keyed, a plan of elementwise operations and reductions takes
+    the loop-free paths only (the walker keys leaves, other bodies, and a subquery that
+    shares a node inside another operand's key: ``broadcast`` reads ``v`` in both)."""
+    _key(True, name, monkeypatch)  # the leaves' keys
+    walked: list[int] = []
+    real = SK._walked_key
+    monkeypatch.setattr(SK, "_walked_key", lambda n, f: walked.append(1) or real(n, f))
+    _key(True, name, monkeypatch)
+    assert walked == []

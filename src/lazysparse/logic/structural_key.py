@@ -29,6 +29,7 @@ from lazysparse.logic.nodes import (
     Plan,
     Produces,
     Query,
+    Reformat,
     Relabel,
     Reorder,
     Subquery,
@@ -134,28 +135,62 @@ def _walked_key(node: Subquery, data_key_fn: Callable[[Any], Any]) -> SubqueryKe
 FAST_PATH = True
 
 
+def _heads(body: LogicNode, out: list[Any], fields: dict[str, int],
+           data_key_fn: Callable[[Any], Any]) -> LogicNode | None:
+    """The tokens of the one-child nodes on top of an operation's body (the ``Reorder`` s,
+    dense ``Reformat`` s and ``Aggregate`` s ``api.building`` wraps around a ``MapJoin`` or
+    an operand), as the walk emits them, added to ``out``; the node below them, or None for
+    a head the walk keys otherwise (a constant it takes as a parameter or as data)."""
+    number = fields.setdefault
+    while True:
+        t = type(body)
+        if t is Reorder or t is Aggregate:
+            nums = []
+            for f in body.idxs:  # an aggregate's reduced fields come before its operand's
+                nums.append(number(f.name, len(fields)))
+            if t is Reorder:
+                out += (Reorder, tuple(nums))
+            else:
+                op, init = body.op.val, body.init.val
+                if type(op) is not Operator or not _is_scalar(init):
+                    return None
+                out += (Aggregate, ("op", op.name, op.params),
+                        ("const", scalar_kind(init), _scalar_key(init)), tuple(nums))
+        elif t is Reformat:
+            spec = body.tns.val
+            if not (hasattr(spec, "level_kinds") and hasattr(spec, "mode_order")) or \
+                    isinstance(spec, Operator) or _is_scalar(spec) or \
+                    data_key_fn(spec) is not None:
+                return None
+            out += (Reformat, 2, ("format", spec_key(spec)))
+        else:
+            return body
+        body = body.arg
+
+
 def _mapjoin_key(node: Subquery, data_key_fn: Callable[[Any], Any]) -> SubqueryKey | None:
-    """``_walked_key``'s answer, token for token, for the body every elementwise operation
-    builds (``api.building.build_mapjoin``: an optional ``Reorder`` of a ``MapJoin`` of
-    scalars and relabeled, maybe reordered, subqueries), without a walker; None for any
-    other body, or when two operands share a subquery inside (the walk shows that). Loops,
-    not comprehensions: this runs per new array."""
-    body = node.arg
+    """``_walked_key``'s answer, token for token, for the bodies operations build
+    (``api.building``: ``Reorder`` s, dense ``Reformat`` s and ``Aggregate`` s over a
+    ``MapJoin`` of scalars and relabeled, maybe reordered, subqueries, or over one such
+    operand), without a walker; None for any other body, or when two operands share a
+    subquery inside (the walk shows that). Loops, not comprehensions: this runs per new
+    array."""
     out: list[Any] = []
     emit = out.append
     fields: dict[str, int] = {}
     number = fields.setdefault
     nums: list[int]
-    if type(body) is Reorder:
-        nums = []
-        for f in body.idxs:
-            nums.append(number(f.name, len(fields)))
-        out += (Reorder, tuple(nums))
-        body = body.arg
-    if type(body) is not MapJoin or type(body.op.val) is not Operator:
+    body = _heads(node.arg, out, fields, data_key_fn)
+    if body is None:
         return None
-    op = body.op.val
-    out += (MapJoin, ("op", op.name, op.params), len(body.args))
+    if type(body) is MapJoin:
+        op = body.op.val
+        if type(op) is not Operator:
+            return None
+        out += (MapJoin, ("op", op.name, op.params), len(body.args))
+        operands: tuple[LogicNode, ...] = body.args
+    else:
+        operands = (body,)
     aliases = {node.lhs.name: 0}
     own = {id(node): 0}
     ids = {id(node)}
@@ -163,7 +198,7 @@ def _mapjoin_key(node: Subquery, data_key_fn: Callable[[Any], Any]) -> SubqueryK
     params: list[Any] = []
     nodes: list[Immediate] = []
     inner: list[SubqueryKey] = []
-    for a in body.args:
+    for a in operands:
         t = type(a)
         if t is Immediate:
             val = a.val
@@ -283,7 +318,7 @@ class _Keyer:
             self.data.append(val)
             return data
         if hasattr(val, "level_kinds") and hasattr(val, "mode_order"):  # FormatSpec
-            return ("format", val)
+            return ("format", spec_key(val))
         return ("value", _scalar_key(val))
 
     def fields_key(self, idxs: tuple[Field, ...]) -> tuple[int, ...]:
