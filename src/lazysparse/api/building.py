@@ -35,6 +35,8 @@ def fresh_field() -> Field:
 
 def fresh_fields(n: int) -> tuple[Field, ...]:
     """``n`` fresh fields."""
+    if n == 1:  # the common case, without a comprehension
+        return (Field(f"i{next(_counter)}"),)
     return tuple([Field(f"i{k}") for k in itertools.islice(_counter, n)])
 
 
@@ -116,27 +118,28 @@ def build_mapjoin(op: object, operands: Sequence[tuple[LogicNode, tuple[int, ...
     out_fields = fresh_fields(len(out_shape))
     args: list[LogicNode] = []
     present: dict[Field, None] = {}
+    in_order = False  # the first array operand has the result's shape: its fields lead
     for operand in operands:
-        if isinstance(operand, Immediate):
+        if type(operand) is Immediate or isinstance(operand, Immediate):
             args.append(operand)
             continue
         expr, shape = operand
+        if shape == out_shape:  # no broadcast (the common case): the result's fields
+            args.append(Relabel(expr, out_fields))
+            in_order = in_order or not present
+            if not in_order:
+                present.update(dict.fromkeys(out_fields))
+            continue
         node = access(expr, shape, out_fields, out_shape)
         args.append(node)
-        for f in _fields_of_access(node):
-            present.setdefault(f, None)
+        if not in_order:
+            present.update(dict.fromkeys(node.idxs))  # the fields it keeps
     body: LogicNode = MapJoin(Immediate(op), tuple(args))
-    if tuple(present) != out_fields:
+    if not in_order and tuple(present) != out_fields:
         # a field missing (pure broadcast) or the operands' field order (unique
         # concatenation, first appearance first) is not the axis order
         body = Reorder(body, out_fields)
     return identify(body), out_fields
-
-
-def _fields_of_access(node: LogicNode) -> tuple[Field, ...]:
-    """Fields an ``access`` node keeps (the Reorder's, else the Relabel's)."""
-    assert isinstance(node, Relabel | Reorder)
-    return node.idxs
 
 
 def build_aggregate(op: object, init: object, expr: LogicNode, ndim: int | Sequence[int],
@@ -157,7 +160,10 @@ def build_aggregate(op: object, init: object, expr: LogicNode, ndim: int | Seque
         shape = known if known is not None and len(known) == ndim else None
     n = ndim if isinstance(ndim, int) else len(ndim)
     fields = fresh_fields(n)
-    reduced = tuple(fields[a] for a in sorted(set(axes)))
+    reduced_list: list[Field] = []
+    for a in sorted(set(axes)):  # a loop, not a generator: per reduction built
+        reduced_list.append(fields[a])
+    reduced = tuple(reduced_list)
     arg: LogicNode = Relabel(expr, fields)
     if shape is not None and 1 in shape:
         unit = {f for f, d in zip(fields, shape, strict=True) if d == 1}

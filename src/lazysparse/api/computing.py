@@ -78,16 +78,22 @@ def compute_arrays(arrays: tuple[LazyArray, ...]) -> None:
     Reductions the user still holds inside their histories, or sharing them, are computed
     in the same plan when keeping them costs no more than recomputing them
     (``api.held_values``). ValueError when the arrays live on several devices."""
-    devices = {a.device.name for a in arrays}
+    devices = {a._device.name for a in arrays}  # loops below, not comprehensions: per call
     if len(devices) > 1:
         raise device_mix_error(devices)
+    todo_by_id: dict[int, LazyArray] = {}
     for a in arrays:
-        if a.result is None and (view := stored_view(a)) is not None:
-            a.set_result(view)  # a unit-axis view of stored data: no kernel
-    todo = tuple({id(a): a for a in arrays if a.result is None}.values())
-    if todo:
-        todo += tuple(k.array for k in held_values(todo, BY_ALIAS))
-        results = executor_for(todo[0].device.name)(build_plan(todo))
+        if a.result is None:
+            if isinstance(a._expr.arg, Reorder) and (view := stored_view(a)) is not None:
+                a.set_result(view)  # a unit-axis view of stored data: no kernel
+            else:
+                todo_by_id[id(a)] = a
+    if todo_by_id:
+        todo = tuple(todo_by_id.values())
+        kept = held_values(todo, BY_ALIAS)
+        if kept:
+            todo += tuple([k.array for k in kept])
+        results = executor_for(todo[0]._device.name)(build_plan(todo))
         for a, tensor in zip(todo, results, strict=True):
             a.set_result(tensor)
 

@@ -37,9 +37,9 @@ from lazysparse.logic.operators import (
 
 
 def _same_device(arrays: list[LazyArray], fname: str) -> Any:
-    dev = arrays[0].device
+    dev = arrays[0]._device
     for a in arrays[1:]:
-        if a.device != dev:
+        if a._device is not dev and a._device != dev:
             raise ValueError(f"{fname}: arrays are on different devices ({dev} and {a.device})")
     return dev
 
@@ -76,7 +76,7 @@ _FACTS: dict[tuple[Any, ...], _Facts] = {}
 _FACTS_CAPACITY = 4096
 
 
-def _value_key(x: Any) -> Any:
+def value_key(x: Any) -> Any:
     """An exact hashable key of a scalar (its type, its value and the sign of a zero), or
     None when equality cannot stand for identity (NaN, complex, another kind)."""
     t = type(x)
@@ -92,13 +92,13 @@ def _signature(op: Operator, operands: list[Any]) -> tuple[Any, ...] | None:
     sig: list[Any] = [op.name, op.params]
     for a in operands:
         if isinstance(a, LazyArray):
-            fill = a.fill_value
-            fk = None if fill is None else _value_key(fill)
+            fill = a._fill_value  # current: the caller synced every array operand
+            fk = None if fill is None else value_key(fill)
             if fill is not None and fk is None:
                 return None
-            sig.append((a.dtype, a.shape, fk, a.full))
+            sig.append((a._dtype, a._shape, fk, a.full))
         else:
-            vk = _value_key(a)
+            vk = value_key(a)
             if vk is None:
                 return None
             sig.append(vk)
@@ -180,13 +180,23 @@ def apply_operator(op: Operator, *args: Any, fname: str | None = None,
     What it infers is cached per (operator, operand signature): ``_facts``."""
     name = fname or op.name
     names = names or operand_names(len(args))
-    operands = [as_operand(a, name, n) for a, n in zip(args, names, strict=True)]
-    arrays = [a for a in operands if isinstance(a, LazyArray)]
+    operands: list[Any] = []
+    arrays: list[LazyArray] = []
+    zero_d = n_d = False
+    for a, n in zip(args, names, strict=True):  # a loop, not comprehensions: per op
+        if type(a) is not LazyArray and not isinstance(a, LazyArray):
+            a = as_operand(a, name, n)
+        operands.append(a)
+        if isinstance(a, LazyArray):
+            a._sync()  # a view's current value, queued writes merged: what the key reads
+            arrays.append(a)
+            if a._shape:
+                n_d = True
+            else:
+                zero_d = True
     if not arrays:
         raise TypeError(f"{name}: at least one argument must be an array")
-    for a in arrays:
-        a._sync()  # a view's current value, queued writes merged: what the key reads
-    if any(a.ndim == 0 for a in arrays) and any(a.ndim > 0 for a in arrays):
+    if zero_d and n_d:
         # a stored 0-d operand is a scalar (its dtype kept): its dtype decides promotion,
         # its value the fill (not cached: the value is the array's)
         literals = [v if isinstance(a, LazyArray) and (v := stored_scalar(a)) is not None
@@ -195,11 +205,13 @@ def apply_operator(op: Operator, *args: Any, fname: str | None = None,
         operands = literals
     else:
         facts = _facts(op, operands, arrays)
-    now = scalar_now(op, operands, facts)
-    if now is not None:
-        return now
-    parts: list[Any] = [(a.expr, a.shape) if s is None else Immediate(s)
-                        for a, s in zip(operands, facts.scalars, strict=True)]
+    if not facts.shape:  # computed 0-d operands fold at once
+        now = scalar_now(op, operands, facts)
+        if now is not None:
+            return now
+    parts: list[Any] = []
+    for a, s in zip(operands, facts.scalars, strict=True):
+        parts.append((a._expr, a._shape) if s is None else Immediate(s))
     expr, _ = build_mapjoin(op, parts, facts.shape)
     return LazyArray(expr, facts.shape, facts.dtype, facts.fill, _same_device(arrays, name),
                      full=facts.full)

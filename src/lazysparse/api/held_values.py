@@ -33,6 +33,7 @@ from __future__ import annotations
 import itertools
 import threading
 import weakref
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING
@@ -199,9 +200,10 @@ def _is_reduction(node: LogicNode) -> bool:
 
 
 def held_values(arrays: tuple[LazyArray, ...],
-                live: weakref.WeakValueDictionary) -> tuple[Kept, ...]:
+                live: Mapping[str, weakref.ref[LazyArray]]) -> tuple[Kept, ...]:
     """The held arrays a compute of ``arrays`` keeps too (module docstring), with reasons;
-    ``live`` maps an alias to the live array whose expression it names."""
+    ``live`` maps an alias name to a weak reference to the live array whose expression it
+    names (``api.live.BY_ALIAS``)."""
     if _only(arrays):  # the common case: nothing else held is uncomputed
         return ()
     todo = {id(a) for a in arrays}
@@ -219,7 +221,8 @@ def held_values(arrays: tuple[LazyArray, ...],
 
     kept: dict[int, Kept] = {}
     for k, node in hist.nodes.items():
-        arr = live.get(node.lhs)
+        ref = live.get(node.lhs.name)
+        arr = ref() if ref is not None else None
         if not affordable(arr, node):
             continue
         assert arr is not None

@@ -27,7 +27,7 @@ from lazysparse.api.devices import (
     device_mix_error,
     is_device_tensor,
 )
-from lazysparse.api.live import BY_ALIAS, live_array
+from lazysparse.api.live import BY_ALIAS, live_array, register
 from lazysparse.api.numpy_methods import NumpyMethods
 from lazysparse.api.scipy_methods import ScipyMethods
 from lazysparse.formats.config import DensifyError
@@ -35,9 +35,9 @@ from lazysparse.formats.device import dense_array, to_cuda, to_host
 from lazysparse.formats.levels.registry import is_located
 from lazysparse.formats.specs import format_spec
 from lazysparse.formats.tensor import Tensor
-from lazysparse.formats.validation import check_extents
+from lazysparse.formats.validation import MAX_EXTENT, check_extents
 from lazysparse.logic.inference import infer_region
-from lazysparse.logic.nodes import Aggregate, Immediate, Subquery, Table
+from lazysparse.logic.nodes import Aggregate, Immediate, MapJoin, Relabel, Reorder, Subquery, Table
 
 if TYPE_CHECKING:
     from lazysparse.formats import FormatSpec, Tensor
@@ -91,6 +91,15 @@ MAX_PLAN_NODES = 2048
 _NO_HISTORY = math.inf
 
 
+def _plain_shape(shape: tuple[Any, ...]) -> bool:
+    """Whether ``shape`` holds Python ints within int64 only (every shape the api derives):
+    nothing to convert or check (``formats.validation.check_extents``)."""
+    for d in shape:
+        if type(d) is not int or d > MAX_EXTENT:
+            return False
+    return True
+
+
 def history_extent(expr: Subquery) -> tuple[int, int, float]:
     """(depth, size, epoch) of the uncomputed history of ``expr``: array levels above the
     computed leaves, plan nodes, and the ``memo.EPOCH`` its oldest part was built at.
@@ -108,8 +117,22 @@ def history_extent(expr: Subquery) -> tuple[int, int, float]:
         if id(n) in seen:
             continue
         seen.add(id(n))
-        if type(n) is Subquery:
-            arr = get(n.lhs)
+        t = type(n)
+        if t is Relabel or t is Reorder or t is MapJoin:
+            # children inlined (fields and the operator are leaves, counted once each)
+            size += 1
+            for leaf in (n.idxs if t is not MapJoin else (n.op,)):
+                if id(leaf) not in seen:
+                    seen.add(id(leaf))
+                    size += 1
+            if t is MapJoin:
+                stack.extend(n.args)
+            else:
+                stack.append(n.arg)
+            continue
+        if t is Subquery:
+            ref = get(n.lhs.name)
+            arr = ref() if ref is not None else None
             if arr is not None and arr._expr is n:
                 depth = max(depth, arr._depth)
                 size += arr._size
@@ -217,8 +240,8 @@ class LazyArray(ArrayOperators, NumpyMethods, ScipyMethods):
 
     __slots__ = ("_expr", "_shape", "_dtype", "_fill_value", "_device", "_format",
                  "_requested_format", "_result", "_update", "_depth", "_size", "_epoch",
-                 "_full", "_stored", "_pending", "_reduces", "_view", "_version", "_strides",
-                 "__weakref__")
+                 "_full", "_stored_full", "_stored", "_pending", "_reduces", "_view", "_version",
+                 "_strides", "__weakref__")
 
     def __init__(self, expr: Subquery, shape: tuple[int, ...], dtype: np.dtype,
                  fill_value: Any, device: Device = CPU, format: str | None = None,
@@ -230,15 +253,18 @@ class LazyArray(ArrayOperators, NumpyMethods, ScipyMethods):
         if _CUDA_SEEN:  # until a cuda array exists every array is on the cpu
             check_same_device(device, expr)
         self._expr = expr
-        if type(shape) is not tuple or not all(type(d) is int for d in shape):
-            shape = tuple(int(d) for d in shape)
-        self._shape = check_extents(shape)
-        self._dtype = dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
-        self._fill_value = self._dtype.type(fill_value) if fill_value is not None else None
+        if type(shape) is not tuple or not _plain_shape(shape):
+            shape = check_extents(tuple(int(d) for d in shape))
+        self._shape = shape
+        dt = self._dtype = dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
+        self._fill_value = fill_value if fill_value is None or type(fill_value) is dt.type \
+            else dt.type(fill_value)
         self._device = device
         self._format = format
         self._requested_format = requested_format
         self._full = full
+        # (the stored levels, whether they are all full): ``full`` of a computed array
+        self._stored_full: tuple[Any, bool] | None = None
         self._result: Tensor | None = None
         self._update: Any = None  # api.setitem's state: ownership, pending sparse entries
         self._stored: int | None = None  # largest_stored(), once asked
@@ -248,7 +274,7 @@ class LazyArray(ArrayOperators, NumpyMethods, ScipyMethods):
         self._version = 0  # bumped by every write into this array (write_through)
         self._strides: tuple[int, ...] | None = None  # a view's NumPy strides (views.py)
         self._depth, self._size, self._epoch = history_extent(expr)
-        BY_ALIAS[expr.lhs] = self
+        register(expr.lhs.name, self)
         # an uncomputed array with a history: a value a later compute may keep
         self._pending = held_values.register_pending(self) if self._depth else None
         if self._depth > MAX_PLAN_DEPTH or self._size > MAX_PLAN_NODES:
@@ -317,8 +343,17 @@ class LazyArray(ArrayOperators, NumpyMethods, ScipyMethods):
         the registry's rule (``logic.inference.infer_region``)."""
         if self._view is not None:
             self._refresh()
-        if self._result is not None:
-            return bool(getattr(self._result, "full", True))
+        result = self._result
+        if result is not None:
+            # read once per stored levels (a tensor's levels decide it; each operation on
+            # a leaf asks: formats.Tensor.full walks them)
+            levels = getattr(result, "levels", None)
+            known = self._stored_full
+            if known is not None and known[0] is levels and levels is not None:
+                return known[1]
+            full = bool(getattr(result, "full", True))
+            self._stored_full = (levels, full)
+            return full
         if self._full is None:
             self._full = infer_region(self._expr.arg, _known_region)[1]
         return self._full
@@ -520,7 +555,7 @@ class LazyArray(ArrayOperators, NumpyMethods, ScipyMethods):
         self._expr = other._expr
         self._stored = other._stored
         self._reduces = other._reduces
-        BY_ALIAS[self._expr.lhs] = self
+        register(self._expr.lhs.name, self)
         self._dtype = other._dtype
         self._fill_value = other._fill_value
         self._format = other._format

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from functools import partial
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -19,16 +20,17 @@ if TYPE_CHECKING:
 # subquery node lives: an expression built before the compute still reads it (even after
 # the computed array is gone: a natural loop rebinds its variables), and nothing holds the
 # tensor once no expression can read it. Aliases are fresh per array (``setitem``
-# installs a new one), so an entry never stands for another value.
-_MEMO: dict[Alias, Tensor] = {}
+# installs a new one), so an entry never stands for another value. Keyed by the alias's
+# name (a ``str`` hashes in C; an ``Alias``, equal to another by its name, in Python).
+_MEMO: dict[str, Tensor] = {}
 
-_WATCH: dict[Alias, weakref.ref[Subquery]] = {}
+_WATCH: dict[str, weakref.ref[Subquery]] = {}
 
 
-def _forget(alias: Alias) -> None:
-    """The subquery named ``alias`` is gone: no plan can read its value any more."""
-    _MEMO.pop(alias, None)
-    _WATCH.pop(alias, None)
+def _forget(name: str, _ref: object = None) -> None:
+    """The subquery of alias ``name`` is gone: no plan can read its value any more."""
+    _MEMO.pop(name, None)
+    _WATCH.pop(name, None)
 
 
 # How many results were memoized so far: an expression whose uncomputed history was all
@@ -41,17 +43,17 @@ _LOCK = threading.Lock()
 
 def memoized(alias: Alias) -> Tensor | None:
     """The computed value of the subquery named ``alias``, if one is kept."""
-    return _MEMO.get(alias)
+    return _MEMO.get(alias.name)
 
 
 def memoize(node: Subquery, tensor: Tensor) -> None:
     """Remember ``tensor`` as the value of the uncomputed subquery ``node`` for later plans,
     while ``node`` lives."""
     global EPOCH
-    alias = node.lhs
-    _MEMO[alias] = tensor  # before the epoch moves: a reader of the new epoch sees it
+    name = node.lhs.name
+    _MEMO[name] = tensor  # before the epoch moves: a reader of the new epoch sees it
     # a weak reference whose callback drops the entry (held in ``_WATCH`` so it fires):
     # cheaper than ``weakref.finalize``, which a compute paid per result
-    _WATCH[alias] = weakref.ref(node, lambda _ref: _forget(alias))
+    _WATCH[name] = weakref.ref(node, partial(_forget, name))
     with _LOCK:
         EPOCH += 1

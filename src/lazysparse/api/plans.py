@@ -10,12 +10,13 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from lazysparse.api.building import build_aggregate
-from lazysparse.api.elementwise import apply_operator
+from lazysparse.api.elementwise import apply_operator, value_key
 from lazysparse.api.lazy_array import LazyArray
 from lazysparse.api.operands import as_array
 from lazysparse.formats.config import get_densify_limit
@@ -95,12 +96,29 @@ def astype(x: LazyArray, dtype: Any) -> LazyArray:
     return apply_operator(astype_op(d), x, fname="astype")
 
 
-def lazy_reduce(o: Operator, x: LazyArray, axes: Sequence[int], keepdims: bool = False,
-                init: Any = None) -> LazyArray:
-    """``Aggregate(o, init, x, axes)``; ``init`` defaults to the registry's init for x's dtype.
+@dataclass(frozen=True)
+class _Reduction:
+    """What a reduction of one operator over an operand of one dtype and shape infers: the
+    result dtype, the init at it, the result shape, the kept axes' shape and the fill."""
 
-    The result dtype is the registry's aggregate dtype, its fill value ``init``.
-    """
+    dtype: np.dtype
+    init: Any
+    shape: tuple[int, ...]
+    kept: tuple[int, ...]
+    fill: Any
+
+
+# ``_Reduction`` by (operator, operand dtype and shape, axes, keepdims, init): a repeated
+# expression infers nothing again (issue 34; as ``elementwise._FACTS``). Bounded: cleared
+# when full. Threads share it: only ``get``/``[]=``/``clear``, each atomic.
+_REDUCTIONS: dict[tuple[Any, ...], _Reduction] = {}
+_REDUCTIONS_CAPACITY = 4096
+
+
+def _reduction(o: Operator, x: LazyArray, axes: Sequence[int], keepdims: bool,
+               init: Any) -> _Reduction:
+    """``_Reduction`` of ``o`` over ``x``; TypeError when ``o`` has no default init for its
+    dtype."""
     if init is None:
         init = o.init_for(x.dtype)
         if init is None:
@@ -109,11 +127,39 @@ def lazy_reduce(o: Operator, x: LazyArray, axes: Sequence[int], keepdims: bool =
     init = _dt.scalar_as(init, dtype)
     shape = reduced_shape(x.shape, axes, keepdims)
     kept = reduced_shape(x.shape, axes, False)
+    return _Reduction(dtype, init, shape, kept, aggregate_fill(o, init, x.dtype))
+
+
+def _reduction_key(o: Operator, x: LazyArray, axes: Sequence[int], keepdims: bool,
+                   init: Any) -> tuple[Any, ...] | None:
+    """The key of ``_REDUCTIONS`` (None: an init whose value cannot key it)."""
+    ik = None if init is None else value_key(init)
+    if init is not None and ik is None:
+        return None
+    return (o.name, o.params, x._dtype, x._shape, tuple(axes), keepdims, ik)
+
+
+def lazy_reduce(o: Operator, x: LazyArray, axes: Sequence[int], keepdims: bool = False,
+                init: Any = None) -> LazyArray:
+    """``Aggregate(o, init, x, axes)``; ``init`` defaults to the registry's init for x's dtype.
+
+    The result dtype is the registry's aggregate dtype, its fill value ``init``; what they
+    infer is cached per (operator, operand signature, axes, init): ``_reduction``.
+    """
+    key = _reduction_key(o, x, axes, keepdims, init)
+    found = _REDUCTIONS.get(key) if key is not None else None
+    if found is None:
+        found = _reduction(o, x, axes, keepdims, init)
+        if key is not None:
+            if len(_REDUCTIONS) >= _REDUCTIONS_CAPACITY:
+                _REDUCTIONS.clear()
+            _REDUCTIONS[key] = found
     # only a vector may be dense (the operand's stored bound, a walk, asked only then)
-    dense = len(kept) == 1 and reduction_is_dense(kept, dtype, stored_bound(x))
-    expr = build_aggregate(o, init, x.expr, x.shape, axes, keepdims, dense)
-    fill = aggregate_fill(o, init, x.dtype)
-    return LazyArray(expr, shape, dtype, fill, x.device, full=True if dense else None)
+    dense = len(found.kept) == 1 and reduction_is_dense(found.kept, found.dtype,
+                                                        stored_bound(x))
+    expr = build_aggregate(o, found.init, x.expr, x.shape, axes, keepdims, dense)
+    return LazyArray(expr, found.shape, found.dtype, found.fill, x.device,
+                     full=True if dense else None)
 
 
 # an axis reduction's result up to this many entries is dense whatever its operand stores

@@ -21,6 +21,7 @@ decisions they were built for (``backends.program``).
 from __future__ import annotations
 
 import math
+import operator
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -46,6 +47,7 @@ from lazysparse.logic.structural_key import (
     data_key,
     key_data_and_parameter_nodes,
     scalar_kind,
+    spec_key,
 )
 from lazysparse.logic.traversal import map_children, prewalk, walk
 from lazysparse.optimizer.pipeline import optimize
@@ -106,6 +108,7 @@ class _HashedKey:
 
 
 _BY_VALUE = object()  # marks a class key whose plans are cached under constant values
+_VALUE = operator.attrgetter("val")  # an Immediate's value, read in C
 _CACHE: OrderedDict[Any, Any] = OrderedDict()
 _LOCK = threading.Lock()
 STATS = Counters("hits", "misses", "uncacheable")
@@ -127,7 +130,7 @@ def _data_key(val: Any) -> Any:
     statistics size skewed operands); None for what is not data. Everything the optimizer reads
     of an input, so the structural key caches it with a computed array's leaf."""
     if hasattr(val, "levels") and hasattr(val, "signature") and _is_dense(val):
-        key: Any = ("dense-data", val.spec, val.dtype, val.ndim)
+        key: Any = ("dense-data", spec_key(val.spec), val.dtype, val.ndim)
     else:
         key = data_key(val)
         if key is None:
@@ -183,9 +186,13 @@ def plan_key(plan: Plan) -> tuple[Any, list[Any], tuple[Immediate, ...]]:
     walk."""
     key, inputs, nodes = key_data_and_parameter_nodes(plan, _data_key)
     first: dict[int, int] = {}
-    same = tuple([first.setdefault(id(t), i) for i, t in enumerate(inputs)])
-    consts = tuple([const_class(n.val) for n in nodes])
-    return (key, consts, same, get_densify_limit()), inputs, nodes
+    same = []
+    for i, t in enumerate(inputs):  # loops, not comprehensions: this runs per call
+        same.append(first.setdefault(id(t), i))
+    consts = []
+    for n in nodes:
+        consts.append(const_class(n.val))
+    return (key, tuple(consts), tuple(same), get_densify_limit()), inputs, nodes
 
 
 def _parametrize(node: LogicNode, pindex: dict[int, int]) -> LogicNode | None:
@@ -271,7 +278,7 @@ def lookup(plan: Plan, device: str = "cpu") -> tuple[CachedPlan, list[Any], tupl
     except TypeError:  # an unhashable constant: optimize without caching
         STATS.bump("uncacheable")
         return CachedPlan(optimize(plan, device), frozenset(), cached=False), [], ()
-    params = tuple(n.val for n in nodes)
+    params = tuple(map(_VALUE, nodes))
     by_value = False
     with _LOCK:
         hit = _CACHE.get(key)

@@ -5,6 +5,10 @@ Conventions (lazysparse, not Finch.jl):
 - A loop order is written outermost-first: ``Reorder(arg, (i, j))`` loops ``i`` outside ``j``.
 - ``Table.tns`` is an :class:`Immediate` holding data (a ``formats.Tensor``); data compares
   by identity, scalars by type and value (NaN equals NaN), so plans hash cheaply.
+
+Nodes are frozen dataclasses whose constructors write the instance dict directly: the
+generated frozen ``__init__`` goes through ``object.__setattr__`` once per field, about
+1.6x the cost, and every operation builds several nodes (issue 34).
 """
 
 from __future__ import annotations
@@ -70,11 +74,15 @@ def _fields(idxs: tuple[Field, ...]) -> str:
     return "".join(f", {f.name}" for f in idxs)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(frozen=True, eq=False, repr=False, init=False)
 class Immediate(LogicNode):
     """A literal: a scalar constant, an operator, or data (inside ``Table``)."""
 
     val: Any
+
+    def __init__(self, val: Any) -> None:
+        d = self.__dict__
+        d["val"] = val
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Immediate) and _scalar_key(self.val) == _scalar_key(other.val)
@@ -89,11 +97,15 @@ class Immediate(LogicNode):
         return format_value(self.val)
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, repr=False, init=False)
 class Field(LogicNode):
     """A named index (a dimension)."""
 
     name: str
+
+    def __init__(self, name: str) -> None:
+        d = self.__dict__
+        d["name"] = name
 
     def __repr__(self) -> str:
         return f"Field({self.name!r})"
@@ -105,11 +117,15 @@ class Field(LogicNode):
         return self.name
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, repr=False, init=False)
 class Alias(LogicNode):
     """A named tensor: the result of a ``Query`` or ``Subquery``."""
 
     name: str
+
+    def __init__(self, name: str) -> None:
+        d = self.__dict__
+        d["name"] = name
 
     def __repr__(self) -> str:
         return f"Alias({self.name!r})"
@@ -121,12 +137,17 @@ class Alias(LogicNode):
         return self.name
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Table(LogicNode):
     """Concrete data ``tns`` (an Immediate holding a Tensor) indexed by ``idxs``."""
 
     tns: Immediate
     idxs: tuple[Field, ...]
+
+    def __init__(self, tns: Immediate, idxs: tuple[Field, ...]) -> None:
+        d = self.__dict__
+        d["tns"] = tns
+        d["idxs"] = idxs
 
     @property
     def children(self) -> tuple[LogicNode, ...]:
@@ -136,12 +157,17 @@ class Table(LogicNode):
         return f"table({self.tns.expr_text()}{_fields(self.idxs)})"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class MapJoin(LogicNode):
     """Pointwise ``op`` over ``args``; same-named fields join, others broadcast."""
 
     op: Immediate
     args: tuple[LogicNode, ...]
+
+    def __init__(self, op: Immediate, args: tuple[LogicNode, ...]) -> None:
+        d = self.__dict__
+        d["op"] = op
+        d["args"] = args
 
     @property
     def children(self) -> tuple[LogicNode, ...]:
@@ -151,7 +177,7 @@ class MapJoin(LogicNode):
         return f"mapjoin({', '.join(a.expr_text() for a in (self.op, *self.args))})"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Aggregate(LogicNode):
     """Reduce ``arg`` over ``idxs`` with ``op`` starting from ``init``."""
 
@@ -159,6 +185,14 @@ class Aggregate(LogicNode):
     init: Immediate
     arg: LogicNode
     idxs: tuple[Field, ...]
+
+    def __init__(self, op: Immediate, init: Immediate, arg: LogicNode,
+                 idxs: tuple[Field, ...]) -> None:
+        d = self.__dict__
+        d["op"] = op
+        d["init"] = init
+        d["arg"] = arg
+        d["idxs"] = idxs
 
     @property
     def children(self) -> tuple[LogicNode, ...]:
@@ -169,12 +203,17 @@ class Aggregate(LogicNode):
                 f"{self.arg.expr_text()}{_fields(self.idxs)})")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Reorder(LogicNode):
     """Permute ``arg``'s fields to ``idxs``; drops size-1 fields, adds broadcast ones."""
 
     arg: LogicNode
     idxs: tuple[Field, ...]
+
+    def __init__(self, arg: LogicNode, idxs: tuple[Field, ...]) -> None:
+        d = self.__dict__
+        d["arg"] = arg
+        d["idxs"] = idxs
 
     @property
     def children(self) -> tuple[LogicNode, ...]:
@@ -184,12 +223,17 @@ class Reorder(LogicNode):
         return f"reorder({self.arg.expr_text()}{_fields(self.idxs)})"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Relabel(LogicNode):
     """Rename ``arg``'s fields positionally to ``idxs`` (no data movement)."""
 
     arg: LogicNode
     idxs: tuple[Field, ...]
+
+    def __init__(self, arg: LogicNode, idxs: tuple[Field, ...]) -> None:
+        d = self.__dict__
+        d["arg"] = arg
+        d["idxs"] = idxs
 
     @property
     def children(self) -> tuple[LogicNode, ...]:
@@ -199,12 +243,17 @@ class Relabel(LogicNode):
         return f"relabel({self.arg.expr_text()}{_fields(self.idxs)})"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Reformat(LogicNode):
     """Materialize ``arg`` in the storage format described by ``tns`` (an Immediate)."""
 
     tns: Immediate
     arg: LogicNode
+
+    def __init__(self, tns: Immediate, arg: LogicNode) -> None:
+        d = self.__dict__
+        d["tns"] = tns
+        d["arg"] = arg
 
     @property
     def children(self) -> tuple[LogicNode, ...]:
@@ -214,27 +263,47 @@ class Reformat(LogicNode):
         return f"reformat({self.tns.expr_text()}, {self.arg.expr_text()})"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Subquery(LogicNode):
     """Evaluate ``arg``, bind it to ``lhs``, and return it (an inline let, keeps DAG identity)."""
 
     lhs: Alias
     arg: LogicNode
 
+    def __init__(self, lhs: Alias, arg: LogicNode) -> None:
+        d = self.__dict__
+        d["lhs"] = lhs
+        d["arg"] = arg
+        # this node's structural keys by data-key function (``structural_key.subquery_key``
+        # fills it): derived once, kept with the node, no part of its value (equality,
+        # hash, pickles and copies leave it out: a key names the nodes inside by identity)
+        d["key_cache"] = {}
+
     @property
     def children(self) -> tuple[LogicNode, ...]:
         return (self.lhs, self.arg)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"lhs": self.lhs, "arg": self.arg}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["lhs"], state["arg"])  # type: ignore[misc]
 
     def expr_text(self) -> str:
         return f"({self.lhs.name} = {self.arg.expr_text()})"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Query(LogicNode):
     """Statement: evaluate ``rhs`` and bind the result to ``lhs``."""
 
     lhs: Alias
     rhs: LogicNode
+
+    def __init__(self, lhs: Alias, rhs: LogicNode) -> None:
+        d = self.__dict__
+        d["lhs"] = lhs
+        d["rhs"] = rhs
 
     @property
     def children(self) -> tuple[LogicNode, ...]:
@@ -244,11 +313,15 @@ class Query(LogicNode):
         return f"{self.lhs.name} = {self.rhs.expr_text()}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Produces(LogicNode):
     """Statement: return ``args`` (aliases) from the plan."""
 
     args: tuple[LogicNode, ...]
+
+    def __init__(self, args: tuple[LogicNode, ...]) -> None:
+        d = self.__dict__
+        d["args"] = args
 
     @property
     def children(self) -> tuple[LogicNode, ...]:
@@ -258,11 +331,15 @@ class Produces(LogicNode):
         return "return " + ", ".join(a.expr_text() for a in self.args)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Plan(LogicNode):
     """A sequence of statements (queries, then one ``Produces``)."""
 
     bodies: tuple[LogicNode, ...]
+
+    def __init__(self, bodies: tuple[LogicNode, ...]) -> None:
+        d = self.__dict__
+        d["bodies"] = bodies
 
     @property
     def children(self) -> tuple[LogicNode, ...]:

@@ -6,14 +6,14 @@ parameters that keep their dtype kind, numbered by their order in the walk (so `
 ``x * 4`` share a key, and :func:`plan_parameters` lists ``(3,)`` / ``(4,)`` in parameter
 order for the kernel call); aliases and fields are renumbered in order of first appearance.
 Aggregate inits stay in the key by value (they decide result fill values and formats). A
-subquery shared by several uses is keyed once (later uses name its alias), and a leaf
-subquery's key is cached by node, so a plan built from computed arrays keys only the nodes
-it adds.
+subquery shared by several uses is keyed once (later uses name it). Every subquery carries
+its own key once computed (:class:`SubqueryKey`, built from its children's, kept on the node
+as tinygrad's UOps keep theirs): a relabeled subquery is one token of its parent's key, so
+a plan keys only the nodes it adds, never the history it reads again.
 """
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -26,7 +26,10 @@ from lazysparse.logic.nodes import (
     Immediate,
     LogicNode,
     MapJoin,
+    Plan,
+    Produces,
     Query,
+    Reformat,
     Relabel,
     Reorder,
     Subquery,
@@ -48,51 +51,219 @@ def scalar_kind(val: Any) -> str:
     return f"py-{type(val).__name__}"
 
 
+def spec_key(spec: Any) -> tuple[Any, ...]:
+    """A format spec as the tuple of what tells specs apart (its fields): a key token that
+    hashes in C, where the spec's dataclass ``__hash__`` runs Python code on every lookup
+    of a cached leaf's key."""
+    return (spec.name, spec.level_kinds, spec.mode_order)
+
+
 def data_key(val: Any) -> Any:
-    """The key of data in a plan: a tensor's signature, a NumPy array's dtype and ndim
-    (None for anything else)."""
+    """The key of data in a plan: a tensor's signature (its spec as ``spec_key``), a NumPy
+    array's dtype and ndim (None for anything else)."""
     sig = getattr(val, "signature", None)
     if sig is not None and hasattr(val, "levels"):
+        head = sig[0] if sig else None
+        if hasattr(head, "level_kinds") and hasattr(head, "mode_order"):
+            sig = (spec_key(head), *sig[1:])
         return ("data", sig)
     if isinstance(val, np.ndarray):
         return ("data", ("dense", val.dtype.str, val.ndim))
     return None
 
 
-# Keys of subqueries by node identity (and data-key function): a subquery is a closed
-# term (its fields are its own; only its alias is seen outside), so its key, data and
-# parameters do not depend on where it is used. A plan built from computed arrays then
-# keys only the nodes it adds. Entries leave with their node. Threads share it safely: it
-# is only read, set and deleted one key at a time (never iterated), and a node's callback
-# runs before its id can be reused, so ``_forget`` never drops a newer node's entry.
-_SUBQUERY_KEYS: dict[tuple[int, int], tuple[Any, ...]] = {}
+class SubqueryKey:
+    """The key of one subquery, computed once from its children's and kept on the node
+    (``Subquery.key_cache``): a subquery is a closed term under a ``Relabel`` (its fields
+    are its own; only its alias is seen outside), so its key, data and parameters do not
+    depend on where it is used, and a plan built from known subqueries keys only the nodes
+    it adds. ``ids``: every subquery node inside, itself included (alive while it is, so
+    their ids stay theirs); ``own``: the alias numbers its own walk gave (itself 0);
+    ``inner``: the keys it embedded whole, in order (a later use of a node inside one is
+    named by its path, :func:`_path`)."""
+
+    __slots__ = ("key", "data", "params", "param_nodes", "ids", "own", "inner")
+
+    def __init__(self, key: tuple[Any, ...], data: Any, params: tuple[Any, ...],
+                 param_nodes: tuple[Immediate, ...], ids: set[int], own: dict[int, int],
+                 inner: tuple[SubqueryKey, ...]) -> None:
+        self.key = key
+        self.data = data
+        self.params = params
+        self.param_nodes = param_nodes
+        self.ids = ids
+        self.own = own
+        self.inner = inner
 
 
-def _forget(wr: weakref.ref[Any], key: tuple[int, int]) -> None:
-    entry = _SUBQUERY_KEYS.get(key)
-    if entry is not None and entry[0] is wr:
-        del _SUBQUERY_KEYS[key]
-
-
-# a cache entry's data is its Table's own value: read from the node on a hit, not held, so
-# the cache adds no reference to the tensor (in-place writes count references to decide
-# whether an array owns its storage, api/setitem.py)
+# a leaf's data is its Table's own value: read from the node, not held, so the key adds no
+# reference to the tensor (in-place writes count references to decide whether an array
+# owns its storage, api/setitem.py)
 _OWN_DATA = object()
 
 
-def _data_ref(node: Subquery, sub: _Keyer) -> Any:
-    """What a cache entry keeps of a leaf's data: ``_OWN_DATA`` when it is the leaf
-    table's value, else the data values themselves."""
-    if len(sub.data) == 1 and sub.data[0] is node.arg.tns.val:
-        return _OWN_DATA
-    return tuple(sub.data)
+def subquery_key(node: Subquery, data_key_fn: Callable[[Any], Any]) -> SubqueryKey:
+    """The key of ``node`` with data keyed by ``data_key_fn``, from the node's cache when it
+    was keyed before (threads may both compute it: the same value, one kept)."""
+    cache = node.key_cache
+    found = cache.get(data_key_fn)
+    if found is not None:
+        return found
+    out = _mapjoin_key(node, data_key_fn) if FAST_PATH else None
+    if out is None:
+        out = _walked_key(node, data_key_fn)
+    cache[data_key_fn] = out
+    return out
+
+
+def _walked_key(node: Subquery, data_key_fn: Callable[[Any], Any]) -> SubqueryKey:
+    """``subquery_key`` by a walk of ``node``'s body (any body)."""
+    sub = _Keyer(data_key_fn)
+    sub.aliases[node.lhs.name] = 0
+    sub.own[id(node)] = 0
+    sub.seen.add(id(node))
+    body = sub.key(node.arg)
+    arg = node.arg
+    data: Any = tuple(sub.data)
+    if type(arg) is Table and len(data) == 1 and data[0] is arg.tns.val:
+        data = _OWN_DATA
+    return SubqueryKey(body, data, tuple(sub.params), tuple(sub.param_nodes), sub.seen,
+                       sub.own, tuple(sub.inner))
+
+
+# whether ``subquery_key`` takes ``_mapjoin_key``'s path (tests compare both paths' keys)
+FAST_PATH = True
+
+
+def _heads(body: LogicNode, out: list[Any], fields: dict[str, int],
+           data_key_fn: Callable[[Any], Any]) -> LogicNode | None:
+    """The tokens of the one-child nodes on top of an operation's body (the ``Reorder`` s,
+    dense ``Reformat`` s and ``Aggregate`` s ``api.building`` wraps around a ``MapJoin`` or
+    an operand), as the walk emits them, added to ``out``; the node below them, or None for
+    a head the walk keys otherwise (a constant it takes as a parameter or as data)."""
+    number = fields.setdefault
+    while True:
+        t = type(body)
+        if t is Reorder or t is Aggregate:
+            nums = []
+            for f in body.idxs:  # an aggregate's reduced fields come before its operand's
+                nums.append(number(f.name, len(fields)))
+            if t is Reorder:
+                out += (Reorder, tuple(nums))
+            else:
+                op, init = body.op.val, body.init.val
+                if type(op) is not Operator or not _is_scalar(init):
+                    return None
+                out += (Aggregate, ("op", op.name, op.params),
+                        ("const", scalar_kind(init), _scalar_key(init)), tuple(nums))
+        elif t is Reformat:
+            spec = body.tns.val
+            if not (hasattr(spec, "level_kinds") and hasattr(spec, "mode_order")) or \
+                    isinstance(spec, Operator) or _is_scalar(spec) or \
+                    data_key_fn(spec) is not None:
+                return None
+            out += (Reformat, 2, ("format", spec_key(spec)))
+        else:
+            return body
+        body = body.arg
+
+
+def _mapjoin_key(node: Subquery, data_key_fn: Callable[[Any], Any]) -> SubqueryKey | None:
+    """``_walked_key``'s answer, token for token, for the bodies operations build
+    (``api.building``: ``Reorder`` s, dense ``Reformat`` s and ``Aggregate`` s over a
+    ``MapJoin`` of scalars and relabeled, maybe reordered, subqueries, or over one such
+    operand), without a walker; None for any other body, or when two operands share a
+    subquery inside (the walk shows that). Loops, not comprehensions: this runs per new
+    array."""
+    out: list[Any] = []
+    emit = out.append
+    fields: dict[str, int] = {}
+    number = fields.setdefault
+    nums: list[int]
+    body = _heads(node.arg, out, fields, data_key_fn)
+    if body is None:
+        return None
+    if type(body) is MapJoin:
+        op = body.op.val
+        if type(op) is not Operator:
+            return None
+        out += (MapJoin, ("op", op.name, op.params), len(body.args))
+        operands: tuple[LogicNode, ...] = body.args
+    else:
+        operands = (body,)
+    aliases = {node.lhs.name: 0}
+    own = {id(node): 0}
+    ids = {id(node)}
+    data: list[Any] = []
+    params: list[Any] = []
+    nodes: list[Immediate] = []
+    inner: list[SubqueryKey] = []
+    for a in operands:
+        t = type(a)
+        if t is Immediate:
+            val = a.val
+            if not _is_scalar(val):
+                return None
+            params.append(val)
+            nodes.append(a)
+            emit(("param", scalar_kind(val)))
+            continue
+        if t is Reorder:
+            nums = []
+            for f in a.idxs:
+                nums.append(number(f.name, len(fields)))
+            out += (Reorder, tuple(nums))
+            a = a.arg
+        if type(a) is not Relabel or type(a.arg) is not Subquery:
+            return None
+        nums = []
+        for f in a.idxs:
+            nums.append(number(f.name, len(fields)))
+        out += (Relabel, tuple(nums))
+        s = a.arg
+        if id(s) in ids:
+            n = own.get(id(s))
+            out += (Subquery, ("in", _path(inner, id(s))) if n is None else n, _AGAIN)
+            continue
+        sk = s.key_cache.get(data_key_fn) or subquery_key(s, data_key_fn)
+        if sk.data is _OWN_DATA:
+            n = own[id(s)] = aliases.setdefault(s.lhs.name, len(aliases))
+            ids.add(id(s))
+            out += (Subquery, n, _LEAF, sk.key)
+            data.append(s.arg.tns.val)
+            continue
+        if type(s.arg) is Table:
+            return None  # a leaf holding other data: the walk keys it
+        if not ids.isdisjoint(sk.ids):
+            return None
+        ids.update(sk.ids)
+        inner.append(sk)
+        out += (_WHOLE, sk.key)
+        data += sk.data
+        if sk.params:
+            params += sk.params
+            nodes += sk.param_nodes
+    return SubqueryKey(tuple(out), tuple(data), tuple(params), tuple(nodes), ids, own,
+                       tuple(inner))
+
+
+def _path(keys: list[SubqueryKey] | tuple[SubqueryKey, ...], node_id: int) -> tuple[int, Any]:
+    """Where subquery ``node_id`` first appears among embedded ``keys``: (which key, its
+    alias number there or, deeper, its path there): canonical, as its first appearance in
+    pre-order is."""
+    for e, k in enumerate(keys):
+        if node_id in k.ids:
+            n = k.own.get(node_id)
+            return (e, n) if n is not None else (e, _path(k.inner, node_id))
+    raise AssertionError("a seen subquery is in no embedded key")
 
 
 class _Keyer:
     """One walk of a plan: its key, data and parameters. Fields and aliases are numbered by
     name (``str`` keys hash in C; a ``Field`` hashes through its dataclass ``__hash__``)."""
 
-    __slots__ = ("fields", "aliases", "params", "param_nodes", "data", "seen", "data_key")
+    __slots__ = ("fields", "aliases", "params", "param_nodes", "data", "seen", "own",
+                 "inner", "data_key")
 
     def __init__(self, data_key_fn: Callable[[Any], Any] | None = None) -> None:
         self.fields: dict[str, int] = {}
@@ -100,29 +271,39 @@ class _Keyer:
         self.params: list[Any] = []
         self.param_nodes: list[Immediate] = []
         self.data: list[Any] = []  # data values, in key order (a value read twice twice)
-        self.seen: set[int] = set()
+        self.seen: set[int] = set()  # ids of the subqueries met (embedded ones' included)
+        self.own: dict[int, int] = {}  # ids of the subqueries this walk numbered
+        self.inner: list[SubqueryKey] = []  # subquery keys embedded whole, in order
         self.data_key = data_key_fn or data_key
 
-    def leaf(self, node: Subquery) -> Any:
-        """The key of a leaf subquery's ``Table`` (computed arrays, inputs), from the cache
-        when this node was keyed before. Other subqueries are mostly new each call: keying
-        them costs less than remembering them."""
-        ck = (id(node), id(self.data_key))
-        entry = _SUBQUERY_KEYS.get(ck)
-        if entry is None or entry[0]() is not node:
-            sub = _Keyer(self.data_key)
-            body = sub.key(node.arg)
-            entry = (weakref.ref(node, lambda wr: _forget(wr, ck)), body, _data_ref(node, sub),
-                     tuple(sub.params), tuple(sub.param_nodes))
-            _SUBQUERY_KEYS[ck] = entry
-        if entry[2] is _OWN_DATA:
+    def embed(self, node: Subquery) -> Any:
+        """The key of subquery ``node`` as one token (its data and parameters taken in),
+        or None when it shares a subquery with what this walk met already (then it is
+        walked here, so the sharing shows in the key)."""
+        sk = subquery_key(node, self.data_key)
+        if not self.seen.isdisjoint(sk.ids):
+            return None
+        self.seen.update(sk.ids)
+        self.inner.append(sk)
+        self.take(sk, node)
+        return sk.key
+
+    def take(self, sk: SubqueryKey, node: Subquery) -> None:
+        """Add the data and parameters of ``node``'s key ``sk`` to this walk's."""
+        if sk.data is _OWN_DATA:
             self.data.append(node.arg.tns.val)
-        elif entry[2]:
-            self.data.extend(entry[2])
-        if entry[3]:
-            self.params.extend(entry[3])
-            self.param_nodes.extend(entry[4])
-        return entry[1]
+        elif sk.data:
+            self.data.extend(sk.data)
+        if sk.params:
+            self.params.extend(sk.params)
+            self.param_nodes.extend(sk.param_nodes)
+
+    def again(self, node: Subquery) -> Any:
+        """The name of subquery ``node`` met again: its alias number when this walk
+        numbered it, else its path inside an embedded key."""
+        if id(node) in self.own:
+            return self.aliases.setdefault(node.lhs.name, len(self.aliases))
+        return ("in", _path(self.inner, id(node)))
 
     def immediate(self, val: Any, *, as_param: bool) -> Any:
         if isinstance(val, Operator):
@@ -137,7 +318,7 @@ class _Keyer:
             self.data.append(val)
             return data
         if hasattr(val, "level_kinds") and hasattr(val, "mode_order"):  # FormatSpec
-            return ("format", val)
+            return ("format", spec_key(val))
         return ("value", _scalar_key(val))
 
     def fields_key(self, idxs: tuple[Field, ...]) -> tuple[int, ...]:
@@ -153,7 +334,9 @@ class _Keyer:
         parameters and data come in the order kernels read them) as one flat tuple of
         tokens. A node contributes its class, then what it holds (numbered fields and
         aliases, keys of immediates, child counts), then its children: the stream decodes
-        to one plan up to renaming. An explicit stack, no recursion: this runs per call."""
+        to one plan up to renaming. A subquery under a ``Relabel`` is one token, its own
+        key (``subquery_key``: computed once per node), unless it shares a subquery with
+        what came before. An explicit stack, no recursion: this runs per call."""
         out: list[Any] = []
         emit = out.append
         stack: list[Any] = [root]
@@ -165,18 +348,30 @@ class _Keyer:
             if t is Relabel or t is Reorder:
                 emit(t)  # fields_key, inlined (the most frequent node)
                 emit(tuple([fields.setdefault(f.name, len(fields)) for f in node.idxs]))
-                push(node.arg)
+                arg = node.arg
+                if t is Relabel and type(arg) is Subquery and type(arg.arg) is not Table \
+                        and id(arg) not in seen:
+                    whole = self.embed(arg)
+                    if whole is not None:
+                        emit(_WHOLE)
+                        emit(whole)
+                        continue
+                push(arg)
             elif t is Subquery:
                 emit(t)
-                emit(aliases.setdefault(node.lhs.name, len(aliases)))  # alias_key, inlined
                 if id(node) in seen:
                     # a shared subexpression is keyed once (a DAG never unfolds into a tree)
+                    emit(self.again(node))
                     emit(_AGAIN)
                     continue
+                emit(aliases.setdefault(node.lhs.name, len(aliases)))  # alias_key, inlined
                 seen.add(id(node))
+                self.own[id(node)] = aliases[node.lhs.name]
                 if type(node.arg) is Table:
+                    sk = subquery_key(node, self.data_key)
+                    self.take(sk, node)
                     emit(_LEAF)
-                    emit(self.leaf(node))
+                    emit(sk.key)
                 else:
                     push(node.arg)
             elif t is MapJoin:
@@ -222,9 +417,11 @@ class _Keyer:
 
 
 # markers in a key's token stream after a subquery's alias: a later use of a shared
-# subquery, or a leaf whose body key follows as one token
+# subquery, or a leaf whose body key follows as one token; after a relabel's fields: a
+# subquery whose own key follows as one token
 _AGAIN = "again"
 _LEAF = "leaf"
+_WHOLE = "whole"
 
 
 def structural_key(node: LogicNode) -> tuple[Any, ...]:
@@ -238,9 +435,54 @@ def key_data_and_parameter_nodes(node: LogicNode, data_key: Callable[[Any], Any]
     subquery keys are cached per function), the data values in key order, and the
     ``Immediate`` nodes of its parameters in parameter order (a plan cache maps both to
     slots)."""
+    found = _computing_plan_key(node, data_key) if FAST_PATH else None
+    if found is not None:
+        return found
     k = _Keyer(data_key)
     key = k.key(node)
     return key, k.data, tuple(k.param_nodes)
+
+
+def _computing_plan_key(plan: LogicNode, data_key_fn: Callable[[Any], Any]
+                        ) -> tuple[tuple[Any, ...], list[Any], tuple[Immediate, ...]] | None:
+    """``key_data_and_parameter_nodes``' answer, token for token, for the plan a compute
+    builds (``api.computing.build_plan``: queries of relabeled uncomputed subqueries that
+    share nothing, then ``Produces`` of their aliases), without a walker; None for any
+    other plan."""
+    if type(plan) is not Plan:
+        return None
+    bodies = plan.bodies
+    out: list[Any] = [Plan, len(bodies)]
+    fields: dict[str, int] = {}
+    aliases: dict[str, int] = {}
+    seen: set[int] = set()
+    data: list[Any] = []
+    nodes: list[Immediate] = []
+    for body in bodies[:-1]:
+        rhs = body.rhs if type(body) is Query else None
+        if type(rhs) is not Relabel or type(rhs.arg) is not Subquery or \
+                type(rhs.arg.arg) is Table:
+            return None
+        sk = subquery_key(rhs.arg, data_key_fn)
+        if not seen.isdisjoint(sk.ids):
+            return None
+        seen.update(sk.ids)
+        nums = []
+        for f in rhs.idxs:
+            nums.append(fields.setdefault(f.name, len(fields)))
+        out += (Query, aliases.setdefault(body.lhs.name, len(aliases)), Relabel, tuple(nums),
+                _WHOLE, sk.key)
+        data += sk.data
+        nodes += sk.param_nodes
+    last = bodies[-1] if bodies else None
+    if type(last) is not Produces:
+        return None
+    out += (Produces, len(last.args))
+    for a in last.args:
+        if type(a) is not Alias:
+            return None
+        out.append(("alias", aliases.setdefault(a.name, len(aliases))))
+    return tuple(out), data, tuple(nodes)
 
 
 def plan_parameters(node: LogicNode) -> tuple[Any, ...]:
