@@ -45,7 +45,8 @@ def compiled_executor(plan: Plan) -> tuple[Tensor, ...]:
 
 def cuda_executor(plan: Plan) -> tuple[Tensor, ...]:
     """Run ``plan`` on the GPU: its cached ``cuda`` optimization, host constants moved to
-    the device, the CUDA backend (``backends.cuda.runtime``); results are ``DeviceTensor`` s."""
+    the device, the CUDA backend (``kernels.backends.cuda.runtime``); results are
+    ``DeviceTensor`` s."""
     from lazysparse.kernels.backends.cuda.runtime import execute_plan_cuda  # imports no CuPy
 
     entry, inputs, params = lookup(plan, "cuda")

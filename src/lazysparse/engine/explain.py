@@ -124,7 +124,7 @@ def _decision_notes(d: QueryDecisions) -> list[str]:
                      "follows or appends in order)")
     if d.converted:  # structured levels it cannot walk
         notes.append(f"reads {', '.join(d.converted)} as csr-like (a structured level it "
-                     "cannot walk here: compile.structured_inputs)")
+                     "cannot walk here: compile.planning.structured_inputs)")
     if d.runner is Runner.RELAYOUT:  # backends.execute.choose_runner picks formats.convert
         notes.append("runs as a relayout (one counting-sort pass, formats.convert); the "
                      "kernel below is not used")
@@ -146,8 +146,8 @@ def _schedule_line(body: Query, schedules: dict[Any, Any], d: QueryDecisions) ->
 
 def explain_plan(plan: Plan, run: bool = False) -> Explanation:
     """Optimize ``plan`` and describe every kernel of the result (each query decided once,
-    ``backends.execute.explain_query``; its record is the explanation's ``decisions``).
-    ``run``: run each query too (on its runner, ``backends.execute.run_query``), so that
+    ``kernels.backends.execute.explain_query``; its record is the explanation's ``decisions``).
+    ``run``: run each query too (on its runner, ``kernels.backends.execute.run_query``), so that
     later kernels read real results and each estimate shows its actual stored entries."""
     from lazysparse.kernels.backends.execute import (  # the backend loads on first use
         explain_query,

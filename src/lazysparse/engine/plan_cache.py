@@ -15,7 +15,7 @@ and parameters. A plan whose optimized form holds other data, or a constant the 
 made itself, is cached under its constants' values instead. Constants of one class that
 would lead the optimizer elsewhere (``c1 + c2 == 0`` by coincidence) reuse a plan that is
 still correct: result fill values are computed at run time and the kernels check the fill
-decisions they were built for (``backends.program``).
+decisions they were built for (``kernels.backends.program``).
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ class _Param:
 @dataclass(eq=False)
 class CachedPlan:
     """An optimized plan with ``_Slot`` inputs and ``_Param`` constants, and what an
-    executor derived from it once (``program``: e.g. ``backends.program.Program``)."""
+    executor derived from it once (``program``: e.g. ``kernels.backends.program.Program``)."""
 
     template: Plan
     slots: frozenset[int]

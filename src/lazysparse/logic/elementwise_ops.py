@@ -154,7 +154,7 @@ _FLOAT_UNARY = {
     "log": np.log, "log2": np.log2, "log10": np.log10, "sin": np.sin, "sinh": np.sinh,
     "sqrt": np.sqrt, "tan": np.tan, "tanh": np.tanh,
 }
-# complex forms in lazysparse.backends.numba.ops follow C99 Annex G's special values, as
+# complex forms in lazysparse.kernels.backends.numba.ops follow C99 Annex G's special values, as
 # NumPy does (Numba's cmath follows Python's: exp(1e300 + 0j) is inf+nanj there)
 _CMATH_COMPLEX = ("log", "log10", "sqrt")
 for _name, _fn in _FLOAT_UNARY.items():

@@ -12,10 +12,10 @@ Code-form conventions:
   the dtypes. Arguments are already cast to :meth:`Operator.operand_dtypes`; the kernel casts
   the value to :meth:`Operator.result_dtype`.
 - Numba forms may use the names in ``backends.numba.codegen.NUMBA_GLOBALS`` (``np``,
-  ``math``, ``cmath``, ``lsops`` = :mod:`lazysparse.backends.numba.ops`) and assume
+  ``math``, ``cmath``, ``lsops`` = :mod:`lazysparse.kernels.backends.numba.ops`) and assume
   ``njit(error_model="numpy")``.
 - CUDA forms may use the ``__device__`` helpers of
-  :data:`lazysparse.backends.cuda.ops.CUDA_PRELUDE`.
+  :data:`lazysparse.kernels.backends.cuda.ops.CUDA_PRELUDE`.
 """
 
 from __future__ import annotations

@@ -654,12 +654,12 @@ def check_dense_result(rhs: LogicNode, infos: dict[Alias, AliasInfo],
 
 def _check_fold_counts(agg: Aggregate, body: LogicNode, shape: tuple[int, ...],
                        acc_dtype: np.dtype, infos: dict[Alias, AliasInfo]) -> None:
-    """DensifyError when a dense reduction result needs a per-entry count of the coordinates
-    its sparse operands skip and those counts pass the densify limit: the kernel visits only
-    stored entries and folds the rest in afterwards (``compile.coiterate.fold_levels``) when
-    the fill is not the reduction's identity (``all``/``max`` along a sparse axis), keeping
-    an int64 count per result entry: a 1 GB bool result of ``all(A, axis=0)`` would take
-    8 GB of counts."""
+    """DensifyError when a dense reduction result needs a per-entry count of the coordinates its
+    sparse operands skip and those counts pass the densify limit: the kernel visits only
+    stored entries and folds the rest in afterwards
+    (``compile.planning.coiterate.fold_levels``) when the fill is not the reduction's
+    identity (``all``/``max`` along a sparse axis), keeping an int64 count per result entry:
+    a 1 GB bool result of ``all(A, axis=0)`` would take 8 GB of counts."""
     if not any(infos[a.arg].sparse for a in accesses(body)):  # type: ignore[index]
         return
     op, fill = op_of(agg.op), expr_fill(body, infos)

@@ -8,8 +8,8 @@ with a touched list and drains the list into the result. Sorting that list is wh
 ordered compressed level would demand (about half of a SpGEMM's time on the bench_kernels
 data), and no consumer may need it: the level becomes *unordered* compressed, and the
 consumers that do need order (a merge, a canonical format, a binary search) sort it then
-(``compile.ordering``, ``formats.ordering``). Likewise a result whose last field is stored by
-exactly one sparse operand, in an unordered level (``(A @ B) * 2``, ``A * dense``), takes
+(``compile.planning.ordering``, ``formats.ordering``). Likewise a result whose last field is
+stored by exactly one sparse operand, in an unordered level (``(A @ B) * 2``, ``A * dense``), takes
 its entries in that operand's order and stays unordered instead of sorting the operand.
 Explicit formats (``asformat``) are kept.
 """

@@ -8,9 +8,9 @@ a map of run-length operands stays run-length even when the fill changes (``img 
 the same runs, each value mapped once, the fill mapped too). The result is stored so:
 the kernel writes one value per stored position of the operand and shares its index
 arrays, or (several operands: ``A + B`` on two DIAs) writes csr-like and the host lays the
-union out as the structure again (``compile.structured_inputs``). A reduction, a transpose,
-a mix with other sparse formats, or a run-length operand times something that varies along
-its runs (``R * x``) gets the usual choice.
+union out as the structure again (``compile.planning.structured_inputs``). A reduction, a
+transpose, a mix with other sparse formats, or a run-length operand times something that
+varies along its runs (``R * x``) gets the usual choice.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 and the one place a query's runner is chosen (:func:`choose_runner`).
 
 Each compute query's decisions are taken once (:func:`decide_query`: operand layouts,
-``compile.decisions.QueryDecisions``) and its runner chosen once and recorded there: NumPy
+``compile.planning.decisions.QueryDecisions``) and its runner chosen once and recorded there: NumPy
 for small all-dense queries, run-length execution, the formats stage for a relayout, else
 the compiled Numba kernel (``backends.numba.kernel``).
 """

@@ -72,7 +72,7 @@ class Recipe:
     # the fill-time decisions depend on the constants (``analysis.const_decided``)
     recheck: bool = False
     # each operand's layout the kernel was built for (an unordered operand the kernel
-    # needed sorted, ``compile.ordering``, is sorted again on every run)
+    # needed sorted, ``compile.planning.ordering``, is sorted again on every run)
     specs: tuple[Any, ...] = ()
 
     # the last (fills, constants, result fill) whose facts held: every check below is a
