@@ -1,4 +1,7 @@
-"""No function-local import closes an import cycle (issue 26).
+"""No function-local import closes an import cycle (issue 26), and no cycle of any kind:
+the graph of module-level and function-local imports together has none (issue 37: one
+closed by two local imports, ``formats.convert`` <-> ``formats.ordering``, hid from the first
+check).
 
 A function-local ``import`` of a lazysparse module is allowed only where it defers a cost
 (a backend loaded on first use, a stage above that the root namespace re-exports); it may not
@@ -103,6 +106,61 @@ def cycle_closing_local_imports() -> list[str]:
 
 def test_no_local_import_closes_a_cycle() -> None:
     assert cycle_closing_local_imports() == []
+
+
+def import_cycles(graph: dict[str, tuple[set[str], list[tuple[int, set[str]]]]]
+                  ) -> list[list[str]]:
+    """Every cycle of the import graph counting local imports too, as its modules (one per
+    strongly connected component of more than one module, or a module importing itself)."""
+    edges = {m: set(top) | {t for _, ts in local for t in ts} for m, (top, local) in
+             graph.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+    for root in sorted(edges):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        while work:  # Tarjan's algorithm without recursion
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in edges:
+                    continue
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    work.append((w, iter(sorted(edges[w]))))
+                elif w in stack:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    x = stack.pop()
+                    comp.append(x)
+                    if x == v:
+                        break
+                if len(comp) > 1 or v in edges[v]:
+                    found.append(sorted(comp))
+    return found
+
+
+def test_no_import_cycle_of_any_kind() -> None:
+    assert import_cycles(GRAPH) == []
+
+
+def test_the_cycle_check_finds_two_local_imports() -> None:
+    """Planted: two modules that import each other only inside functions."""
+    graph = {"a": (set(), [(3, {"b"})]), "b": (set(), [(7, {"a"})]), "c": ({"a"}, [])}
+    assert import_cycles(graph) == [["a", "b"]]
+    assert import_cycles({"a": (set(), [(1, {"b"})]), "b": (set(), [])}) == []
 
 
 def test_the_check_finds_a_planted_cycle(tmp_path: Path) -> None:

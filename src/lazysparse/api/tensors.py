@@ -15,8 +15,8 @@ import numpy as np
 
 from lazysparse import formats
 from lazysparse.formats.config import DensifyError
+from lazysparse.formats.layouts import canonical
 from lazysparse.formats.levels.registry import is_located
-from lazysparse.formats.ordering import canonical
 
 
 def is_dense(t: formats.Tensor) -> bool:

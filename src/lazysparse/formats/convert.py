@@ -20,6 +20,7 @@ from .levels.registry import (
     is_run_valued,
     level_class,
 )
+from .ordering import ordered, unordered_as
 from .sortkernels import (
     ptr_from_sorted,
     scatter_by_key,
@@ -73,12 +74,8 @@ def convert(
     if is_structured(spec):
         return to_structured(t, spec)
     if not t.spec.ordered:  # sort only here, where a layout change or order is asked for
-        from .ordering import ordered
-
         return convert(ordered(t), spec)
     if not spec.ordered:
-        from .ordering import unordered_as
-
         return unordered_as(convert(t, spec.ordered_spec()), spec)
     if spec.level_kinds == t.spec.level_kinds and spec.mode_order == t.mode_order:
         return Tensor(

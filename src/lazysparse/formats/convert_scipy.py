@@ -11,9 +11,9 @@ from . import checkkernels as K
 from .checknumpy import checks
 from .convert import convert, from_coords
 from .dtypes import check_dtype, equals_fill
+from .layouts import canonical
 from .levels import STRUCTURED_LEVELS, Banded, Blocked, Compressed, Dense, Level, Singleton
 from .levels.registry import DENSE_KIND, UNORDERED_KIND
-from .ordering import canonical
 from .tensor import Tensor
 from .validation import CoordinateError, as_index_array
 
@@ -198,7 +198,7 @@ def to_scipy(t: Tensor, format: str | None = None, *, matrix: bool = False) -> A
 
     The default format is the tensor's own when scipy has it (csr, csc, coo, dia, bsr),
     else csr (coo for n-d); ell and run-length tensors go through their csr-like layout
-    (:func:`formats.ordering.canonical`). csr/csc/coo/dia/bsr results share the tensor's
+    (:func:`formats.layouts.canonical`). csr/csc/coo/dia/bsr results share the tensor's
     arrays. scipy has no fill values, so a tensor whose fill value is not 0 raises
     ValueError.
     """

@@ -15,8 +15,8 @@ import numpy as np
 
 from lazysparse.formats.config import get_densify_limit
 from lazysparse.formats.convert import convert
+from lazysparse.formats.layouts import canonical
 from lazysparse.formats.levels import Compressed, Dense, Level
-from lazysparse.formats.ordering import canonical
 from lazysparse.formats.specs import FormatSpec, format_spec
 from lazysparse.formats.tensor import Tensor
 

@@ -13,15 +13,11 @@ from .config import check_densify
 from .levels import Bytemap, Compressed, Hashed, Level
 from .levels.hashed import build_table
 from .levels.registry import (
-    CLASSIC_KINDS,
-    PLAIN_KIND,
-    STRUCTURED_KINDS,
     UNORDERED_KIND,
-    UNORDERED_KINDS,
     level_class,
 )
 from .sortkernels import sort_segments
-from .specs import FormatSpec, infer_spec
+from .specs import FormatSpec
 from .tensor import Tensor
 
 
@@ -35,7 +31,7 @@ def ordered(t: Tensor) -> Tensor:
     spec = t.spec.ordered_spec()
     *upper, last = t.levels
     if all(lv.properties.ordered for lv in upper) and isinstance(last, (Compressed, Hashed)):
-        level, values = _sorted_last(last, t.values)
+        level, values = sorted_last(last, t.values)
         return Tensor(t.shape, (*upper, level), t.mode_order, values, t.fill_value,
                       format=spec, check=False)
     coords, values = expand(t)
@@ -70,60 +66,7 @@ def unordered_as(t: Tensor, spec: FormatSpec) -> Tensor:
                   check=False)
 
 
-def canonical(t: Tensor) -> Tensor:
-    """``t`` in levels every reader of ptr/idx arrays understands, in order: itself when it
-    has only dense, compressed and singleton levels; unordered levels sorted; hashed and
-    bytemap levels stored as compressed ones."""
-    if all(kind in CLASSIC_KINDS for kind in t.spec.level_kinds):
-        return t
-    if all(kind in CLASSIC_KINDS or kind in UNORDERED_KINDS for kind in t.spec.level_kinds):
-        return ordered(t)
-    from .convert import convert
-
-    kinds = tuple(PLAIN_KIND if k not in CLASSIC_KINDS else k for k in t.spec.level_kinds)
-    if kinds[-1] == PLAIN_KIND and len(kinds) > 1 and t.spec.level_kinds[-1] in STRUCTURED_KINDS:
-        # leading dense levels: a csr-like layout
-        return convert(t, FormatSpec(infer_spec(kinds, t.mode_order).name, kinds,
-                                     t.mode_order))
-    return convert(t, infer_spec(kinds, t.mode_order))
-
-
-def relabel_layout(t: Tensor, spec: FormatSpec) -> Tensor:
-    """``t`` (as a kernel wrote it) in layout ``spec``, which may differ from ``t``'s only in
-    how levels find their entries: a compressed or unordered level becomes hashed by
-    building its table (nothing sorted), a last compressed level becomes a bytemap by
-    scattering its entries (sorted first when unordered); anything else converts."""
-    if spec == t.spec:
-        return t
-    if spec.mode_order != t.mode_order or len(spec.level_kinds) != len(t.levels):
-        from .convert import convert
-
-        return convert(t, spec)
-    levels: list[Level] = []
-    values = t.values
-    last = len(t.levels) - 1
-    for k, (level, kind) in enumerate(zip(t.levels, spec.level_kinds, strict=True)):
-        if kind == level.kind:
-            levels.append(level)
-        elif level_class(kind) is Hashed and isinstance(level, Compressed) and level.unique:
-            levels.append(Hashed(level.size, level.ptr, level.idx,
-                                 build_table(level.ptr, level.idx, level.size)))
-        elif kind == UNORDERED_KIND and isinstance(level, Compressed) and level.unique:
-            levels.append(Compressed(level.size, level.ptr, level.idx, ordered=False))
-        elif (level_class(kind) is Bytemap and k == last and isinstance(level, Compressed)
-              and level.unique):
-            level, values = _sorted_last(level, values)
-            levels.append(_bytemap_of(level, values.dtype))
-            values = _scatter_values(level, values, t.fill_value)
-        else:
-            from .convert import convert
-
-            return convert(t, spec)
-    return Tensor(t.shape, levels, t.mode_order, values, t.fill_value, format=spec,
-                  check=False)
-
-
-def _sorted_last(level: Compressed | Hashed, values: np.ndarray
+def sorted_last(level: Compressed | Hashed, values: np.ndarray
                  ) -> tuple[Compressed, np.ndarray]:
     """An ordered compressed copy of an unordered (or hashed) last level and its values
     (the level itself when it is an ordered compressed one)."""
@@ -134,7 +77,7 @@ def _sorted_last(level: Compressed | Hashed, values: np.ndarray
     return Compressed(level.size, level.ptr, idx), vals
 
 
-def _bytemap_of(level: Compressed, dtype: np.dtype) -> Level:
+def bytemap_of(level: Compressed, dtype: np.dtype) -> Level:
     """The bytemap level with ``level``'s (sorted) entries as its touched list (its mask
     and values span every position: DensifyError past the densify limit)."""
     npos = (level.ptr.size - 1) * level.size
@@ -151,7 +94,7 @@ def _dense_positions(level: Compressed) -> np.ndarray:
     return parents * level.size + level.idx.astype(np.int64)
 
 
-def _scatter_values(level: Compressed, values: np.ndarray, fill: Any) -> np.ndarray:
+def scatter_values(level: Compressed, values: np.ndarray, fill: Any) -> np.ndarray:
     """The dense-positioned values array of a bytemap over ``level``'s entries."""
     out = np.full((level.ptr.size - 1) * level.size, fill, dtype=values.dtype)
     out[_dense_positions(level)] = values

@@ -146,7 +146,7 @@ class Level(ABC):
         (Chou et al.'s ``pos_iter``/``pos_access``, vectorized). Levels that locate by a
         table or mask walk their canonical (compressed) form instead."""
         raise TypeError(f"{type(self).__name__} levels are walked in their canonical form "
-                        f"(formats.ordering.canonical)")
+                        f"(formats.layouts.canonical)")
 
     @classmethod
     def empty(cls, kind: str, size: int, nparents: int) -> Level:

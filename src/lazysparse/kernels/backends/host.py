@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from lazysparse.formats.layouts import relabel_layout
 from lazysparse.formats.levels import Compressed, Dense, Singleton
-from lazysparse.formats.ordering import relabel_layout
 from lazysparse.formats.specs import FormatSpec
 from lazysparse.kernels.compile.planning.analysis import KernelInfo, QueryData
 from lazysparse.kernels.compile.planning.output_plan import OutputMode, OutputPlan

@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 
 from lazysparse.formats.dtypes import fill_key
-from lazysparse.formats.ordering import canonical, ordered
+from lazysparse.formats.layouts import canonical
+from lazysparse.formats.ordering import ordered
 from lazysparse.kernels.backends.execute import (
     HostRunner,
     decide_query,

@@ -236,7 +236,7 @@ def written_spec(spec: FormatSpec) -> FormatSpec:
     """The layout a kernel writes for the requested ``spec``: a hashed level is appended as
     a compressed one (unordered when it is the last level: a row workspace drains it
     unsorted), a bytemap as a compressed one; the host then builds the table or mask
-    (``formats.ordering.relabel_layout``). Other specs are written as they are."""
+    (``formats.layouts.relabel_layout``). Other specs are written as they are."""
     kinds = spec.level_kinds
     if not writes_relabeled(kinds):
         return spec

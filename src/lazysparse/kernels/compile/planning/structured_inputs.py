@@ -13,7 +13,7 @@ Banded, ELL and blocked levels drive, follow and merge like compressed ones
 Queries the run-length executor takes (``backends.run_length``) keep their run-length
 operands whatever they merge. Other structured operands are read as their canonical
 csr-like layout
-(``formats.ordering.canonical``), once per call. A structured result (the optimizer asks
+(``formats.layouts.canonical``), once per call. A structured result (the optimizer asks
 for one when a map keeps an operand's structure, ``A * 2`` on DIA) is written by sharing
 that operand's index arrays; where the kernel cannot share them it writes the csr-like
 layout and the host converts (``KernelInfo.stored_spec``).
@@ -24,8 +24,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from lazysparse.formats.layouts import canonical
 from lazysparse.formats.levels.registry import PLAIN_KIND, is_run_valued
-from lazysparse.formats.ordering import canonical
 from lazysparse.formats.specs import STRUCTURED_KINDS, FormatSpec, infer_spec, is_structured
 from lazysparse.kernels.compile.planning.analysis import KernelInfo
 from lazysparse.kernels.compile.planning.coiterate import LoopKind
