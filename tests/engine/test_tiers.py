@@ -290,3 +290,20 @@ def test_a_hot_shape_stops_waiting_for_its_background_compile(
     assert st.job.current() is JobState.PENDING
     np.testing.assert_allclose(np.asarray(xp.compute(s * 13.0)), 13.0 * S_NP)
     assert st.last is Tier.COMPILED
+
+
+def test_a_forked_process_starts_its_own_worker(mode: Callable[[str], None],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker belongs to the process that started it: after a fork (seen as a new pid)
+    the next submission starts a fresh worker instead of writing into the parent's pipes."""
+    mode("background")
+    s, d, v = _operands("csr", 0.0)
+    xp.compute(s * 17.0)
+    first = background._WORKER
+    assert first is not None
+    monkeypatch.setattr(first, "owner", -1)  # as if this process were a forked child
+    st = _state(xp.abs(s) - 19.0)  # a new shape: a new submission
+    np.testing.assert_allclose(np.asarray(xp.compute(xp.abs(s) - 19.0)), np.abs(S_NP) - 19.0)
+    assert background._WORKER is not first and st.job is not None
+    assert background.wait(st.job, 240) is JobState.DONE
+    first.stop()

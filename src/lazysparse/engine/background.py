@@ -75,6 +75,7 @@ class _Worker:
             [sys.executable, "-m", "lazysparse.engine.compile_worker"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             env=env)
+        self.owner = os.getpid()  # a forked child has the pipes but not the threads
         self.jobs: dict[int, Job] = {}
         self.outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
         assert self.proc.stdin is not None and self.proc.stdout is not None
@@ -132,9 +133,10 @@ _IDS = iter(range(1, sys.maxsize))
 
 
 def _worker() -> _Worker | None:
-    """The running worker, started on first use (None when it cannot start)."""
+    """The running worker of this process, started on first use (None when it cannot
+    start); a process forked from one with a worker starts its own."""
     global _WORKER
-    if _WORKER is None or not _WORKER.alive():
+    if _WORKER is None or _WORKER.owner != os.getpid() or not _WORKER.alive():
         try:
             _WORKER = _Worker()
         except OSError:

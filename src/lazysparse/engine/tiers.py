@@ -139,12 +139,12 @@ def choose_tier(entry: CachedPlan, st: TierState, inputs: list[Any],
     """The tier of this call: compiled in ``sync`` mode, for large operands, once the shape
     ran compiled, its background compile ended, or its eager runs cost more than
     :data:`EAGER_BUDGET_S` while it compiles; else eager."""
-    if mode is CompileMode.SYNC or st.eager_refused or not small(inputs):
+    if mode is CompileMode.SYNC or st.eager_refused:
         return Tier.COMPILED
     if mode is CompileMode.EAGER:
-        return Tier.EAGER
-    if st.last is Tier.COMPILED or entry.program is not None:
-        return Tier.COMPILED
+        return Tier.EAGER if small(inputs) else Tier.COMPILED
+    if st.last is Tier.COMPILED or entry.program is not None or not small(inputs):
+        return Tier.COMPILED  # the hot path: a shape that runs compiled stays so
     if st.job is not None:
         pending = st.job.current() is JobState.PENDING
         return Tier.EAGER if pending and st.eager_seconds <= EAGER_BUDGET_S else Tier.COMPILED
