@@ -20,11 +20,10 @@ from typing import Any
 import numpy as np
 
 from lazysparse.api.building import broadcast_shapes, build_mapjoin
-from lazysparse.api.lazy_array import LazyArray
+from lazysparse.api.lazy_array import LazyArray, computed_scalar
 from lazysparse.api.operands import as_array, as_operand, operand_names
 from lazysparse.formats import Tensor
 from lazysparse.formats.dtypes import SUPPORTED_DTYPE_SET
-from lazysparse.formats.specs import format_spec
 from lazysparse.logic import dtypes as _dt
 from lazysparse.logic.nodes import Immediate
 from lazysparse.logic.operators import (
@@ -166,11 +165,7 @@ def scalar_now(op: Operator, operands: list[Any], facts: _Facts) -> LazyArray | 
     value = np.asarray(out, dtype=facts.dtype).reshape(1)
     if value.dtype not in SUPPORTED_DTYPE_SET:
         return None  # the lazy path raises its clear dtype error
-    return LazyArray.from_tensor(Tensor.dense_result((), _SCALAR_SPEC, value,
-                                                     value.dtype.type(0)))
-
-
-_SCALAR_SPEC = format_spec("dense", 0)
+    return computed_scalar(value, value.dtype.type(0))
 
 
 def apply_operator(op: Operator, *args: Any, fname: str | None = None,

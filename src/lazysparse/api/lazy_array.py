@@ -224,11 +224,17 @@ def install_assign(assign: Callable[[LazyArray, Any, Any], None]) -> None:
 _SCALAR_SPEC = format_spec("dense", 0)
 
 
+def computed_scalar(value: np.ndarray, fill: Any) -> LazyArray:
+    """A computed 0-d array holding ``value`` (a 1-entry array of a supported dtype, owned
+    by the result), without the generic constructor's checks: iteration and the fold of
+    computed scalars (``elementwise.scalar_now``) make one per entry or operation."""
+    return LazyArray.from_tensor(Tensor.dense_result((), _SCALAR_SPEC, value, fill))
+
+
 def _elements(values: np.ndarray, fill: Any) -> Iterator[LazyArray]:
     """The entries of a dense vector as computed 0-d arrays (each its own copy)."""
     for k in range(values.shape[0]):
-        t = Tensor.dense_result((), _SCALAR_SPEC, values[k:k + 1].copy(), fill)
-        yield LazyArray.from_tensor(t)
+        yield computed_scalar(values[k:k + 1].copy(), fill)
 
 
 class LazyArray(ArrayOperators, NumpyMethods, ScipyMethods):

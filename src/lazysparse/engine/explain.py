@@ -20,7 +20,6 @@ from lazysparse.formats.levels.registry import level_class
 from lazysparse.formats.specs import is_structured
 from lazysparse.logic.nodes import Alias, Plan, Query, Reformat, Table
 from lazysparse.optimizer.analysis import plan_infos
-from lazysparse.optimizer.pipeline import optimize
 from lazysparse.optimizer.reports import KernelEstimate, kernel_estimate, schedule_reports
 
 if TYPE_CHECKING:
@@ -154,7 +153,8 @@ def explain_plan(plan: Plan, run: bool = False) -> Explanation:
         run_query,
     )
 
-    after = optimize(plan)
+    entry, inputs, params = lookup(plan)  # what a compute of the plan runs, optimized once
+    after = entry.plan(inputs, params)
     schedules = schedule_reports(plan)
     infos = plan_infos(after)
     env: dict[Alias, Any] = {}
@@ -179,5 +179,4 @@ def explain_plan(plan: Plan, run: bool = False) -> Explanation:
         kernels.append(KernelExplanation(body.lhs.name, body, d.info.loop_order,
                                          d.info.out_spec, tuple(k.inputs), k.source,
                                          _schedule_line(body, schedules, d), d, estimate))
-    entry, inputs, _ = lookup(plan)
     return Explanation(plan, after, tuple(kernels), tier=tier_line(entry, inputs))

@@ -204,9 +204,10 @@ class _Interpreter:
     def contract(self, op: Operator, init: Any, arg: LogicNode,
                  idxs: tuple[Field, ...]) -> Value | None:
         """``sum over idxs of a * b`` by ``np.einsum``, never making the product over every
-        field (a bounded evaluation's matrix products); None where the fill rule could differ
-        from plain arithmetic: a sparse operand whose fill is not 0, non-finite values, a
-        broadcast axis, a nonzero init, booleans."""
+        field (a bounded evaluation's matrix products); None when ``arg`` is not such a
+        product. Where the fill rule could differ from plain arithmetic (a sparse operand
+        whose fill is not 0, non-finite values, a broadcast axis, a nonzero init, booleans)
+        the general evaluation runs on the operands already evaluated."""
         order = None
         if isinstance(arg, Reorder):  # the loop order the optimizer chose: a permutation
             order, arg = arg.idxs, arg.arg
@@ -217,16 +218,17 @@ class _Interpreter:
         mul = arg.op.val
         va, vb = self.eval(arg.args[0]), self.eval(arg.args[1])
         fields = unique_fields([va.fields, vb.fields])
-        if order is not None:
-            if set(order) != set(fields) or len(order) != len(fields):
-                return None  # the reorder adds or drops axes: the general path
-            fields = tuple(order)
-        if not _contractible(va, vb, init, idxs):
-            return None
         sizes = dict(zip(va.fields, np.shape(va.data), strict=True))
-        for f, n in zip(vb.fields, np.shape(vb.data), strict=True):
-            if sizes.setdefault(f, n) != n:
-                return None  # a size-1 axis broadcast: the general path aligns it
+        broadcast = any(sizes.setdefault(f, n) != n
+                        for f, n in zip(vb.fields, np.shape(vb.data), strict=True))
+        if broadcast or not _contractible(va, vb, init, idxs) or order is not None and (
+                set(order) != set(fields) or len(order) != len(fields)):
+            product = self.record(self.mapjoin(mul, arg.args, {0: va, 1: vb}))
+            if order is not None:
+                product = self.record(self.reorder(product, order))
+            return self.aggregate(op, init, product, idxs)
+        if order is not None:
+            fields = tuple(order)
         keep = tuple(f for f in fields if f not in idxs)
         self.bound(math.prod(sizes[f] for f in keep), "a contraction's result")
         opds = mul.operand_dtypes(va.data.dtype, vb.data.dtype)
@@ -298,7 +300,8 @@ class _Interpreter:
             imp = np.transpose(imp, perm).reshape(new_shape)
         return Value(data.reshape(new_shape), idxs, v.fill, None, imp)
 
-    def mapjoin(self, op: Operator, args: tuple[LogicNode, ...]) -> Value:
+    def mapjoin(self, op: Operator, args: tuple[LogicNode, ...],
+                pre: dict[int, Value] | None = None) -> Value:
         if not isinstance(op, Operator):
             raise TypeError(f"mapjoin op must be an Operator, got {op!r}")
         # Arguments that read data go first, so sub-expressions built only from fields used
@@ -307,7 +310,8 @@ class _Interpreter:
         evaluated: dict[int, Value | _FieldRef] = {}
         for k in order:
             a = args[k]
-            x = _FieldRef(a) if isinstance(a, Field) else self.eval(a)
+            x = (pre[k] if pre and k in pre else
+                 _FieldRef(a) if isinstance(a, Field) else self.eval(a))
             if isinstance(x, Value):
                 for f, n in zip(x.fields, np.shape(x.data), strict=True):
                     if n != 1 or f not in self.sizes:
