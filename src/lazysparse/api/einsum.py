@@ -55,12 +55,9 @@ def _parse(subscripts: str, n: int) -> tuple[list[list[str]], list[str] | None]:
     return terms, out
 
 
-def einsum(subscripts: str, /, *operands: Any) -> LazyArray:
-    """Einstein summation over ``operands`` as one MapJoin(multiply) + Aggregate(add)."""
-    if not operands:
-        raise ValueError("einsum: at least one operand is required")
-    xs = [check_array(x, "einsum", f"operand {k}") for k, x in enumerate(operands)]
-    terms, out_terms = _parse(subscripts, len(xs))
+def _letter_sizes(xs: list[LazyArray], terms: list[list[str]]
+                  ) -> tuple[dict[str, int], list[tuple[int, ...]]]:
+    """Each letter's size (the same in every operand) and each operand's ellipsis shape."""
     sizes: dict[str, int] = {}
     ell_shapes: list[tuple[int, ...]] = []
     for x, term in zip(xs, terms, strict=True):
@@ -78,12 +75,13 @@ def einsum(subscripts: str, /, *operands: Any) -> LazyArray:
             d = x.shape[ax]
             if sizes.setdefault(t, d) != d:
                 raise ValueError(f"einsum: letter {t!r} has sizes {sizes[t]} and {d}")
-    try:
-        eshape = broadcast_shapes(*ell_shapes)
-    except ValueError:
-        raise ValueError(f"einsum: ellipsis dimensions {ell_shapes} do not broadcast") from None
-    efields = fresh_fields(len(eshape))
-    letter = {t: fresh_field() for t in sizes}
+    return sizes, ell_shapes
+
+
+def _output_terms(subscripts: str, terms: list[list[str]], out_terms: list[str] | None,
+                  letters: dict[str, int], eshape: tuple[int, ...]) -> list[str]:
+    """The output's tokens: as given (checked), or NumPy's implicit ones (the ellipsis,
+    then the letters used once, sorted)."""
     counts: dict[str, int] = {}
     for term in terms:
         for t in term:
@@ -92,13 +90,52 @@ def einsum(subscripts: str, /, *operands: Any) -> LazyArray:
         out_terms = ([_ELLIPSIS] if eshape else []) + sorted(
             t for t, c in counts.items() if c == 1 and t != _ELLIPSIS)
     for t in out_terms:
-        if t != _ELLIPSIS and t not in letter:
+        if t != _ELLIPSIS and t not in letters:
             raise ValueError(f"einsum: output letter {t!r} does not appear in the inputs")
     if len(set(out_terms)) != len(out_terms):
         raise ValueError(f"einsum: repeated output letter in {subscripts!r}")
     if eshape and _ELLIPSIS not in out_terms and any(d != 1 for d in eshape):
         raise ValueError("einsum: the output must keep '...' when the inputs' ellipsis "
                          "dimensions are not all size 1")
+    return out_terms
+
+
+def _contract(xs: list[LazyArray], nodes: list[LogicNode], summable: list[Field],
+              out_fields: list[Field], out_shape: list[int]) -> LazyArray:
+    """The product of ``nodes`` with the ``summable`` fields not in the output summed."""
+    mul, add = op("multiply"), op("add")
+    dtype = xs[0].dtype
+    fill = xs[0].fill_value
+    body = nodes[0]
+    for x, node in zip(xs[1:], nodes[1:], strict=True):
+        dtype = mul.result_dtype(dtype, x.dtype)
+        fill = mul.apply(fill, x.fill_value)
+        body = MapJoin(Immediate(mul), (body, node))
+    present = set(getfields(body))
+    reduced = tuple(f for f in summable if f not in out_fields and f in present)
+    if reduced:
+        init = add.init_for(dtype)
+        body = Aggregate(Immediate(add), Immediate(init), body, reduced)
+        fill = aggregate_fill(add, init, dtype)
+    if getfields(body) != tuple(out_fields):
+        body = Reorder(body, tuple(out_fields))
+    return LazyArray(identify(body), tuple(out_shape), dtype, fill, xs[0].device)
+
+
+def einsum(subscripts: str, /, *operands: Any) -> LazyArray:
+    """Einstein summation over ``operands`` as one MapJoin(multiply) + Aggregate(add)."""
+    if not operands:
+        raise ValueError("einsum: at least one operand is required")
+    xs = [check_array(x, "einsum", f"operand {k}") for k, x in enumerate(operands)]
+    terms, out_terms = _parse(subscripts, len(xs))
+    sizes, ell_shapes = _letter_sizes(xs, terms)
+    try:
+        eshape = broadcast_shapes(*ell_shapes)
+    except ValueError:
+        raise ValueError(f"einsum: ellipsis dimensions {ell_shapes} do not broadcast") from None
+    efields = fresh_fields(len(eshape))
+    letter = {t: fresh_field() for t in sizes}
+    out_terms = _output_terms(subscripts, terms, out_terms, sizes, eshape)
     extra: list[Field] = []
     nodes = [_operand(x, term, letter, sizes, efields, eshape, extra)
              for x, term in zip(xs, terms, strict=True)]
@@ -113,23 +150,7 @@ def einsum(subscripts: str, /, *operands: Any) -> LazyArray:
             out_shape.append(sizes[t])
     if _ELLIPSIS not in out_terms:
         extra += [f for f in efields]
-    mul, add = op("multiply"), op("add")
-    dtype = xs[0].dtype
-    fill = xs[0].fill_value
-    body = nodes[0]
-    for x, node in zip(xs[1:], nodes[1:], strict=True):
-        dtype = mul.result_dtype(dtype, x.dtype)
-        fill = mul.apply(fill, x.fill_value)
-        body = MapJoin(Immediate(mul), (body, node))
-    present = set(getfields(body))
-    reduced = tuple(f for f in (*letter.values(), *extra) if f not in out_fields and f in present)
-    if reduced:
-        init = add.init_for(dtype)
-        body = Aggregate(Immediate(add), Immediate(init), body, reduced)
-        fill = aggregate_fill(add, init, dtype)
-    if getfields(body) != tuple(out_fields):
-        body = Reorder(body, tuple(out_fields))
-    return LazyArray(identify(body), tuple(out_shape), dtype, fill, xs[0].device)
+    return _contract(xs, nodes, [*letter.values(), *extra], out_fields, out_shape)
 
 
 def _axes_of(term: list[str], ndim: int) -> list[int]:

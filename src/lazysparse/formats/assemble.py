@@ -7,6 +7,7 @@ Coordinates here are in storage order: ``coords[k]`` holds the coordinates of le
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -35,70 +36,98 @@ def build_tensor(
     Hashed levels keep that (sorted) order, one of the orders they allow, and get a table;
     Bytemap levels place entries at ``parent * size + c`` like Dense and mark them.
     """
-    n = int(values.size)
     dims = tuple(shape[m] for m in spec.mode_order)
     if spec.level_kinds and spec.level_kinds[-1] in STRUCTURED_KINDS:
         return _structured(shape, spec, dims, coords, values, fill_value)
+    n = int(values.size)
     idt = choose_index_dtype(shape, n)
     coords = [c if c.dtype == idt else c.astype(idt) for c in coords]
-    levels: list[Level] = []
-    # position of each entry in the level above: None at the root; `identity` means 0..n-1
-    parent: np.ndarray | None = None
-    identity = False
-    npos = 1
+    b = _Building(n, idt)
     last = len(spec.level_kinds) - 1
     for k, kind in enumerate(spec.level_kinds):
-        c, size = coords[k], dims[k]
-        cls, props = level_class(kind), LEVEL_PROPERTIES[kind]
-        if props.branchless:  # one child per parent (singleton): positions unchanged
-            levels.append(Singleton(size, c))
-            continue
-        if identity:
-            parent, identity = np.arange(n, dtype=np.int64), False
-        if cls is Dense:
-            levels.append(Dense(size))
-            parent = c.astype(np.int64) if parent is None else parent * size + c
-            npos *= size
-        elif cls is Bytemap:
-            levels.append(_bytemap(size, c, parent, npos, k == last, idt))
-            base = 0 if parent is None else parent * size
-            parent = c.astype(np.int64) + base
-            npos *= size
-        else:
-            if not props.unique or k == last or n == 0:
-                new = None  # every entry starts a new position
-            else:
-                new = np.empty(n, dtype=bool)
-                new[0] = True
-                np.not_equal(c[1:], c[:-1], out=new[1:])
-                if parent is not None:
-                    new[1:] |= parent[1:] != parent[:-1]
-            if new is None:
-                idx, owners, count = c, parent, n
-                parent, identity = None, True
-            else:
-                idx = c[new]
-                owners = None if parent is None else parent[new]
-                parent = np.cumsum(new, dtype=np.int64) - 1
-                count = int(idx.size)
-            ptr = _ptr(owners, npos, count, idt)
-            if cls is Hashed:
-                levels.append(Hashed(size, ptr, idx, build_table(ptr, idx, size)))
-            else:
-                levels.append(Compressed.of_kind(kind, size, ptr, idx))
-            npos = count
-    if identity and npos == n:
+        b.add(kind, dims[k], coords[k], k == last)
+    if b.identity and b.npos == n:
         out_values = values
     else:
-        itemsize = values.dtype.itemsize
         if spec.level_kinds and level_class(spec.level_kinds[-1]) in (Dense, Bytemap):
-            check_densify(npos * itemsize, shape, values.dtype, what)
-        out_values = np.full(npos, fill_value, dtype=values.dtype)
-        if parent is None:  # 0-d: one position
+            check_densify(b.npos * values.dtype.itemsize, shape, values.dtype, what)
+        out_values = np.full(b.npos, fill_value, dtype=values.dtype)
+        if b.parent is None:  # 0-d: one position
             out_values[: values.size] = values
         else:
-            out_values[parent] = values
-    return Tensor(shape, levels, spec.mode_order, out_values, fill_value, format=spec, check=False)
+            out_values[b.parent] = values
+    return Tensor(shape, b.levels, spec.mode_order, out_values, fill_value, format=spec,
+                  check=False)
+
+
+class _Building:
+    """The levels built so far over ``n`` sorted entries, and where each entry stands in
+    the last of them: ``parent`` (None at the root; ``identity``: ``0..n-1``) among
+    ``npos`` positions."""
+
+    __slots__ = ("n", "idt", "levels", "parent", "identity", "npos")
+
+    def __init__(self, n: int, idt: np.dtype) -> None:
+        self.n, self.idt = n, idt
+        self.levels: list[Level] = []
+        self.parent: np.ndarray | None = None
+        self.identity = False
+        self.npos = 1
+
+    def add(self, kind: str, size: int, c: np.ndarray, last: bool) -> None:
+        """Build the level of ``kind`` over coordinates ``c`` below the ones so far."""
+        cls, props = level_class(kind), LEVEL_PROPERTIES[kind]
+        if props.branchless:  # one child per parent (singleton): positions unchanged
+            self.levels.append(Singleton(size, c))
+            return
+        if self.identity:
+            self.parent, self.identity = np.arange(self.n, dtype=np.int64), False
+        parent = self.parent
+        if cls is Dense:
+            self.levels.append(Dense(size))
+            self.parent = c.astype(np.int64) if parent is None else parent * size + c
+            self.npos *= size
+        elif cls is Bytemap:
+            self.levels.append(_bytemap(size, c, parent, self.npos, last, self.idt))
+            self.parent = c.astype(np.int64) + (0 if parent is None else parent * size)
+            self.npos *= size
+        else:
+            self._segmented(kind, cls, size, c, not props.unique or last)
+
+    def _segmented(self, kind: str, cls: type[Level], size: int, c: np.ndarray,
+                   every: bool) -> None:
+        """A compressed or hashed level: its children are the distinct (parent, ``c``)
+        pairs, or every entry when ``every`` (a non-unique or last level)."""
+        parent = self.parent
+        new = None if every else _first_of_runs(c, parent)
+        if new is None:
+            idx, owners, count = c, parent, self.n
+            self.parent, self.identity = None, True
+        else:
+            idx = c[new]
+            owners = None if parent is None else parent[new]
+            self.parent = np.cumsum(new, dtype=np.int64) - 1
+            count = int(idx.size)
+        ptr = _ptr(owners, self.npos, count, self.idt)
+        if cls is Hashed:
+            self.levels.append(Hashed(size, ptr, idx, build_table(ptr, idx, size)))
+        else:
+            self.levels.append(Compressed.of_kind(kind, size, ptr, idx))
+        self.npos = count
+
+
+def _first_of_runs(c: np.ndarray, parent: np.ndarray | None) -> np.ndarray | None:
+    """Which sorted entries start a new (``parent``, ``c``) pair (None when there are no
+    entries: every one of none is new)."""
+    n = int(c.size)
+    if n == 0:
+        return None
+    new = np.empty(n, dtype=bool)
+    new[0] = True
+    np.not_equal(c[1:], c[:-1], out=new[1:])
+    if parent is not None:
+        new[1:] |= parent[1:] != parent[:-1]
+    return new
 
 
 def _structured(shape: tuple[int, ...], spec: FormatSpec, dims: tuple[int, ...],
@@ -117,15 +146,10 @@ def _bytemap(size: int, c: np.ndarray, parent: np.ndarray | None, npos: int, las
              idt: np.dtype) -> Bytemap:
     """A bytemap level over sorted entries with coordinates ``c`` under positions ``parent``
     (None at the root): the distinct (parent, c) pairs are its touched list and its mask."""
-    n = int(c.size)
-    if last or n == 0:
+    new = None if last else _first_of_runs(c, parent)
+    if new is None:
         idx, owners = c, parent
     else:
-        new = np.empty(n, dtype=bool)
-        new[0] = True
-        np.not_equal(c[1:], c[:-1], out=new[1:])
-        if parent is not None:
-            new[1:] |= parent[1:] != parent[:-1]
         idx, owners = c[new], None if parent is None else parent[new]
     check_densify(npos * size, (npos, size), np.dtype(np.uint8), "a bytemap's mask")
     mask = np.zeros(npos * size, dtype=np.uint8)
@@ -153,60 +177,83 @@ def expand(t: Tensor) -> tuple[list[np.ndarray], np.ndarray]:
     Coordinates under Dense levels are enumerated, so fill-valued entries may appear among
     them; a Bytemap level yields only its stored entries (and its positions' children).
     """
-    idt = t.index_dtype
-    coords: list[np.ndarray] = []  # one array per level so far, one entry per current entry
-    npos = 1
-    top_dense = False  # coords == [arange(npos)]: a position is its level-0 coordinate
-    pos: np.ndarray | None = None  # positions of the entries when not 0..npos-1 (bytemaps)
+    e = _Expanding(t.index_dtype)
     for level in t.levels:
         if isinstance(level, Dense):
-            size = level.size
-            if pos is not None:
-                m = int(pos.size)
-                coords = [np.repeat(c, size) for c in coords]
-                coords.append(np.tile(np.arange(size, dtype=idt), m))
-                pos = (np.repeat(pos * size, size) + np.tile(np.arange(size), m)) if m else pos
-            elif coords:
-                coords = [np.repeat(c, size) for c in coords]
-                coords.append(np.tile(np.arange(size, dtype=idt), npos))
-            else:
-                coords = [np.arange(size, dtype=idt)]
-            top_dense = len(coords) == 1 and pos is None
-            npos *= size
+            e.dense(level.size)
         elif isinstance(level, STRUCTURED_LEVELS):  # the last level, under dense ones
-            parents = pos if pos is not None else np.arange(npos, dtype=np.int64)
-            owner, child, pos = level.children(parents)
-            coords = [c[owner] for c in coords]
-            coords.append(child.astype(idt))
-            top_dense = False
+            e.structured(level)
         elif isinstance(level, (Compressed, Hashed, Bytemap)):
-            ptr = level.ptr
-            if pos is not None:
-                owner, child = _children(ptr, pos)
-                coords = [c[owner] for c in coords]
-            elif coords:
-                wide = idt if npos <= np.iinfo(np.int32).max else np.dtype(np.int64)
-                owner = np.repeat(np.arange(npos, dtype=wide), np.diff(ptr))
-                coords = [owner] if top_dense else [c[owner] for c in coords]
-                child = None
-            else:  # the root: one parent, position 0
-                owner, child = None, None
-            top_dense = False
-            idx = level.idx if child is None else level.idx[child]
-            coords.append(idx)
-            if isinstance(level, Bytemap):
-                if owner is None:
-                    pos = idx.astype(np.int64)
-                else:
-                    parents = owner if pos is None else pos[owner]
-                    pos = parents.astype(np.int64) * level.size + idx
-                npos *= level.size
-            else:
-                pos = child
-                npos = int(level.idx.size)
+            e.segmented(level)
         else:
-            coords.append(level.idx if pos is None else level.idx[pos])
-    return coords, (t.values if pos is None else t.values[pos])
+            e.coords.append(level.idx if e.pos is None else level.idx[e.pos])
+    return e.coords, (t.values if e.pos is None else t.values[e.pos])
+
+
+class _Expanding:
+    """The entries expanded so far: ``coords`` (one array per level, one entry per
+    entry), among ``npos`` positions; ``pos``, their positions when not ``0..npos-1``
+    (bytemaps); ``top_dense``, whether ``coords == [arange(npos)]``."""
+
+    __slots__ = ("idt", "coords", "npos", "top_dense", "pos")
+
+    def __init__(self, idt: np.dtype) -> None:
+        self.idt = idt
+        self.coords: list[np.ndarray] = []
+        self.npos = 1
+        self.top_dense = False
+        self.pos: np.ndarray | None = None
+
+    def dense(self, size: int) -> None:
+        """Every coordinate ``0..size-1`` under each entry."""
+        pos, idt = self.pos, self.idt
+        if pos is not None:
+            m = int(pos.size)
+            self.coords = [np.repeat(c, size) for c in self.coords]
+            self.coords.append(np.tile(np.arange(size, dtype=idt), m))
+            self.pos = (np.repeat(pos * size, size) + np.tile(np.arange(size), m)) if m else pos
+        elif self.coords:
+            self.coords = [np.repeat(c, size) for c in self.coords]
+            self.coords.append(np.tile(np.arange(size, dtype=idt), self.npos))
+        else:
+            self.coords = [np.arange(size, dtype=idt)]
+        self.top_dense = len(self.coords) == 1 and self.pos is None
+        self.npos *= size
+
+    def structured(self, level: Any) -> None:
+        """A structured level's children of each entry (its own walk)."""
+        parents = self.pos if self.pos is not None else np.arange(self.npos, dtype=np.int64)
+        owner, child, self.pos = level.children(parents)
+        self.coords = [c[owner] for c in self.coords]
+        self.coords.append(child.astype(self.idt))
+        self.top_dense = False
+
+    def segmented(self, level: Compressed | Hashed | Bytemap) -> None:
+        """The children ``ptr[p] .. ptr[p+1]-1`` of each entry's position ``p``."""
+        ptr, pos = level.ptr, self.pos
+        if pos is not None:
+            owner, child = _children(ptr, pos)
+            self.coords = [c[owner] for c in self.coords]
+        elif self.coords:
+            wide = self.idt if self.npos <= np.iinfo(np.int32).max else np.dtype(np.int64)
+            owner = np.repeat(np.arange(self.npos, dtype=wide), np.diff(ptr))
+            self.coords = [owner] if self.top_dense else [c[owner] for c in self.coords]
+            child = None
+        else:  # the root: one parent, position 0
+            owner, child = None, None
+        self.top_dense = False
+        idx = level.idx if child is None else level.idx[child]
+        self.coords.append(idx)
+        if isinstance(level, Bytemap):
+            if owner is None:
+                self.pos = idx.astype(np.int64)
+            else:
+                parents = owner if pos is None else pos[owner]
+                self.pos = parents.astype(np.int64) * level.size + idx
+            self.npos *= level.size
+        else:
+            self.pos = child
+            self.npos = int(level.idx.size)
 
 
 def _children(ptr: np.ndarray, parents: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -193,23 +193,20 @@ def _coo_is_canonical(coords: tuple[np.ndarray, ...]) -> bool:
     return code == 0
 
 
-def to_scipy(t: Tensor, format: str | None = None, *, matrix: bool = False) -> Any:  # noqa: A002
-    """``t`` as a scipy.sparse array (``matrix=True``: matrix) of ``format``.
-
-    The default format is the tensor's own when scipy has it (csr, csc, coo, dia, bsr),
-    else csr (coo for n-d); ell and run-length tensors go through their csr-like layout
-    (:func:`formats.layouts.canonical`). csr/csc/coo/dia/bsr results share the tensor's
-    arrays. scipy has no fill values, so a tensor whose fill value is not 0 raises
-    ValueError.
-    """
-    import scipy.sparse as sp
-
+def _check_zero_fill(t: Tensor) -> None:
+    """scipy has no fill values: a tensor whose fill value is not 0 raises ValueError."""
     if bool(~equals_fill(np.asarray(t.fill_value), t.dtype.type(0))):
         raise ValueError(
             f"scipy.sparse has no fill values, and this tensor's fill value is {t.fill_value!r} "
             "(not 0); convert it to a dense array with to_numpy(), to pydata sparse with "
             "to_pydata(), or build it with fill_value=0"
         )
+
+
+def _scipy_target(t: Tensor, format: str | None, matrix: bool  # noqa: A002
+                  ) -> tuple[Tensor, str]:
+    """The tensor to read (a structured one's csr-like layout unless it goes to dia/bsr)
+    and the scipy format it becomes, checked (known, 2-D unless an n-d coo_array)."""
     if format is not None:
         format = format.lower()  # noqa: A001
     structured = bool(t.levels) and isinstance(t.levels[-1], STRUCTURED_LEVELS)
@@ -232,45 +229,81 @@ def to_scipy(t: Tensor, format: str | None = None, *, matrix: bool = False) -> A
             f"scipy.sparse {'matrices' if matrix else format + '_array'} are 2-D; this tensor has "
             f"shape {t.shape} (use format='coo' for a {t.ndim}-d coo_array)"
         )
-    kind = "matrix" if matrix else "array"
-    if format == "dia":
-        u = t if isinstance(t.levels[-1], Banded) else convert(t, "dia")
-        band = u.levels[1]
-        assert isinstance(band, Banded)
-        m = getattr(sp, f"dia_{kind}")(t.shape, dtype=t.dtype)
-        m.data = u.values.reshape(band.offsets.size, band.length)
-        m.offsets = band.offsets
-        return m
-    if format == "bsr":
-        u = t if isinstance(t.levels[-1], Blocked) else convert(t, "bsr")
-        blk = u.levels[1]
-        assert isinstance(blk, Blocked)
-        r, c = blk.block
-        m = getattr(sp, f"bsr_{kind}")(t.shape, blocksize=(r, c), dtype=t.dtype)
-        m.indptr, m.indices = blk.ptr, blk.idx
-        m.data = u.values.reshape(blk.idx.size, r, c)
-        m.has_sorted_indices = True
-        m.has_canonical_format = True
-        return m
-    if format in ("csr", "csc"):
-        u = t if t.spec.ordered_spec().name == format and t.spec.level_kinds == (
-            DENSE_KIND, UNORDERED_KIND) else convert(t, format)
-        low = u.levels[1]
-        assert isinstance(low, Compressed)
-        m = getattr(sp, f"{format}_{kind}")(t.shape, dtype=t.dtype)
-        m.indptr, m.indices, m.data = low.ptr, low.idx, u.values
-        m.has_sorted_indices = low.ordered  # scipy sorts lazily where it needs to
-        m.has_canonical_format = low.ordered
-        return m
+    return t, format
+
+
+def _scipy_dia(sp: Any, t: Tensor, kind: str) -> Any:
+    """A dia array/matrix sharing the band's offsets and values."""
+    u = t if isinstance(t.levels[-1], Banded) else convert(t, "dia")
+    band = u.levels[1]
+    assert isinstance(band, Banded)
+    m = getattr(sp, f"dia_{kind}")(t.shape, dtype=t.dtype)
+    m.data = u.values.reshape(band.offsets.size, band.length)
+    m.offsets = band.offsets
+    return m
+
+
+def _scipy_bsr(sp: Any, t: Tensor, kind: str) -> Any:
+    """A bsr array/matrix sharing the blocks' pointers, indices and values."""
+    u = t if isinstance(t.levels[-1], Blocked) else convert(t, "bsr")
+    blk = u.levels[1]
+    assert isinstance(blk, Blocked)
+    r, c = blk.block
+    m = getattr(sp, f"bsr_{kind}")(t.shape, blocksize=(r, c), dtype=t.dtype)
+    m.indptr, m.indices = blk.ptr, blk.idx
+    m.data = u.values.reshape(blk.idx.size, r, c)
+    m.has_sorted_indices = True
+    m.has_canonical_format = True
+    return m
+
+
+def _scipy_compressed(sp: Any, t: Tensor, kind: str, format: str) -> Any:  # noqa: A002
+    """A csr/csc array/matrix sharing the compressed level's arrays."""
+    u = t if t.spec.ordered_spec().name == format and t.spec.level_kinds == (
+        DENSE_KIND, UNORDERED_KIND) else convert(t, format)
+    low = u.levels[1]
+    assert isinstance(low, Compressed)
+    m = getattr(sp, f"{format}_{kind}")(t.shape, dtype=t.dtype)
+    m.indptr, m.indices, m.data = low.ptr, low.idx, u.values
+    m.has_sorted_indices = low.ordered  # scipy sorts lazily where it needs to
+    m.has_canonical_format = low.ordered
+    return m
+
+
+def _scipy_coo(sp: Any, t: Tensor, kind: str, matrix: bool) -> Any:
+    """A coo array/matrix sharing the coo layout's coordinates and values."""
     u = convert(t, "coo")
     coords = tuple(level.idx for level in u.levels)  # type: ignore[attr-defined]
     m = getattr(sp, f"coo_{kind}")(t.shape, dtype=t.dtype)
+    if matrix:
+        m.row, m.col = coords
+    else:
+        m.coords = coords
+    m.data = u.values
+    m.has_canonical_format = True
+    return m
+
+
+def to_scipy(t: Tensor, format: str | None = None, *, matrix: bool = False) -> Any:  # noqa: A002
+    """``t`` as a scipy.sparse array (``matrix=True``: matrix) of ``format``.
+
+    The default format is the tensor's own when scipy has it (csr, csc, coo, dia, bsr),
+    else csr (coo for n-d); ell and run-length tensors go through their csr-like layout
+    (:func:`formats.layouts.canonical`). csr/csc/coo/dia/bsr results share the tensor's
+    arrays. scipy has no fill values, so a tensor whose fill value is not 0 raises
+    ValueError.
+    """
+    import scipy.sparse as sp
+
+    _check_zero_fill(t)
+    t, format = _scipy_target(t, format, matrix)  # noqa: A001
+    kind = "matrix" if matrix else "array"
+    if format == "dia":
+        return _scipy_dia(sp, t, kind)
+    if format == "bsr":
+        return _scipy_bsr(sp, t, kind)
+    if format in ("csr", "csc"):
+        return _scipy_compressed(sp, t, kind, format)
     if format == "coo":
-        if matrix:
-            m.row, m.col = coords
-        else:
-            m.coords = coords
-        m.data = u.values
-        m.has_canonical_format = True
-        return m
+        return _scipy_coo(sp, t, kind, matrix)
     return to_scipy(t, "csr", matrix=matrix).asformat(format)

@@ -122,24 +122,7 @@ def _infer_node(expr: LogicNode, env: dict[Alias, Any],
                           for f in idxs)
             return ExprInfo(idxs, shape, inner.dtype, inner.fill_value)
         case MapJoin(op=Immediate(val=op), args=args):
-            infos = [None if isinstance(a, Field) else _infer(a, env, sizes) for a in args]
-            fields = unique_fields([(a,) if i is None else i.fields
-                                    for a, i in zip(args, infos, strict=True)])
-            fsize: dict[Field, int | None] = {}
-            for i in infos:
-                if i is not None:
-                    for f, n in zip(i.fields, i.shape, strict=True):
-                        if n is not None and fsize.get(f) not in (None, 1) and n not in (
-                                1, fsize[f]):
-                            raise ValueError(f"mapjoin({op.name}): field {f.name} has sizes "
-                                             f"{fsize[f]} and {n}")
-                        if n is not None and (fsize.get(f) in (None, 1)):
-                            fsize[f] = n
-            shape = tuple(fsize.get(f, sizes.get(f)) for f in fields)
-            dts = [INDEX_DTYPE if i is None else i.dtype for i in infos]
-            fills = [INDEX_DTYPE.type(0) if i is None else i.fill_value for i in infos]
-            dt = op.result_dtype(*dts)
-            return ExprInfo(fields, shape, dt, mapjoin_fill(op, fills))
+            return _mapjoin_info(op, args, env, sizes)
         case Aggregate(op=Immediate(val=op), init=Immediate(val=init), arg=arg, idxs=idxs):
             inner = _infer(arg, env, sizes)
             missing = [f.name for f in idxs if f not in inner.fields]
@@ -157,6 +140,28 @@ def _infer_node(expr: LogicNode, env: dict[Alias, Any],
         case Field():
             return ExprInfo((expr,), (sizes.get(expr),), INDEX_DTYPE, INDEX_DTYPE.type(0))
     raise TypeError(f"infer: not an expression node: {expr!r}")
+
+
+def _mapjoin_info(op: Operator, args: tuple[LogicNode, ...], env: dict[Alias, Any],
+                  sizes: dict[Field, int | None]) -> ExprInfo:
+    """A pointwise ``op`` over ``args``: their fields joined, each field's size the one
+    its operands agree on (size 1 broadcasts), the dtype and fill ``op`` gives."""
+    infos = [None if isinstance(a, Field) else _infer(a, env, sizes) for a in args]
+    fields = unique_fields([(a,) if i is None else i.fields
+                            for a, i in zip(args, infos, strict=True)])
+    fsize: dict[Field, int | None] = {}
+    for i in infos:
+        if i is not None:
+            for f, n in zip(i.fields, i.shape, strict=True):
+                if n is not None and fsize.get(f) not in (None, 1) and n not in (1, fsize[f]):
+                    raise ValueError(f"mapjoin({op.name}): field {f.name} has sizes "
+                                     f"{fsize[f]} and {n}")
+                if n is not None and (fsize.get(f) in (None, 1)):
+                    fsize[f] = n
+    shape = tuple(fsize.get(f, sizes.get(f)) for f in fields)
+    dts = [INDEX_DTYPE if i is None else i.dtype for i in infos]
+    fills = [INDEX_DTYPE.type(0) if i is None else i.fill_value for i in infos]
+    return ExprInfo(fields, shape, op.result_dtype(*dts), mapjoin_fill(op, fills))
 
 
 Region = tuple[Any, bool]

@@ -136,11 +136,12 @@ FAST_PATH = True
 
 
 def _heads(body: LogicNode, out: list[Any], fields: dict[str, int],
-           data_key_fn: Callable[[Any], Any]) -> LogicNode | None:
-    """The tokens of the one-child nodes on top of an operation's body (the ``Reorder`` s,
-    dense ``Reformat`` s and ``Aggregate`` s ``api.building`` wraps around a ``MapJoin`` or
-    an operand), as the walk emits them, added to ``out``; the node below them, or None for
-    a head the walk keys otherwise (a constant it takes as a parameter or as data)."""
+           data_key_fn: Callable[[Any], Any]) -> tuple[LogicNode, ...] | None:
+    """The tokens of the nodes on top of an operation's body (the ``Reorder`` s, dense
+    ``Reformat`` s and ``Aggregate`` s ``api.building`` wraps around a ``MapJoin`` or an
+    operand, then the ``MapJoin``), as the walk emits them, added to ``out``; the operands
+    below them (the one operand without a ``MapJoin``), or None for a node the walk keys
+    otherwise (a constant it takes as a parameter or as data, a computed operator)."""
     number = fields.setdefault
     while True:
         t = type(body)
@@ -163,37 +164,30 @@ def _heads(body: LogicNode, out: list[Any], fields: dict[str, int],
                     data_key_fn(spec) is not None:
                 return None
             out += (Reformat, 2, ("format", spec_key(spec)))
+        elif t is MapJoin:
+            op = body.op.val
+            if type(op) is not Operator:
+                return None
+            out += (MapJoin, ("op", op.name, op.params), len(body.args))
+            return body.args
         else:
-            return body
+            return (body,)
         body = body.arg
 
 
 def _mapjoin_key(node: Subquery, data_key_fn: Callable[[Any], Any]) -> SubqueryKey | None:
     """``_walked_key``'s answer, token for token, for the bodies operations build
-    (``api.building``: ``Reorder`` s, dense ``Reformat`` s and ``Aggregate`` s over a
-    ``MapJoin`` of scalars and relabeled, maybe reordered, subqueries, or over one such
-    operand), without a walker; None for any other body, or when two operands share a
-    subquery inside (the walk shows that). Loops, not comprehensions: this runs per new
-    array."""
+    (:func:`_heads` over scalars and relabeled, maybe reordered, subqueries) without a
+    walker; None for any other body or when two operands share a subquery inside (the walk
+    shows that). Loops, not comprehensions: this runs per new array."""
     out: list[Any] = []
-    emit = out.append
     fields: dict[str, int] = {}
-    number = fields.setdefault
-    nums: list[int]
-    body = _heads(node.arg, out, fields, data_key_fn)
-    if body is None:
+    operands = _heads(node.arg, out, fields, data_key_fn)
+    if operands is None:
         return None
-    if type(body) is MapJoin:
-        op = body.op.val
-        if type(op) is not Operator:
-            return None
-        out += (MapJoin, ("op", op.name, op.params), len(body.args))
-        operands: tuple[LogicNode, ...] = body.args
-    else:
-        operands = (body,)
+    number = fields.setdefault
     aliases = {node.lhs.name: 0}
-    own = {id(node): 0}
-    ids = {id(node)}
+    own, ids = {id(node): 0}, {id(node)}
     data: list[Any] = []
     params: list[Any] = []
     nodes: list[Immediate] = []
@@ -201,12 +195,11 @@ def _mapjoin_key(node: Subquery, data_key_fn: Callable[[Any], Any]) -> SubqueryK
     for a in operands:
         t = type(a)
         if t is Immediate:
-            val = a.val
-            if not _is_scalar(val):
+            if not _is_scalar(a.val):
                 return None
-            params.append(val)
+            params.append(a.val)
             nodes.append(a)
-            emit(("param", scalar_kind(val)))
+            out.append(("param", scalar_kind(a.val)))
             continue
         if t is Reorder:
             nums = []
@@ -231,16 +224,13 @@ def _mapjoin_key(node: Subquery, data_key_fn: Callable[[Any], Any]) -> SubqueryK
             ids.add(id(s))
             out += (Subquery, n, _LEAF, sk.key)
             data.append(s.arg.tns.val)
-            continue
-        if type(s.arg) is Table:
-            return None  # a leaf holding other data: the walk keys it
-        if not ids.isdisjoint(sk.ids):
-            return None
-        ids.update(sk.ids)
-        inner.append(sk)
-        out += (_WHOLE, sk.key)
-        data += sk.data
-        if sk.params:
+        elif type(s.arg) is Table or not ids.isdisjoint(sk.ids):
+            return None  # a leaf holding other data, or a shared subquery: the walk keys it
+        else:
+            ids.update(sk.ids)
+            inner.append(sk)
+            out += (_WHOLE, sk.key)
+            data += sk.data
             params += sk.params
             nodes += sk.param_nodes
     return SubqueryKey(tuple(out), tuple(data), tuple(params), tuple(nodes), ids, own,
@@ -342,6 +332,7 @@ class _Keyer:
         stack: list[Any] = [root]
         pop, push = stack.pop, stack.append
         fields, aliases, seen = self.fields, self.aliases, self.seen
+        steps, children = _KEY_STEPS, _Keyer._children
         while stack:
             node = pop()
             t = type(node)
@@ -374,38 +365,45 @@ class _Keyer:
                     emit(sk.key)
                 else:
                     push(node.arg)
-            elif t is MapJoin:
-                emit(t)
-                op = node.op.val
-                emit(("op", op.name, op.params) if type(op) is Operator else self.param(node.op))
-                emit(len(node.args))
-                stack.extend(reversed(node.args))
-            elif t is Immediate:
-                emit(self.param(node))
-            elif t is Aggregate:
-                emit(t)
-                emit(self.immediate(node.op.val, as_param=False))
-                emit(self.immediate(node.init.val, as_param=False))
-                emit(self.fields_key(node.idxs))
-                push(node.arg)
-            elif t is Table:
-                emit(t)
-                emit(self.param(node.tns))
-                emit(self.fields_key(node.idxs))
-            elif t is Field:
-                emit(("field", self.fields_key((node,))[0]))
-            elif t is Alias:
-                emit(("alias", self.alias_key(node)))
-            elif t is Query:
-                emit(t)
-                emit(self.alias_key(node.lhs))
-                push(node.rhs)
-            else:  # Reformat, Plan, Produces and any other node: its children, counted
-                children = node.children
-                emit(t)
-                emit(len(children))
-                stack.extend(reversed(children))
+            else:
+                steps.get(t, children)(self, node, out, stack)
         return tuple(out)
+
+    # the key of the other nodes, one step each (``key`` inlines relabels, reorders and
+    # subqueries): the node's tokens added to ``out``, its children pushed on ``stack``
+
+    def _mapjoin(self, node: MapJoin, out: list[Any], stack: list[Any]) -> None:
+        op = node.op.val
+        out += (MapJoin, ("op", op.name, op.params) if type(op) is Operator
+                else self.param(node.op), len(node.args))
+        stack.extend(reversed(node.args))
+
+    def _immediate(self, node: Immediate, out: list[Any], stack: list[Any]) -> None:
+        out.append(self.param(node))
+
+    def _aggregate(self, node: Aggregate, out: list[Any], stack: list[Any]) -> None:
+        out += (Aggregate, self.immediate(node.op.val, as_param=False),
+                self.immediate(node.init.val, as_param=False), self.fields_key(node.idxs))
+        stack.append(node.arg)
+
+    def _table(self, node: Table, out: list[Any], stack: list[Any]) -> None:
+        out += (Table, self.param(node.tns), self.fields_key(node.idxs))
+
+    def _field(self, node: Field, out: list[Any], stack: list[Any]) -> None:
+        out.append(("field", self.fields_key((node,))[0]))
+
+    def _alias(self, node: Alias, out: list[Any], stack: list[Any]) -> None:
+        out.append(("alias", self.alias_key(node)))
+
+    def _query(self, node: Query, out: list[Any], stack: list[Any]) -> None:
+        out += (Query, self.alias_key(node.lhs))
+        stack.append(node.rhs)
+
+    def _children(self, node: LogicNode, out: list[Any], stack: list[Any]) -> None:
+        """Reformat, Plan, Produces and any other node: its children, counted."""
+        children = node.children
+        out += (type(node), len(children))
+        stack.extend(reversed(children))
 
     def param(self, node: Immediate) -> Any:
         """The key of an ``Immediate`` in pointwise position (a scalar is a parameter)."""
@@ -415,6 +413,11 @@ class _Keyer:
             self.param_nodes.append(node)
         return out
 
+
+_KEY_STEPS: dict[type, Callable[[_Keyer, Any, list[Any], list[Any]], None]] = {
+    MapJoin: _Keyer._mapjoin, Immediate: _Keyer._immediate, Aggregate: _Keyer._aggregate,
+    Table: _Keyer._table, Field: _Keyer._field, Alias: _Keyer._alias, Query: _Keyer._query,
+}
 
 # markers in a key's token stream after a subquery's alias: a later use of a shared
 # subquery, or a leaf whose body key follows as one token; after a relabel's fields: a

@@ -18,6 +18,8 @@ from typing import Any
 
 from lazysparse.api.lazy_array import LazyArray
 from lazysparse.sparse_linalg.operators import (
+    Operator,
+    Vector,
     apply,
     as_preconditioner,
     iterations,
@@ -120,25 +122,32 @@ def bicgstab(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: float 
         if rv == 0.0:
             return x, -11
         alpha = rho / rv
-        s = r - alpha * v
-        shat = apply(psolve, s)
-        t = op.matvec(shat)
-        s, shat, t, ts, tt, rs, rt, ss = xp.compute(
-            s, shat, t, xp.vecdot(t, s), xp.vecdot(t, t), xp.vecdot(rhat, s),
-            xp.vecdot(rhat, t), xp.vecdot(s, s))
-        if math.sqrt(max(float(ss), 0.0)) <= tol:
+        s, shat, t, ts, tt, rs, rt, ss = _stabilizing_half(op, psolve, r - alpha * v, rhat)
+        if math.sqrt(max(ss, 0.0)) <= tol:
             return xp.compute(x + alpha * phat), 0
-        tt = float(tt)
-        omega = float(ts) / tt if tt != 0.0 else 0.0
+        omega = ts / tt if tt != 0.0 else 0.0
         x = x + alpha * phat + omega * shat
         r = s - omega * t
-        rho_old, rho = rho, float(rs) - omega * float(rt)
-        rr = _speculative_norm2(float(ss), float(ts), tt, omega)
+        rho_old, rho = rho, rs - omega * rt
+        rr = _speculative_norm2(ss, ts, tt, omega)
         if callback is not None:
             x, r = xp.compute(x, r)
             callback(x)
     x, r, rr = xp.compute(x, r, xp.vecdot(r, r))
     return x, (0 if math.sqrt(max(float(rr), 0.0)) <= tol else maxiter)
+
+
+def _stabilizing_half(op: Operator, psolve: Vector | None, s: LazyArray, rhat: LazyArray
+                      ) -> tuple[LazyArray, LazyArray, LazyArray, float, float, float, float,
+                                 float]:
+    """BiCGSTAB's second half-step in one plan: ``s``, ``shat = M s``, ``t = A shat`` and
+    the dot products ``t.s``, ``t.t``, ``rhat.s``, ``rhat.t``, ``s.s`` as floats."""
+    shat = apply(psolve, s)
+    t = op.matvec(shat)
+    s, shat, t, ts, tt, rs, rt, ss = xp.compute(
+        s, shat, t, xp.vecdot(t, s), xp.vecdot(t, t), xp.vecdot(rhat, s),
+        xp.vecdot(rhat, t), xp.vecdot(s, s))
+    return s, shat, t, float(ts), float(tt), float(rs), float(rt), float(ss)
 
 
 def _speculative_norm2(ss: float, ts: float, tt: float, omega: float) -> float:

@@ -17,6 +17,7 @@ import numpy as np
 
 from lazysparse.api.lazy_array import LazyArray
 from lazysparse.sparse_linalg.operators import (
+    Operator,
     as_operator,
     as_vector,
     iterations,
@@ -24,6 +25,7 @@ from lazysparse.sparse_linalg.operators import (
     xp,
     zeros,
 )
+from lazysparse.sparse_linalg.paige_saunders import stop_code, sym_ortho, with_norm
 
 
 class LsqrResult(NamedTuple):
@@ -39,16 +41,6 @@ class LsqrResult(NamedTuple):
     arnorm: float
     xnorm: float
     var: LazyArray
-
-
-def _sym_ortho(a: float, b: float) -> tuple[float, float, float]:
-    """A stable Givens rotation ``(c, s, r)`` with ``[c s; -s c] [a; b] = [r; 0]``."""
-    if b == 0:
-        return math.copysign(1.0, a) if a != 0 else 1.0, 0.0, abs(a)
-    if a == 0:
-        return 0.0, math.copysign(1.0, b), abs(b)
-    r = math.hypot(a, b)
-    return a / r, b / r, r
 
 
 @dataclass
@@ -81,7 +73,7 @@ class _State:
             psi, self.phibar = sn1 * self.phibar, cs1 * self.phibar
         else:
             rhobar1, psi = self.rhobar, 0.0
-        cs, sn, rho = _sym_ortho(rhobar1, self.beta)
+        cs, sn, rho = sym_ortho(rhobar1, self.beta)
         theta = sn * self.alpha
         self.rhobar = -cs * self.alpha
         phi = cs * self.phibar
@@ -111,12 +103,55 @@ class _State:
         test3 = 1 / (self.acond + eps)
         t1 = test1 / (1 + self.anorm * self.xnorm / self.bnorm)
         rtol = btol + atol * self.anorm * self.xnorm / self.bnorm
-        istop = 7 if itn >= iter_lim else 0
-        for cond, code in ((1 + test3 <= 1, 6), (1 + test2 <= 1, 5), (1 + t1 <= 1, 4),
-                           (test3 <= ctol, 3), (test2 <= atol, 2), (test1 <= rtol, 1)):
-            if cond:
-                istop = code
-        return istop
+        return stop_code(7 if itn >= iter_lim else 0, (
+            (1 + test3 <= 1, 6), (1 + test2 <= 1, 5), (1 + t1 <= 1, 4), (test3 <= ctol, 3),
+            (test2 <= atol, 2), (test1 <= rtol, 1)))
+
+
+def _lsqr_problem(A: Any, b: Any, calc_var: bool) -> tuple[Operator, LazyArray]:
+    """The operator (it needs ``rmatvec``) and ``b`` as a vector of the result dtype."""
+    bdev = b.device if isinstance(b, LazyArray) else None
+    op = as_operator(A, "lsqr", device=bdev)
+    if op.rmatvec is None:
+        raise TypeError("lsqr: A needs rmatvec (A^T v); pass a matrix or a LinearOperator")
+    if calc_var:
+        raise ValueError("lsqr: calc_var=True is not supported by the native lsqr")
+    b = as_vector(b, op.shape[0], None, op.device, "b", "lsqr")
+    dtype = result_dtype(op, b)
+    return op, (b if b.dtype == dtype else xp.astype(b, dtype))
+
+
+def _bidiagonalization_start(op: Operator, b: LazyArray, x: LazyArray, x0: Any
+                             ) -> tuple[LazyArray, LazyArray, _State]:
+    """Golub–Kahan's first vectors ``u = (b - A x0) / beta``, ``v = A^T u / alpha`` and
+    the state they start."""
+    u = b if x0 is None else b - op.matvec(x)
+    u, uu, bb = xp.compute(u, xp.vecdot(u, u), xp.vecdot(b, b))
+    beta, bnorm = math.sqrt(float(uu)), math.sqrt(float(bb))
+    alpha = 0.0
+    v = x
+    if beta > 0:
+        u = u / beta
+        v, alpha = with_norm(op.rmatvec(u))
+    if alpha > 0:
+        v = v / alpha
+    s = _State(alpha, beta, rhobar=alpha, phibar=beta, bnorm=bnorm, rnorm=beta,
+               r1norm=beta, arnorm=alpha * beta)
+    return u, v, s
+
+
+def _bidiagonalization_step(op: Operator, s: _State, u: LazyArray, uu: float, v: LazyArray,
+                            damp: float) -> tuple[LazyArray, LazyArray]:
+    """Normalize ``u = A v - alpha u`` (``beta = ||u||``, ``uu`` its square), update
+    ``||A||``, and make the next ``v = (A^T u - beta v) / alpha``."""
+    s.beta = math.sqrt(max(uu, 0.0))
+    if s.beta > 0:
+        u = u / s.beta
+        s.anorm = math.sqrt(s.anorm ** 2 + s.alpha ** 2 + s.beta ** 2 + damp ** 2)
+        v, s.alpha = with_norm(op.rmatvec(u) - s.beta * v)
+        if s.alpha > 0:
+            v = v / s.alpha
+    return u, v
 
 
 def lsqr(A: Any, b: Any, damp: float = 0.0, atol: float = 1e-6, btol: float = 1e-6,
@@ -126,53 +161,24 @@ def lsqr(A: Any, b: Any, damp: float = 0.0, atol: float = 1e-6, btol: float = 1e
     an object with ``matvec`` and ``rmatvec``). Returns scipy's ``(x, istop, itn, r1norm,
     r2norm, anorm, acond, arnorm, xnorm, var)``; ``calc_var`` is not supported (``var``
     is zeros) and ``show`` prints nothing."""
-    bdev = b.device if isinstance(b, LazyArray) else None
-    op = as_operator(A, "lsqr", device=bdev)
-    if op.rmatvec is None:
-        raise TypeError("lsqr: A needs rmatvec (A^T v); pass a matrix or a LinearOperator")
-    if calc_var:
-        raise ValueError("lsqr: calc_var=True is not supported by the native lsqr")
-    m, n = op.shape
-    b = as_vector(b, m, None, op.device, "b", "lsqr")
-    dtype = result_dtype(op, b)
-    b = b if b.dtype == dtype else xp.astype(b, dtype)
+    op, b = _lsqr_problem(A, b, calc_var)
+    n = op.shape[1]
     iter_lim = iterations(iter_lim, 2 * n, "lsqr")
-    eps = float(np.finfo(dtype).eps)
+    eps = float(np.finfo(b.dtype).eps)
     ctol = 1.0 / conlim if conlim > 0 else 0.0
     zeros_n = zeros(n, b)
-    x = zeros_n if x0 is None else as_vector(x0, n, dtype, op.device, "x0", "lsqr")
-    u = b if x0 is None else b - op.matvec(x)
-    u, uu, bb = xp.compute(u, xp.vecdot(u, u), xp.vecdot(b, b))
-    beta, bnorm = math.sqrt(float(uu)), math.sqrt(float(bb))
-    alpha = 0.0
-    v = x
-    if beta > 0:
-        u = u / beta
-        v = op.rmatvec(u)
-        v, vv = xp.compute(v, xp.vecdot(v, v))
-        alpha = math.sqrt(max(float(vv), 0.0))
-    if alpha > 0:
-        v = v / alpha
+    x = zeros_n if x0 is None else as_vector(x0, n, b.dtype, op.device, "x0", "lsqr")
+    u, v, s = _bidiagonalization_start(op, b, x, x0)
     w = v
-    s = _State(alpha, beta, rhobar=alpha, phibar=beta, bnorm=bnorm, rnorm=beta,
-               r1norm=beta, arnorm=alpha * beta)
     if s.arnorm == 0:
         x = xp.compute(x)
-        return LsqrResult(x, 0, 0, beta, beta, 0.0, 0.0, 0.0, 0.0, zeros_n)
+        return LsqrResult(x, 0, 0, s.beta, s.beta, 0.0, 0.0, 0.0, 0.0, zeros_n)
     itn = istop = 0
     while itn < iter_lim:
         itn += 1
         u = op.matvec(v) - s.alpha * u
         x, w, ww, u, uu = xp.compute(x, w, xp.vecdot(w, w), u, xp.vecdot(u, u))
-        s.beta = math.sqrt(max(float(uu), 0.0))
-        if s.beta > 0:
-            u = u / s.beta
-            s.anorm = math.sqrt(s.anorm ** 2 + s.alpha ** 2 + s.beta ** 2 + damp ** 2)
-            v = op.rmatvec(u) - s.beta * v
-            v, vv = xp.compute(v, xp.vecdot(v, v))
-            s.alpha = math.sqrt(max(float(vv), 0.0))
-            if s.alpha > 0:
-                v = v / s.alpha
+        u, v = _bidiagonalization_step(op, s, u, float(uu), v, damp)
         t1, t2 = s.rotate(damp, float(ww))
         x = x + t1 * w
         w = v + t2 * w

@@ -15,6 +15,7 @@ from typing import Any
 
 from lazysparse.api.lazy_array import LazyArray
 from lazysparse.sparse_linalg.operators import (
+    Vector,
     apply,
     as_preconditioner,
     iterations,
@@ -23,6 +24,7 @@ from lazysparse.sparse_linalg.operators import (
     xp,
     zeros,
 )
+from lazysparse.sparse_linalg.paige_saunders import stop_code, sym_ortho, with_norm
 
 
 @dataclass(frozen=True)
@@ -64,8 +66,9 @@ def _rotate(s: _Scalars, alfa: float, beta: float, eps: float) -> tuple[_Scalars
     epsln = s.sn * beta
     dbar = -s.cs * beta
     root = math.hypot(gbar, dbar)
-    gamma = max(math.hypot(gbar, beta), eps)
-    cs, sn = gbar / gamma, beta / gamma
+    cs, sn, gamma = sym_ortho(gbar, beta)
+    if gamma < eps:  # scipy's floor on the rotation's norm
+        cs, sn, gamma = gbar / eps, beta / eps, eps
     phi = cs * s.phibar
     z = s.rhs1 / gamma
     new = replace(s, oldb=s.beta, beta=beta, dbar=dbar, epsln=epsln, phibar=sn * s.phibar,
@@ -83,22 +86,22 @@ def _stop(s: _Scalars, step: _Step, ynorm: float, itn: int, maxiter: int, rtol: 
     test1 = math.inf if ynorm == 0 or anorm == 0 else rnorm / (anorm * ynorm)
     test2 = math.inf if anorm == 0 else step.root / anorm
     acond = s.gmax / s.gmin
-    istop = 0
-    if 1 + test2 <= 1:
-        istop = 2
-    if 1 + test1 <= 1:
-        istop = 1
-    if itn >= maxiter:
-        istop = 6
-    if acond >= 0.1 / eps:
-        istop = 4
-    if anorm * ynorm * eps >= s.beta1:
-        istop = 3
-    if test2 <= rtol:
-        istop = 2
-    if test1 <= rtol:
-        istop = 1
-    return istop
+    return stop_code(0, ((1 + test2 <= 1, 2), (1 + test1 <= 1, 1), (itn >= maxiter, 6),
+                         (acond >= 0.1 / eps, 4), (anorm * ynorm * eps >= s.beta1, 3),
+                         (test2 <= rtol, 2), (test1 <= rtol, 1)))
+
+
+def _preconditioned(psolve: Vector | None, r: LazyArray) -> tuple[LazyArray, LazyArray, float]:
+    """``r``, ``y = M r`` and Lanczos' ``beta = sqrt(r.y)`` in one plan (a negative
+    ``r.y`` means ``A`` is not symmetric)."""
+    if psolve is None:
+        r, beta = with_norm(r)
+        return r, r, beta
+    y = psolve(r)
+    r, y, ry = xp.compute(r, y, xp.vecdot(r, y))
+    if float(ry) < 0:
+        raise ValueError("minres: non-symmetric matrix")
+    return r, y, math.sqrt(float(ry))
 
 
 def minres(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5,
@@ -144,16 +147,8 @@ def minres(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5,
         alfa = float(alfa)
         y = y - (alfa / s.beta) * r2
         r1, r2 = r2, y
-        y = apply(psolve, r2)
-        if psolve is None:
-            r2, beta = xp.compute(r2, xp.vecdot(r2, r2))
-            y = r2
-        else:
-            r2, y, beta = xp.compute(r2, y, xp.vecdot(r2, y))
-        beta = float(beta)
-        if beta < 0:
-            raise ValueError("minres: non-symmetric matrix")
-        s, step = _rotate(s, alfa, math.sqrt(beta), eps)
+        r2, y, beta = _preconditioned(psolve, r2)
+        s, step = _rotate(s, alfa, beta, eps)
         w1, w2 = w2, w
         w = (v - step.oldeps * w1 - step.delta * w2) * step.denom
         x = x + step.phi * w
