@@ -15,29 +15,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Level, LevelCapabilities, LevelParam, LevelProperties, Walk
-
-BANDED_PROPERTIES = LevelProperties(
-    full=False, ordered=True, unique=True, branchless=False, compact=False
-)
-BANDED_CAPABILITIES = LevelCapabilities(iterate="position", locate=False, append=False,
-                                        insert=False)
+from .base import LevelParam, Walk
+from .row_rooted import RowRootedLevel
 
 
-class Banded(Level):
+class Banded(RowRootedLevel):
     """Diagonals ``offsets`` of a matrix with ``size`` columns, ``length`` values each."""
 
     kind = "banded"
-    PROPERTIES = BANDED_PROPERTIES
-    CAPABILITIES = BANDED_CAPABILITIES
     format_name = "dia"
     attr_names = ("length",)
     walk = Walk.BAND
     kernel_params = (("off", LevelParam.OFFSETS), ("nd", LevelParam.NDIAG),
                      ("len", LevelParam.LENGTH), ("lim", LevelParam.LIMIT))
-    structured = True
-    row_rooted = True
-    storage_row_sums = True
     storage_column_scatter = True
     __slots__ = ("size", "offsets", "length", "_counted")
 
@@ -46,16 +36,6 @@ class Banded(Level):
         self.offsets = offsets
         self.length = int(length)
         self._counted: tuple[int, int] | None = None  # (nrows, stored_count), computed once
-
-    @property
-    def properties(self) -> LevelProperties:
-        """Ordered and unique (ascending offsets); not compact (positions ``d*length+j``)."""
-        return BANDED_PROPERTIES
-
-    @property
-    def capabilities(self) -> LevelCapabilities:
-        """Position iteration over the diagonals meeting a row."""
-        return BANDED_CAPABILITIES
 
     def npositions(self, parent_npositions: int) -> int:
         """One position per diagonal and column slot, whatever the parent."""

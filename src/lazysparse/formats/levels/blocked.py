@@ -15,29 +15,19 @@ from __future__ import annotations
 import numpy as np
 
 from ..search import segment_search
-from .base import Level, LevelCapabilities, LevelParam, LevelProperties, Walk
-
-BLOCKED_PROPERTIES = LevelProperties(
-    full=False, ordered=True, unique=True, branchless=False, compact=False
-)
-BLOCKED_CAPABILITIES = LevelCapabilities(iterate="position", locate=False, append=False,
-                                         insert=False)
+from .base import LevelParam, Walk
+from .row_rooted import RowRootedLevel
 
 
-class Blocked(Level):
+class Blocked(RowRootedLevel):
     """Columns stored in ``block = (R, C)`` blocks: ``ptr`` per block row, ``idx`` per block."""
 
     kind = "blocked"
-    PROPERTIES = BLOCKED_PROPERTIES
-    CAPABILITIES = BLOCKED_CAPABILITIES
     format_name = "bsr"
     attr_names = ("block",)
     walk = Walk.BLOCKS
     kernel_params = (("ptr", LevelParam.PTR), ("idx", LevelParam.IDX),
                      ("br", LevelParam.BLOCK_ROWS), ("bc", LevelParam.BLOCK_COLS))
-    structured = True
-    row_rooted = True
-    storage_row_sums = True
     __slots__ = ("size", "ptr", "idx", "block")
 
     def __init__(self, size: int, ptr: np.ndarray, idx: np.ndarray,
@@ -46,16 +36,6 @@ class Blocked(Level):
         self.ptr = ptr
         self.idx = idx
         self.block = (int(block[0]), int(block[1]))
-
-    @property
-    def properties(self) -> LevelProperties:
-        """Ordered, unique; not compact (a block row's positions interleave its rows)."""
-        return BLOCKED_PROPERTIES
-
-    @property
-    def capabilities(self) -> LevelCapabilities:
-        """Position iteration: a row's blocks, each a dense run of ``C`` columns."""
-        return BLOCKED_CAPABILITIES
 
     def npositions(self, parent_npositions: int) -> int:
         """``R * C`` positions per block."""

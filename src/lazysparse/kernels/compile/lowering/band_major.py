@@ -15,13 +15,12 @@ and each diagonal adds ``f(A[i, i + o], x[i])`` into ``out[i + o]``.
 
 from __future__ import annotations
 
-from lazysparse.kernels.compile.ir.build import I64, C, OpState, State, V
+from lazysparse.kernels.compile.ir.build import I64, C, State, V
 from lazysparse.kernels.compile.ir.loop_ir import (
     Assign,
     Bin,
     BinOp,
     Cast,
-    Comment,
     Expr,
     For,
     Load,
@@ -30,6 +29,7 @@ from lazysparse.kernels.compile.ir.loop_ir import (
 )
 from lazysparse.kernels.compile.lowering.context import LowerContext
 from lazysparse.kernels.compile.lowering.outputs import OutputLowering
+from lazysparse.kernels.compile.lowering.storage_major import storage_nest
 
 BAND_TILE = 8192  # rows per tile: a tile's results and operand windows (64 KiB each) in L2
 
@@ -37,44 +37,31 @@ BAND_TILE = 8192  # rows per tile: a tile's results and operand windows (64 KiB 
 def band_major_nest(ctx: LowerContext, output: OutputLowering, d: int, st: State,
                     bounds: tuple[Expr, Expr] | None) -> list[Stmt]:
     """Loops ``d`` (rows) and ``d + 1`` (the band's columns) in diagonal-major order."""
-    rows, cols = ctx.plans[d], ctx.plans[d + 1]
-    s = cols.drivers[0]
-    i, j = ctx.cvar[rows.field], ctx.cvar[cols.field]
-    lo, hi = bounds if bounds is not None else (C(0), ctx.extent(rows.field))
+    nest = storage_nest(ctx, output, d, st, bounds)
+    s, i, j = nest.s, nest.i, nest.j
     tb, te, tt = f"tb{s}", f"te{s}", f"tt{s}"
-    scatter = rows.field in ctx.info.reduced  # A.T @ x: out[j] ⊕= ..., preset by the host
-    od = output.out_pos(rows.field, V(i), st.od)
-    start = Cast(str(ctx.info.acc_dtype), V("init"))
+    scatter = nest.rows.field in ctx.info.reduced  # A.T @ x: out[j] ⊕= ..., preset by the host
     q, o = f"q{s}_1", f"o{s}_1"
     off, lim, length = ctx.arr(s, "off", 1), ctx.arr(s, "lim", 1), ctx.arr(s, "len", 1)
     first = Bin(BinOp.MAX, V(tb), Bin(BinOp.SUB, C(0), V(o)))
     last = Bin(BinOp.MIN, V(te), Bin(BinOp.SUB, V(lim), V(o)))
-    body: list[Stmt] = []
-    ops = dict(st.ops)
-    for t in rows.located:
-        ops[t], asg = ctx.locate(t, st, V(i))
-        body.append(asg)
-    body.append(Assign(j, Bin(BinOp.ADD, V(i), V(o))))
-    inner = State(ops, {**st.coords, rows.field: V(i)}, od)
-    for t in cols.located:
-        ops[t], asg = ctx.locate(t, inner, V(j))
-        body.append(asg)
-    ops[s] = OpState(2, Bin(BinOp.ADD, Bin(BinOp.MUL, V(q), V(length)), V(j)), None, ops[s].present)
-    point = State(ops, {**inner.coords, cols.field: V(j)}, od)
+    at_row, at_col, point = nest.locate(
+        ctx, st, Bin(BinOp.ADD, Bin(BinOp.MUL, V(q), V(length)), V(j)))
+    body: list[Stmt] = [*at_row, Assign(j, Bin(BinOp.ADD, V(i), V(o))), *at_col]
     if scatter:
-        point.od = output.out_pos(cols.field, V(j), st.od)
+        point.od = output.out_pos(nest.cols.field, V(j), st.od)
     val = ctx.value(ctx.info.expr, point)
     at = output.index(point)  # type: ignore[attr-defined]  # DenseOutput: partials' base
     body.append(Store("out", at, ctx.reduce(Load("out", at), val)))
     diagonals = For(q, C(0), V(ctx.arr(s, "nd", 1)), (
         Assign(o, Cast(I64, Load(off, V(q)))),
         For(i, first, last, tuple(body))))
+    lo, hi = nest.lo, nest.hi
     ntiles = Bin(BinOp.FLOORDIV, Bin(BinOp.ADD, Bin(BinOp.SUB, hi, lo), C(BAND_TILE - 1)),
                  C(BAND_TILE))
     tile = (Assign(tb, Bin(BinOp.ADD, lo, Bin(BinOp.MUL, V(tt), C(BAND_TILE)))),
             Assign(te, Bin(BinOp.MIN, hi, Bin(BinOp.ADD, V(tb), C(BAND_TILE)))),
-            *(() if scatter else (For(i, V(tb), V(te), (Store("out", od, start),)),)),
+            *(() if scatter else (For(i, V(tb), V(te), (Store("out", nest.od, nest.start),)),)),
             diagonals)
-    return [Comment(f"loops {rows.field}, {cols.field}: diagonal-major over "
-                    f"{ctx.info.operands[s].alias}, {BAND_TILE}-row tiles"),
+    return [nest.comment(ctx, "diagonal-major", f", {BAND_TILE}-row tiles"),
             For(tt, C(0), ntiles, tile)]

@@ -12,13 +12,12 @@ the same result as the row-major kernel. A chunk of rows ``[lo, hi)`` owns the b
 
 from __future__ import annotations
 
-from lazysparse.kernels.compile.ir.build import I64, C, OpState, State, V
+from lazysparse.kernels.compile.ir.build import I64, C, State, V
 from lazysparse.kernels.compile.ir.loop_ir import (
     Assign,
     Bin,
     BinOp,
     Cast,
-    Comment,
     Expr,
     For,
     Load,
@@ -28,6 +27,7 @@ from lazysparse.kernels.compile.ir.loop_ir import (
 from lazysparse.kernels.compile.lowering.context import LowerContext
 from lazysparse.kernels.compile.lowering.level_walks import block_shape
 from lazysparse.kernels.compile.lowering.outputs import OutputLowering
+from lazysparse.kernels.compile.lowering.storage_major import storage_nest
 
 
 def _ceil_div(a: Expr, b: Expr) -> Expr:
@@ -37,41 +37,26 @@ def _ceil_div(a: Expr, b: Expr) -> Expr:
 def block_major_nest(ctx: LowerContext, output: OutputLowering, d: int, st: State,
                      bounds: tuple[Expr, Expr] | None) -> list[Stmt]:
     """Loops ``d`` (rows) and ``d + 1`` (the blocks' columns) a block row at a time."""
-    rows, cols = ctx.plans[d], ctx.plans[d + 1]
-    s = cols.drivers[0]
-    i, j = ctx.cvar[rows.field], ctx.cvar[cols.field]
-    lo, hi = bounds if bounds is not None else (C(0), ctx.extent(rows.field))
+    nest = storage_nest(ctx, output, d, st, bounds)
+    s, i, j, od = nest.s, nest.i, nest.j, nest.od
     r_sz, c_sz = block_shape(ctx, s, 1)
     big, b, r, c, cb = f"I{s}", f"b{s}_1", f"r{s}_1", f"c{s}_1", f"cb{s}_1"
-    od = output.out_pos(rows.field, V(i), st.od)
-    start = Cast(str(ctx.info.acc_dtype), V("init"))
     ptr, idx = ctx.arr(s, "ptr", 1), ctx.arr(s, "idx", 1)
-    ops = dict(st.ops)
-    row_stmts: list[Stmt] = [Assign(i, Bin(BinOp.ADD, Bin(BinOp.MUL, V(big), r_sz), V(r)))]
-    for t in rows.located:
-        ops[t], asg = ctx.locate(t, st, V(i))
-        row_stmts.append(asg)
-    inner = State(ops, {**st.coords, rows.field: V(i)}, od)
-    point_stmts: list[Stmt] = [Assign(j, Bin(BinOp.ADD, V(cb), V(c)))]
-    for t in cols.located:
-        ops[t], asg = ctx.locate(t, inner, V(j))
-        point_stmts.append(asg)
     row = Bin(BinOp.ADD, Bin(BinOp.MUL, V(b), r_sz), V(r))
-    pos = Bin(BinOp.ADD, Bin(BinOp.MUL, row, c_sz), V(c))
-    ops[s] = OpState(2, pos, None, ops[s].present)
-    point = State(ops, {**inner.coords, cols.field: V(j)}, od)
-    point_stmts.append(Assign("acc", ctx.reduce(V("acc"), ctx.value(ctx.info.expr, point))))
-    per_row = (*row_stmts, Assign("acc", Load("out", od)),
+    at_row, at_col, point = nest.locate(ctx, st, Bin(BinOp.ADD, Bin(BinOp.MUL, row, c_sz), V(c)))
+    row_i = Assign(i, Bin(BinOp.ADD, Bin(BinOp.MUL, V(big), r_sz), V(r)))
+    point_stmts: list[Stmt] = [
+        Assign(j, Bin(BinOp.ADD, V(cb), V(c))), *at_col,
+        Assign("acc", ctx.reduce(V("acc"), ctx.value(ctx.info.expr, point)))]
+    per_row = (row_i, *at_row, Assign("acc", Load("out", od)),
                For(c, C(0), c_sz, tuple(point_stmts)), Store("out", od, V("acc")))
     block = (Assign(cb, Bin(BinOp.MUL, Cast(I64, Load(idx, V(b))), c_sz)),
              For(r, C(0), r_sz, per_row))
-    init = For(r, C(0), r_sz, (Assign(i, Bin(BinOp.ADD, Bin(BinOp.MUL, V(big), r_sz), V(r))),
-                               Store("out", od, start)))
+    init = For(r, C(0), r_sz, (row_i, Store("out", od, nest.start)))
     blocks = For(b, Cast(I64, Load(ptr, V(big))),
                  Cast(I64, Load(ptr, Bin(BinOp.ADD, V(big), C(1)))), block)
-    return [Comment(f"loops {rows.field}, {cols.field}: block-row-major over "
-                    f"{ctx.info.operands[s].alias}"),
-            For(big, _ceil_div(lo, r_sz), _ceil_div(hi, r_sz), (init, blocks))]
+    return [nest.comment(ctx, "block-row-major"),
+            For(big, _ceil_div(nest.lo, r_sz), _ceil_div(nest.hi, r_sz), (init, blocks))]
 
 
 __all__ = ["block_major_nest"]

@@ -72,6 +72,30 @@ class WorkspaceOutput(AppendOutput):
         """Move the workspace's entries to the output in storage order, then clear it."""
         raise NotImplementedError
 
+    def update(self, vals: str, at: Expr, val: Expr | None) -> list[Stmt]:
+        """Reduce ``val`` into the workspace value ``vals[at]`` (a plain write without a
+        reduction; nothing in the count phase)."""
+        ctx = self.ctx
+        if not ctx.fill:
+            return []
+        new = (ctx.reduce(Load(vals, at), val) if ctx.info.reduce_op  # type: ignore[arg-type]
+               else Cast(str(ctx.info.acc_dtype), val))  # type: ignore[arg-type]
+        return [Store(vals, at, new)]
+
+    def drain_entries(self, st: State, visit: list[Stmt], value: Expr) -> list[Stmt]:
+        """The drain loop of a one-field workspace's ``nw`` entries: ``visit`` sets the
+        field's coordinate of entry ``u`` (and frees its place), then the entry goes to the
+        output with ``value``; the count phase counts the whole row at once."""
+        ctx = self.ctx
+        nw = V(ctx.tag("nw"))
+        f = self.out.ws_fields[0]
+        coords = dict(st.coords)
+        coords[f] = V(ctx.cvar[f])
+        if not ctx.fill:
+            return [For("u", C(0), nw, tuple(visit)),
+                    If(Bin(BinOp.GT, nw, C(0)), tuple(self.emit(st, None, coords, step=nw)))]
+        return [For("u", C(0), nw, (*visit, *self.emit(st, value, coords)))]
+
 
 class RowWorkspaceOutput(WorkspaceOutput):
     """A dense row workspace with a mark per column and a touched list (Gustavson)."""
@@ -86,12 +110,7 @@ class RowWorkspaceOutput(WorkspaceOutput):
                              Assign(nw.name, add(nw, C(1)))]
         if ctx.fill:
             first.append(Store("ws_val", w, Cast(acc, V("init"))))
-        out: list[Stmt] = [If(Not(Load(mark, w)), tuple(first))]
-        if ctx.fill:
-            new = (ctx.reduce(Load("ws_val", w), val) if ctx.info.reduce_op  # type: ignore
-                   else Cast(acc, val))  # type: ignore[arg-type]
-            out.append(Store("ws_val", w, new))
-        return out
+        return [If(Not(Load(mark, w)), tuple(first)), *self.update("ws_val", w, val)]
 
     @property
     def sorted_drain(self) -> bool:
@@ -112,20 +131,13 @@ class RowWorkspaceOutput(WorkspaceOutput):
 
     def drain(self, st: State) -> list[Stmt]:
         ctx = self.ctx
-        nw = V(ctx.tag("nw"))
         f = self.out.ws_fields[0]
         w = V(ctx.cvar[f])
         mark, touched = ctx.tag("ws_mark"), ctx.tag("ws_list")
-        coords = dict(st.coords)
-        coords[f] = w
-        body: list[Stmt] = [Assign(w.name, Load(touched, V("u"))), Store(mark, w, C(False))]
-        if not ctx.fill:
-            # count phase: clear the marks, then count the whole row at once
-            return [For("u", C(0), nw, tuple(body)),
-                    If(Bin(BinOp.GT, nw, C(0)), tuple(self.emit(st, None, coords, step=nw)))]
-        body += self.emit(st, Load("ws_val", w), coords)
-        drain: list[Stmt] = [For("u", C(0), nw, tuple(body))]
-        if self.sorted_drain:
+        visit: list[Stmt] = [Assign(w.name, Load(touched, V("u"))), Store(mark, w, C(False))]
+        drain = self.drain_entries(st, visit, Load("ws_val", w))
+        if ctx.fill and self.sorted_drain:
+            nw = V(ctx.tag("nw"))
             drain.insert(0, Call(Intrinsic.SORT_TOUCHED, (V(touched), nw, ctx.extent(f))))
         return drain
 
@@ -151,11 +163,7 @@ class HashWorkspaceOutput(WorkspaceOutput):
         if ctx.fill:
             new.append(Store("hvals", s, Cast(acc, V("init"))))
         out.append(If(Bin(BinOp.LT, Load(keys, s), C(0)), tuple(new)))
-        if ctx.fill:
-            upd = (ctx.reduce(Load("hvals", s), val) if ctx.info.reduce_op  # type: ignore
-                   else Cast(acc, val))  # type: ignore[arg-type]
-            out.append(Store("hvals", s, upd))
-        return out
+        return out + self.update("hvals", s, val)
 
     def _grow(self) -> list[Stmt]:
         """Double the table and re-insert the touched keys (their slots move)."""
@@ -191,20 +199,12 @@ class HashWorkspaceOutput(WorkspaceOutput):
 
     def drain(self, st: State) -> list[Stmt]:
         ctx = self.ctx
-        nw = V(ctx.tag("nw"))
-        f = self.out.ws_fields[0]
-        w = V(ctx.cvar[f])
+        w = V(ctx.cvar[self.out.ws_fields[0]])
         keys, slots = ctx.tag("hkeys"), ctx.tag("hslots")
         s = V(ctx.tag("hs"))
-        coords = dict(st.coords)
-        coords[f] = w
-        body: list[Stmt] = [Assign(s.name, Load(slots, V("u"))), Assign(w.name, Load(keys, s)),
-                            Store(keys, s, C(-1))]
-        if not ctx.fill:
-            return [For("u", C(0), nw, tuple(body)),
-                    If(Bin(BinOp.GT, nw, C(0)), tuple(self.emit(st, None, coords, step=nw)))]
-        body += self.emit(st, Load("hvals", s), coords)
-        return [For("u", C(0), nw, tuple(body))]
+        visit: list[Stmt] = [Assign(s.name, Load(slots, V("u"))), Assign(w.name, Load(keys, s)),
+                             Store(keys, s, C(-1))]
+        return self.drain_entries(st, visit, Load("hvals", s))
 
 
 class SortMergeOutput(WorkspaceOutput):
