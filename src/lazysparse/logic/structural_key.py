@@ -370,24 +370,30 @@ class _Keyer:
         return tuple(out)
 
     # the key of the other nodes, one step each (``key`` inlines relabels, reorders and
-    # subqueries): the node's tokens added to ``out``, its children pushed on ``stack``
+    # subqueries): the node's tokens appended to ``out`` (no tuple built), its children
+    # pushed on ``stack``
 
     def _mapjoin(self, node: MapJoin, out: list[Any], stack: list[Any]) -> None:
         op = node.op.val
-        out += (MapJoin, ("op", op.name, op.params) if type(op) is Operator
-                else self.param(node.op), len(node.args))
+        out.append(MapJoin)
+        out.append(("op", op.name, op.params) if type(op) is Operator else self.param(node.op))
+        out.append(len(node.args))
         stack.extend(reversed(node.args))
 
     def _immediate(self, node: Immediate, out: list[Any], stack: list[Any]) -> None:
         out.append(self.param(node))
 
     def _aggregate(self, node: Aggregate, out: list[Any], stack: list[Any]) -> None:
-        out += (Aggregate, self.immediate(node.op.val, as_param=False),
-                self.immediate(node.init.val, as_param=False), self.fields_key(node.idxs))
+        out.append(Aggregate)
+        out.append(self.immediate(node.op.val, as_param=False))
+        out.append(self.immediate(node.init.val, as_param=False))
+        out.append(self.fields_key(node.idxs))
         stack.append(node.arg)
 
     def _table(self, node: Table, out: list[Any], stack: list[Any]) -> None:
-        out += (Table, self.param(node.tns), self.fields_key(node.idxs))
+        out.append(Table)
+        out.append(self.param(node.tns))
+        out.append(self.fields_key(node.idxs))
 
     def _field(self, node: Field, out: list[Any], stack: list[Any]) -> None:
         out.append(("field", self.fields_key((node,))[0]))
@@ -396,13 +402,15 @@ class _Keyer:
         out.append(("alias", self.alias_key(node)))
 
     def _query(self, node: Query, out: list[Any], stack: list[Any]) -> None:
-        out += (Query, self.alias_key(node.lhs))
+        out.append(Query)
+        out.append(self.alias_key(node.lhs))
         stack.append(node.rhs)
 
     def _children(self, node: LogicNode, out: list[Any], stack: list[Any]) -> None:
         """Reformat, Plan, Produces and any other node: its children, counted."""
         children = node.children
-        out += (type(node), len(children))
+        out.append(type(node))
+        out.append(len(children))
         stack.extend(reversed(children))
 
     def param(self, node: Immediate) -> Any:
