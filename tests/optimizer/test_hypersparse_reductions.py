@@ -66,7 +66,7 @@ def test_sum_of_a_huge_hypersparse_matrix_is_sparse(fmt: str, axis: int) -> None
         k = int(c if axis == 0 else r)
         want[k] = want.get(k, 0.0) + float(v)
     assert out.nnz == len(want) and _entries(out) == want
-    assert peak < 64 and seconds < 2.0
+    assert peak < 64 and seconds < BOUND_S
 
 
 @pytest.mark.parametrize("name", slow_except(["mean", "count_nonzero", "any"], ["mean"]))
@@ -144,7 +144,9 @@ def test_a_row_workspace_past_the_limit_sorts_instead(fmt: str) -> None:
 REDUCTIONS = ["sum", "mean", "any", "all", "max", "min", "prod", "count_nonzero"]
 LONG = 10**9
 SQUARE = 10**8  # a CSR of this many rows holds a 400 MB pointer array
-BOUND_S, BOUND_MIB = 1.0, 100.0
+# the traced-memory bound is the precise guard (a pass over 10**9 coordinates allocates
+# their pointers); the time bound is a coarse one, loose enough for a loaded 2-core machine
+BOUND_S, BOUND_MIB = 5.0, 100.0
 SMALL_LIMIT = 64 << 20  # a dense result past this raises in the square tests
 
 Entries = tuple[tuple[int, int], np.ndarray, np.ndarray, np.ndarray]
