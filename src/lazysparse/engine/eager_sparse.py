@@ -21,7 +21,8 @@ compiler.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -62,15 +63,19 @@ class NotEager(ValueError):
 
 @dataclass
 class Stored:
-    """A sparse 2-d intermediate: ``mat`` (canonical CSR) whose axes are ``fields``, its
-    unstored entries ``fill``; ``spec`` is set by a Reformat, ``source`` is the table it
-    was read from (returned as is when it is a query's result)."""
+    """A sparse 2-d intermediate: ``mat`` (scipy CSR or CSC, no duplicate entries) whose
+    axes are ``fields``, its unstored entries ``fill``; ``spec`` is set by a Reformat,
+    ``source`` is the table it was read from (returned as is when it is a query's
+    result); ``borrowed``: its arrays may be a table's (a result copies them). A transpose
+    is a view (CSR <-> CSC); :meth:`rowwise` converts once."""
 
-    mat: sp.csr_array
+    mat: sp.csr_array | sp.csc_array
     fields: tuple[Field, ...]
     fill: Any
     spec: Any = None
     source: Tensor | None = None
+    borrowed: bool = False
+    _rowwise: sp.csr_array | None = field(default=None, repr=False, compare=False)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -78,15 +83,29 @@ class Stored:
         return self.mat.shape
 
     def transposed(self) -> Stored:
-        """The same values with the fields swapped (a CSR copy of the transpose)."""
-        return Stored(canonical(self.mat.T.tocsr()), self.fields[::-1], self.fill)
+        """The same values with the fields swapped (a view of the transpose)."""
+        return Stored(self.mat.T, self.fields[::-1], self.fill, borrowed=self.borrowed)
+
+    def rowwise(self) -> sp.csr_array:
+        """``mat`` as a canonical CSR array (sorted, unique), converted once."""
+        if self._rowwise is None:
+            m = self.mat
+            self._rowwise = canonical(m.tocsr() if m.format != "csr" else m,
+                                      owned=m.format != "csr")
+        return self._rowwise
+
+    def with_fields(self, fields: tuple[Field, ...], spec: Any = None) -> Stored:
+        """The same matrix under other field names (or another result format)."""
+        return replace(self, fields=fields, spec=spec, _rowwise=self._rowwise)
 
 
-def canonical(m: Any) -> sp.csr_array:
-    """``m`` as a CSR array with sorted, unique column indices (a copy when it had not)."""
-    m = sp.csr_array(m)
+def canonical(m: Any, owned: bool = False) -> Any:
+    """``m`` as a CSR or CSC array with sorted, unique indices (a copy unless ``owned``)."""
+    if m.format not in ("csr", "csc") or not isinstance(m, sp.sparray):
+        m = sp.csr_array(m) if m.format != "csc" else sp.csc_array(m)
+        owned = True
     if not m.has_canonical_format:
-        m = m.copy()
+        m = m if owned else m.copy()
         m.sum_duplicates()
     return m
 
@@ -119,7 +138,7 @@ def stored_table(tns: Any) -> Stored | None:
         return None
     if not same_value(tns.fill_value, 0):
         raise NotEager(f"a sparse table with fill {tns.fill_value!r} (scipy has fill 0)")
-    return Stored(canonical(tns.to_scipy("csr")), (), tns.dtype.type(0), None, tns)
+    return Stored(canonical(tns.to_scipy()), (), tns.dtype.type(0), None, tns, True)
 
 
 def _finite(data: np.ndarray) -> bool:
@@ -133,9 +152,16 @@ def _one_signed(data: np.ndarray) -> bool:
     return data.size == 0 or bool((data > 0).all()) or bool((data < 0).all())
 
 
-def _indicator(m: sp.csr_array) -> sp.csr_array:
-    """``m``'s pattern with value 1 everywhere it stores an entry."""
-    return sp.csr_array((np.ones(m.nnz), m.indices, m.indptr), shape=m.shape)
+def _indicator(m: Any) -> Any:
+    """``m`` (CSR or CSC) with value 1 everywhere it stores an entry."""
+    return m.__class__((np.ones(m.nnz), m.indices, m.indptr), shape=m.shape)
+
+
+def _row_counts(m: Any) -> np.ndarray:
+    """How many entries each row of ``m`` (CSR or CSC) stores."""
+    if m.format == "csr":
+        return np.diff(m.indptr)
+    return np.bincount(m.indices, minlength=m.shape[0])
 
 
 class StoredInterpreter(Interpreter):
@@ -162,13 +188,13 @@ class StoredInterpreter(Interpreter):
     def alias_value(self, a: Alias) -> Any:
         v = self.values.get(a)
         if isinstance(v, Stored):
-            return Stored(v.mat, (), v.fill, None, v.source)
+            return v.with_fields(())
         return super().alias_value(a)
 
     def densified(self, v: Stored) -> Value:
         """``v`` as the interpreter's dense value with its implicit mask (bounded)."""
         self.bound(math.prod(v.shape), "a densified sparse matrix")
-        m = v.mat
+        m = v.rowwise()
         data = np.full(v.shape, v.fill, dtype=m.dtype)
         rows = rows_of(m)
         data[rows, m.indices] = m.data
@@ -188,8 +214,7 @@ class StoredInterpreter(Interpreter):
             case Relabel(arg=arg, idxs=idxs):
                 v = self.alias_value(arg) if isinstance(arg, Alias) else self.eval(arg)
                 if isinstance(v, Stored):
-                    return self.record(Stored(v.mat, self._check_idxs(idxs, 2, "relabel"),
-                                              v.fill, None, v.source))
+                    return self.record(v.with_fields(self._check_idxs(idxs, 2, "relabel")))
                 return self.record(Value(v.data, self._check_idxs(idxs, np.ndim(v.data),
                                                                   "relabel"), v.fill, None,
                                          v.implicit))
@@ -200,7 +225,7 @@ class StoredInterpreter(Interpreter):
     def reformat(self, spec: Any, v: Any) -> Any:
         """``v`` with the result format ``spec`` (a dense spec drops the implicit mask)."""
         if isinstance(v, Stored):
-            return Stored(v.mat, v.fields, v.fill, spec)
+            return v.with_fields(v.fields, spec)
         dense = all_located(getattr(spec, "level_kinds", ()))
         return Value(v.data, v.fields, v.fill, spec, None if dense else v.implicit)
 
@@ -214,7 +239,7 @@ class StoredInterpreter(Interpreter):
         if set(axes) != set(v.fields):
             return v
         r = self.reorder(v, axes)
-        return Stored(r.mat, r.fields, v.fill, v.spec)
+        return r.with_fields(r.fields, v.spec)
 
     def reorder(self, v: Any, idxs: tuple[Field, ...]) -> Any:
         if not isinstance(v, Stored):
@@ -310,30 +335,69 @@ def _outside_implicit(op: Operator, vals: list[Any], fills: list[Any]) -> bool:
     return False
 
 
-def _gather(x: Any, keys: np.ndarray, rows: np.ndarray, cols: np.ndarray,
-            fields: tuple[Field, ...]) -> tuple[Any, Any, Any]:
-    """Argument ``x`` at the positions ``keys``: its values, fill and implicit mask."""
-    if isinstance(x, FieldRef):
-        return (rows if x.field == fields[0] else cols).astype(INDEX_DTYPE), \
-            INDEX_DTYPE.type(0), None
-    if isinstance(x, Stored):
-        own = keys_of(x.mat)
-        if own.size == keys.size:  # the union is this pattern
-            return x.mat.data, x.fill, np.zeros(keys.size, dtype=bool)
-        pos = np.searchsorted(keys, own)
-        data = np.full(keys.size, x.fill, dtype=x.mat.dtype)
-        data[pos] = x.mat.data
-        mask = np.ones(keys.size, dtype=bool)
-        mask[pos] = False
-        return data, x.fill, mask
-    if not x.fields:
-        return x.data, x.fill, x.implicit
-    dense = align(x, fields)
-    at = (rows if dense.shape[0] > 1 else 0, cols if dense.shape[1] > 1 else 0)
-    mask = x.implicit
-    if mask is not None and not isinstance(mask, bool):
-        mask = np.broadcast_to(align(Value(mask, x.fields, False), fields), dense.shape)[at]
-    return dense[at], x.fill, mask
+class _Positions:
+    """The positions a map visits: the union of the stored matrices' patterns (canonical
+    CSR), with their rows, columns and row-major keys computed once, when needed."""
+
+    def __init__(self, stored: list[Stored]) -> None:
+        union = stored[0].rowwise()
+        for s in stored[1:]:
+            if not same_pattern(union, s.rowwise()):
+                union = canonical(_indicator(union) + _indicator(s.rowwise()), owned=True)
+        self.pattern = union
+
+    @cached_property
+    def rows(self) -> np.ndarray:
+        return rows_of(self.pattern)
+
+    @cached_property
+    def cols(self) -> np.ndarray:
+        return self.pattern.indices.astype(np.int64)
+
+    @cached_property
+    def keys(self) -> np.ndarray:
+        return keys_of(self.pattern)
+
+    def gather(self, x: Any, fields: tuple[Field, ...]) -> tuple[Any, Any, Any]:
+        """Argument ``x`` at these positions: its values, fill and implicit mask."""
+        n = self.pattern.nnz
+        if isinstance(x, FieldRef):
+            return (self.rows if x.field == fields[0] else self.cols).astype(INDEX_DTYPE), \
+                INDEX_DTYPE.type(0), None
+        if isinstance(x, Stored):
+            m = x.rowwise()
+            if same_pattern(m, self.pattern):
+                return m.data, x.fill, np.zeros(n, dtype=bool)
+            pos = np.searchsorted(self.keys, keys_of(m))
+            data = np.full(n, x.fill, dtype=m.dtype)
+            data[pos] = m.data
+            mask = np.ones(n, dtype=bool)
+            mask[pos] = False
+            return data, x.fill, mask
+        if not x.fields:
+            return x.data, x.fill, x.implicit
+        dense = align(x, fields)
+        at = (self.rows if dense.shape[0] > 1 else 0, self.cols if dense.shape[1] > 1 else 0)
+        mask = x.implicit
+        if mask is not None and not isinstance(mask, bool):
+            mask = np.broadcast_to(align(Value(mask, x.fields, False), fields),
+                                   dense.shape)[at]
+        return dense[at], x.fill, mask
+
+    def kept(self, values: np.ndarray, keep: np.ndarray) -> sp.csr_array:
+        """The CSR matrix of ``values`` at the positions where ``keep`` holds."""
+        p = self.pattern
+        m = _without(sp.csr_array((values, p.indices, p.indptr), shape=p.shape), keep)
+        m.has_sorted_indices = True
+        return m
+
+
+def same_pattern(a: sp.csr_array, b: sp.csr_array) -> bool:
+    """Whether two canonical CSR matrices store the same positions."""
+    if a.indices is b.indices and a.indptr is b.indptr:
+        return True
+    return a.nnz == b.nnz and np.array_equal(a.indptr, b.indptr) and \
+        np.array_equal(a.indices, b.indices)
 
 
 def stored_mapjoin(op: Operator, vals: list[Any]) -> Stored | None:
@@ -357,18 +421,15 @@ def stored_mapjoin(op: Operator, vals: list[Any]) -> Stored | None:
     fill, is_full = mapjoin_region(op, fills, full)
     if is_full or not _outside_implicit(op, vals, fills):
         return None
-    stored = [x for x in vals if isinstance(x, Stored)]
-    keys = keys_of(stored[0].mat)
-    if len(stored) > 1:
-        keys = np.unique(np.concatenate([keys_of(s.mat) for s in stored]))
-    rows, cols = np.divmod(keys, np.int64(max(shape[1], 1)))
-    parts = [_gather(x, keys, rows, cols, fields) for x in vals]
+    at = _Positions([x for x in vals if isinstance(x, Stored)])
+    n = at.pattern.nnz
+    parts = [at.gather(x, fields) for x in vals]
     args = [p[0] for p in parts]
-    out = np.broadcast_to(np.asarray(op.apply(*args)), keys.shape).copy()
+    out = np.broadcast_to(np.asarray(op.apply(*args)), (n,)).copy()
     out, implicit = fill_rule(op, args, [p[1] for p in parts], [p[2] for p in parts], out,
-                              fill, False, keys.shape)
-    keep = ~np.broadcast_to(implicit, keys.shape)
-    return Stored(from_keys(keys[keep], out[keep], shape), fields, fill)
+                              fill, False, (n,))
+    return Stored(at.kept(out, ~np.broadcast_to(implicit, (n,))), fields, fill,
+                  borrowed=True)  # its index arrays may be an operand's
 
 
 # -- reductions -------------------------------------------------------------------------
@@ -414,7 +475,7 @@ def reduce_stored(op: Operator, init: Any, v: Stored, idxs: tuple[Field, ...]) -
     res_dt = aggregate_dtype(op, init, dt)
     operand = np.dtype(op.operand_dtypes(res_dt, dt)[1])
     keep = tuple(f for f in v.fields if f not in idxs)
-    m = v.mat if not keep or keep[0] == v.fields[0] else v.transposed().mat
+    m = v.rowwise() if not keep or keep[0] == v.fields[0] else v.transposed().rowwise()
     if keep:
         data, indptr, n = m.data, m.indptr, m.shape[1]
     else:  # every entry: one row of all of them
@@ -478,33 +539,30 @@ def stored_contract(op: Operator, mul: Operator, init: Any, va: Any, vb: Any,
     opds = mul.operand_dtypes(ldt, rdt)
     res_dt = aggregate_dtype(op, init, np.result_type(*opds))
     out_fields = (other, *[f for f in vb.fields if f != k])
-    left, right = left.astype(opds[0]), right.astype(opds[1])
+    left, right = left.astype(opds[0], copy=False), right.astype(opds[1], copy=False)
     fill = scalar_as(init, res_dt)
     if isinstance(vb, Stored):
-        return Stored(_spgemm(sp.csr_array(left), sp.csr_array(right), res_dt), out_fields,
-                      fill)
+        return Stored(_spgemm(left, right, res_dt), out_fields, fill)
     with np.errstate(all="ignore"):
         prod = np.asarray(left @ right).astype(res_dt)
     stored = None if vb.implicit is None else ~np.broadcast_to(vb.implicit, np.shape(vb.data))
     if stored is None:  # a row of ``left`` with no stored entry sums nothing
-        counts = np.diff(va.mat.indptr) if va.fields[0] == other else \
-            np.bincount(va.mat.indices, minlength=va.mat.shape[1])
-        implicit = (counts == 0).reshape((-1,) + (1,) * (prod.ndim - 1))
+        implicit = (_row_counts(left) == 0).reshape((-1,) + (1,) * (prod.ndim - 1))
     else:
         rs = stored.astype(np.float64) if vb.fields[0] == k else stored.T.astype(np.float64)
-        implicit = np.asarray(_indicator(sp.csr_array(left)) @ rs) == 0
+        implicit = np.asarray(_indicator(left) @ rs) == 0
     return Value(prod, out_fields, fill, None, np.broadcast_to(implicit, prod.shape))
 
 
-def _spgemm(left: sp.csr_array, right: sp.csr_array, dtype: np.dtype) -> sp.csr_array:
+def _spgemm(left: Any, right: Any, dtype: np.dtype) -> Any:
     """``left @ right`` storing every structurally reached entry, a cancelled sum as a
     stored 0 (scipy drops those; the interpreter keeps them as data)."""
     with np.errstate(all="ignore"):
-        prod = canonical(left @ right)
-    prod = sp.csr_array(prod.astype(dtype))
+        prod = (left @ right).astype(dtype, copy=False)
     if _one_signed(left.data) and _one_signed(right.data):
         return prod  # no sum of these products is 0
-    struct = canonical(_indicator(left) @ _indicator(right))
+    struct = canonical(_indicator(left) @ _indicator(right), owned=True).tocsr()
+    prod = canonical(prod.tocsr(), owned=True)
     keys = keys_of(struct)
     values = np.zeros(keys.size, dtype=dtype)
     values[np.searchsorted(keys, keys_of(prod))] = prod.data
@@ -520,17 +578,32 @@ def stored_result(v: Stored) -> Tensor:
     spec = v.spec
     if spec is not None and all_located(getattr(spec, "level_kinds", ())):
         check_densify(math.prod(m.shape) * m.dtype.itemsize, m.shape, m.dtype, "a result")
+        if same_value(fill, 0):
+            return Tensor.from_numpy(m.toarray(), spec, fill)
         data = np.full(m.shape, fill, dtype=m.dtype)
-        data[rows_of(m), m.indices] = m.data
+        r = v.rowwise()
+        data[rows_of(r), r.indices] = r.data
         return Tensor.from_numpy(data, spec, fill)
-    keep = ~np.asarray(equals_fill(m.data, fill), dtype=bool)
     if same_value(fill, 0):
-        kept = from_keys(keys_of(m)[keep], m.data[keep], m.shape)
-        t = Tensor.from_scipy(kept)
+        c = canonical(m)
+        kept = _without(c, c.data != 0)
+        t = Tensor.from_scipy(kept.copy() if v.borrowed and kept is m else kept)
         return t if spec is None or spec == t.spec else t.asformat(spec)
-    coords = (rows_of(m)[keep], m.indices[keep].astype(np.int64))
-    return Tensor.from_coords(coords, m.data[keep], m.shape,
+    r = v.rowwise()
+    keep = ~np.asarray(equals_fill(r.data, fill), dtype=bool)
+    coords = (rows_of(r)[keep], r.indices[keep].astype(np.int64))
+    return Tensor.from_coords(coords, r.data[keep], r.shape,
                               format=spec if spec is not None else "csr", fill_value=fill)
+
+
+def _without(m: Any, keep: np.ndarray) -> Any:
+    """Canonical CSR/CSC ``m`` with only the entries where ``keep`` holds."""
+    if keep.all():
+        return m
+    before = np.concatenate([[0], np.cumsum(keep)])
+    out = m.__class__((m.data[keep], m.indices[keep], before[m.indptr]), shape=m.shape)
+    out.has_sorted_indices = True
+    return out
 
 
 def interpret_stored(plan: LogicNode, *, max_elements: int) -> tuple[Any, ...]:
