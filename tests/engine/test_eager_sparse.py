@@ -194,19 +194,40 @@ def test_fill_rule_against_a_nan_partner(stored_tier: Callable[[str], None]) -> 
 
 
 def test_cancelling_product_keeps_its_structural_entries(
-        stored_tier: Callable[[str], None]) -> None:
-    """``A @ B`` whose sum cancels to 0 at a reached entry: scipy drops it, the interpreter
-    keeps it as data, so a NaN partner still sees it (``(A @ B) * D``)."""
+        stored_tier: Callable[[str], None], monkeypatch: pytest.MonkeyPatch) -> None:
+    """``A @ B`` whose sum cancels to 0 at a reached entry: scipy drops it, the reference
+    interpreter keeps it as data, so a 0 partner still divides it (``(A @ B) / D`` is NaN
+    there, 0 where no product was reached: the implicit 0 annihilates the division). The
+    compiled tier's epilogue divides every entry here (NaN everywhere): the eager tier
+    follows the reference."""
     a = xp.asarray(np.array([[1.0, 1.0], [0.0, 0.0]]), format="csr")
     b = xp.asarray(np.array([[1.0, 0.0], [-1.0, 0.0]]), format="csr")
-    d = xp.asarray(np.full((2, 2), np.nan))
-    stored_tier("sync")
-    want = np.asarray(xp.compute((a @ b) * d))
+    d = xp.asarray(np.zeros((2, 2)))
     stored_tier("eager")
-    got, ran, _, compiled = _compute_counted(lambda: (a @ b) * d)
-    np.testing.assert_array_equal(np.asarray(got), want)
+    got, ran, _, compiled = _compute_counted(lambda: (a @ b) / d)
     assert ran == 1 and compiled == 0
-    np.testing.assert_array_equal(np.asarray(got), [[np.nan, 0.0], [0.0, 0.0]])
+    monkeypatch.setenv("LAZYSPARSE_EXECUTOR", "reference")
+    want = np.asarray(xp.compute((a @ b) / d))
+    np.testing.assert_array_equal(np.asarray(got), want)
+    np.testing.assert_array_equal(want, [[np.nan, 0.0], [0.0, 0.0]])
+
+
+def test_scaled_product_runs_eager(stored_tier: Callable[[str], None]) -> None:
+    """``(S @ T.T) * D``, which the optimizer writes ``sum_k S_ik T_jk D_ij``: contracted by
+    scipy, then scaled; a non-finite factor waits for the compiler."""
+    s, t, d, v, u = _operands("csr", "zipf")
+    stored_tier("sync")
+    want = xp.compute((s @ t.T) * (u[:, None] * u))
+    stored_tier("eager")
+    got, ran, refused, compiled = _compute_counted(lambda: (s @ t.T) * (u[:, None] * u))
+    assert (ran, refused, compiled) == (1, 0, 0)
+    _check_same(got, want, "(S @ T.T) * outer(u, u)")
+    s_np, t_np = DATA["zipf"]
+    np.testing.assert_allclose(np.asarray(got), (s_np @ t_np.T) * np.outer(U_NP, U_NP),
+                               rtol=1e-12, atol=1e-12)
+    w = xp.asarray(np.where(np.eye(ROWS) > 0, np.inf, 1.0))
+    got, ran, refused, _ = _compute_counted(lambda: (s @ t.T) * w)
+    assert (ran, refused) == (0, 1)
 
 
 def test_background_large_operands_run_eager_first(stored_tier: Callable[[str], None],

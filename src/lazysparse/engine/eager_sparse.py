@@ -137,7 +137,7 @@ def stored_table(tns: Any) -> Stored | None:
     if not isinstance(tns, Tensor) or tns.ndim != 2 or tns.full:
         return None
     if not same_value(tns.fill_value, 0):
-        raise NotEager(f"a sparse table with fill {tns.fill_value!r} (scipy has fill 0)")
+        raise NotEager(f"a sparse table with fill {tns.fill_value} (scipy has fill 0)")
     return Stored(canonical(tns.to_scipy()), (), tns.dtype.type(0), None, tns, True)
 
 
@@ -191,15 +191,17 @@ class StoredInterpreter(Interpreter):
             return v.with_fields(())
         return super().alias_value(a)
 
-    def densified(self, v: Stored) -> Value:
-        """``v`` as the interpreter's dense value with its implicit mask (bounded)."""
+    def densified(self, v: Stored, masked: bool = True) -> Value:
+        """``v`` as the interpreter's dense value, with its implicit mask unless not
+        ``masked`` (bounded)."""
         self.bound(math.prod(v.shape), "a densified sparse matrix")
-        m = v.rowwise()
-        data = np.full(v.shape, v.fill, dtype=m.dtype)
-        rows = rows_of(m)
-        data[rows, m.indices] = m.data
-        implicit = np.ones(v.shape, dtype=bool)
-        implicit[rows, m.indices] = False
+        if same_value(v.fill, 0):
+            data = v.mat.toarray()
+        else:
+            data = np.full(v.shape, v.fill, dtype=v.mat.dtype)
+            r = v.rowwise()
+            data[rows_of(r), r.indices] = r.data
+        implicit = ~_indicator(v.mat).toarray().astype(bool) if masked else None
         return Value(data, v.fields, v.fill, None, implicit)
 
     # -- expressions --------------------------------------------------------------------
@@ -223,10 +225,13 @@ class StoredInterpreter(Interpreter):
         return super().eval(node)
 
     def reformat(self, spec: Any, v: Any) -> Any:
-        """``v`` with the result format ``spec`` (a dense spec drops the implicit mask)."""
-        if isinstance(v, Stored):
-            return v.with_fields(v.fields, spec)
+        """``v`` with the result format ``spec``; a dense spec makes every entry data (a
+        stored matrix is densified, bounded, as the interpreter's dense value)."""
         dense = all_located(getattr(spec, "level_kinds", ()))
+        if isinstance(v, Stored):
+            if not dense:
+                return v.with_fields(v.fields, spec)
+            v = self.densified(v, masked=False)
         return Value(v.data, v.fields, v.fill, spec, None if dense else v.implicit)
 
     def epilogue_axes(self, rhs: LogicNode, v: Any) -> Any:
@@ -273,22 +278,52 @@ class StoredInterpreter(Interpreter):
     def contract(self, op: Operator, init: Any, arg: LogicNode,
                  idxs: tuple[Field, ...]) -> Value | None:
         order, body = (arg.idxs, arg.arg) if isinstance(arg, Reorder) else (None, arg)
-        if not (isinstance(body, MapJoin) and len(body.args) == 2 and
-                isinstance(body.op, Immediate) and
-                getattr(body.op.val, "name", "") == "multiply" and
-                not any(isinstance(a, Field) for a in body.args)):
+        factors = _factors(body)
+        if factors is None:
             return None
-        va, vb = self.eval(body.args[0]), self.eval(body.args[1])
-        if isinstance(va, Stored) or isinstance(vb, Stored):
-            fields = tuple(order) if order is not None else unique_fields(
-                [va.fields, vb.fields])
-            out = stored_contract(op, body.op.val, init, va, vb, idxs, fields)
+        vals = [self.eval(f) for f in factors]
+        if any(isinstance(v, Stored) for v in vals):
+            out = self.contract_stored(op, init, body.op.val, factors, vals, idxs, order)
             if out is not None:
-                return self.reorder(out, tuple(f for f in fields if f not in idxs))
-        self.memo[id(body.args[0])], self.memo[id(body.args[1])] = va, vb
-        if isinstance(va, Stored) or isinstance(vb, Stored):
+                return out
+        self.memo.update({id(f): v for f, v in zip(factors, vals, strict=True)})
+        if any(isinstance(v, Stored) for v in vals):
             return None  # the general evaluation: the product, then the reduction
         return super().contract(op, init, arg, idxs)
+
+    def contract_stored(self, op: Operator, init: Any, mul: Operator,
+                        factors: list[LogicNode], vals: list[Any], idxs: tuple[Field, ...],
+                        order: tuple[Field, ...] | None) -> Any:
+        """``sum over idxs`` of a product whose two factors over the reduced field are
+        contracted by scipy; the factors over kept fields only (``sum_k a_ik b_kj d_ij``)
+        multiply the contraction after (plain arithmetic: every value finite, fills 0)."""
+        inner = [k for k, v in enumerate(vals) if set(idxs) & set(v.fields)]
+        if len(inner) != 2 or not all(_plain(v) for v in vals):
+            return None
+        fields = tuple(order) if order is not None else unique_fields(
+            [v.fields for v in vals])
+        out = stored_contract(op, mul, init, vals[inner[0]], vals[inner[1]], idxs, fields)
+        if out is None:
+            return None
+        for k, v in enumerate(vals):
+            if k not in inner:  # factor nodes stand in for the arguments given in ``pre``
+                out = self.record(self.mapjoin(mul, (factors[inner[0]], factors[k]),
+                                               {0: out, 1: v}))
+        return self.reorder(out, tuple(f for f in fields if f not in idxs))
+
+
+def _factors(node: LogicNode) -> list[LogicNode] | None:
+    """The factors of a tree of binary ``multiply`` maps (None: ``node`` is not one)."""
+    if not (isinstance(node, MapJoin) and len(node.args) == 2 and
+            isinstance(node.op, Immediate) and getattr(node.op.val, "name", "") == "multiply"):
+        return None
+    out: list[LogicNode] = []
+    for a in node.args:
+        if isinstance(a, Field):
+            return None
+        sub = _factors(a)
+        out.extend(sub if sub is not None else [a])
+    return out
 
 
 # -- elementwise maps -------------------------------------------------------------------

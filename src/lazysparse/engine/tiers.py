@@ -51,7 +51,7 @@ EAGER_DENSE_MAX_ELEMENTS = 1 << 24
 #: compiles in process (ski rental: a hot loop never pays more than about twice a compile)
 EAGER_BUDGET_S = 1.0
 
-STATS = Counters("eager", "compiled", "eager_refused")
+STATS = Counters("eager", "eager_stored", "compiled", "eager_refused")
 
 
 class CompileMode(Enum):
@@ -180,9 +180,11 @@ def run_eager(plan: Plan, inputs: list[Any]) -> tuple[Tensor, ...] | None:
     try:
         if small(inputs):
             return interpret(plan, max_elements=EAGER_MAX_ELEMENTS)
-        return interpret_stored(plan, max_elements=EAGER_DENSE_MAX_ELEMENTS)
+        out = interpret_stored(plan, max_elements=EAGER_DENSE_MAX_ELEMENTS)
     except Exception:  # the compiled tier runs it and raises any genuine error itself
         return None
+    STATS.bump("eager_stored")
+    return out
 
 
 def run_tiered(entry: CachedPlan, inputs: list[Any], params: tuple[Any, ...],
