@@ -117,6 +117,8 @@ def rows_of(m: sp.csr_array) -> np.ndarray:
 
 def keys_of(m: sp.csr_array) -> np.ndarray:
     """Row-major linear positions of the stored entries (sorted, as ``m`` is canonical)."""
+    if m.shape[0] * m.shape[1] >= 1 << 62:  # Python ints: no overflow in the check
+        raise NotEager(f"positions of a {m.shape} matrix overflow int64")
     return rows_of(m) * np.int64(m.shape[1]) + m.indices.astype(np.int64)
 
 
