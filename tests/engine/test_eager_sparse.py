@@ -15,8 +15,9 @@ import pytest
 import scipy.sparse as sp
 
 import lazysparse as xp
+from lazysparse.api.computing import build_plan
 from lazysparse.engine import background, eager_sparse, tiers
-from lazysparse.engine.plan_cache import clear_plan_cache
+from lazysparse.engine.plan_cache import clear_plan_cache, lookup
 from lazysparse.kernels.backends.numba import cache
 
 RNG = np.random.default_rng(11)
@@ -234,13 +235,24 @@ def test_background_large_operands_run_eager_first(stored_tier: Callable[[str], 
                                                    tmp_path: Any,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """In the default mode a first call with large operands runs eager (no compile in this
-    process) while its kernels compile in the worker, as for small ones."""
+    process) and sends nothing to the worker; when the shape repeats it runs eager again
+    while the worker compiles its kernels; once they are on disk it runs compiled."""
     monkeypatch.setenv("LAZYSPARSE_CACHE_DIR", str(tmp_path))
     stored_tier("background")
     s, t, d, v, u = _operands("csr", "zipf")
+    want = (DATA["zipf"][0] * 5.0) @ V_NP - 1.0
+    e = (s * 5.0) @ v - 1.0
+    st = tiers.state_of(lookup(build_plan((e,)))[0])
     got, ran, refused, compiled = _compute_counted(lambda: (s * 5.0) @ v - 1.0)
-    assert (ran, refused, compiled) == (1, 0, 0)
-    np.testing.assert_allclose(np.asarray(got), (DATA["zipf"][0] * 5.0) @ V_NP - 1.0)
+    assert (ran, refused, compiled) == (1, 0, 0) and st.job is None and not st.submitted
+    np.testing.assert_allclose(np.asarray(got), want)
+    got, ran, refused, compiled = _compute_counted(lambda: (s * 5.0) @ v - 1.0)
+    assert (ran, refused, compiled) == (1, 0, 0) and st.job is not None
+    np.testing.assert_allclose(np.asarray(got), want)
+    assert background.wait(st.job, 240) is background.JobState.DONE, st.job.message
+    got, ran, refused, compiled = _compute_counted(lambda: (s * 5.0) @ v - 1.0)
+    assert (ran, compiled) == (0, 0) and st.last is tiers.Tier.COMPILED
+    np.testing.assert_allclose(np.asarray(got), want)
 
 
 def test_unstored_fill_of_a_table_is_refused() -> None:

@@ -161,8 +161,8 @@ def choose_tier(entry: CachedPlan, st: TierState, inputs: list[Any],
     if st.job is not None:
         pending = st.job.current() is JobState.PENDING
         return Tier.EAGER if pending and st.eager_seconds <= EAGER_BUDGET_S else Tier.COMPILED
-    # never submitted (first sight): eager; submitted but refused (no worker, unpicklable):
-    # the shape repeats, so it compiles in process
+    # never submitted (first sight, or a large shape's second): eager; submitted but refused
+    # (no worker, unpicklable): the shape repeats, so it compiles in process
     return Tier.COMPILED if st.submitted else Tier.EAGER
 
 
@@ -187,6 +187,16 @@ def run_eager(plan: Plan, inputs: list[Any]) -> tuple[Tensor, ...] | None:
     return out
 
 
+def submits(entry: CachedPlan, st: TierState, inputs: list[Any], mode: CompileMode) -> bool:
+    """Whether this eager call sends the plan to the compile worker: in ``background`` mode,
+    once per shape, at first sight for small operands and once the shape repeats for large
+    ones (the worker runs the plan on its data: a large plan run once is not worth a
+    compile, as a JIT compiles what repeats)."""
+    if mode is not CompileMode.BACKGROUND or not entry.cached or st.submitted:
+        return False
+    return st.eager_runs > 0 or small(inputs)
+
+
 def run_tiered(entry: CachedPlan, inputs: list[Any], params: tuple[Any, ...],
                run_compiled: Callable[[CachedPlan, list[Any], tuple[Any, ...]],
                                       tuple[Tensor, ...]]) -> tuple[Tensor, ...]:
@@ -195,7 +205,7 @@ def run_tiered(entry: CachedPlan, inputs: list[Any], params: tuple[Any, ...],
     st = state_of(entry)
     if choose_tier(entry, st, inputs, mode) is Tier.EAGER:
         plan = entry.plan(inputs, params)
-        if mode is CompileMode.BACKGROUND and entry.cached and not st.submitted:
+        if submits(entry, st, inputs, mode):
             st.submitted = True  # sent before the eager run, so both proceed at once
             st.job = background.submit(plan)
         start = time.perf_counter()
