@@ -77,6 +77,7 @@ CASES: list[tuple[str, Callable[..., Any]]] = [
     ("mean0", lambda s, t, d, v, u: _ns(s).mean(s, axis=0)),
     ("prod1", lambda s, t, d, v, u: _ns(s).prod(s + 1.0, axis=1)),
     ("S@v", lambda s, t, d, v, u: s @ v),
+    ("(3S)@v", lambda s, t, d, v, u: (s * 3.0) @ v),
     ("S.T@u", lambda s, t, d, v, u: s.T @ u),
     ("S@T.T", lambda s, t, d, v, u: s @ t.T),
     ("S.T@T", lambda s, t, d, v, u: s.T @ t),

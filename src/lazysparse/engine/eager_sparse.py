@@ -297,20 +297,31 @@ class StoredInterpreter(Interpreter):
                         factors: list[LogicNode], vals: list[Any], idxs: tuple[Field, ...],
                         order: tuple[Field, ...] | None) -> Any:
         """``sum over idxs`` of a product whose two factors over the reduced field are
-        contracted by scipy; the factors over kept fields only (``sum_k a_ik b_kj d_ij``)
-        multiply the contraction after (plain arithmetic: every value finite, fills 0)."""
+        contracted by scipy (dense factors over it multiplied together first:
+        ``sum_k a_ik (p_k q_k)``); the factors over kept fields only (``sum_k a_ik b_kj
+        d_ij``) multiply the contraction after (plain arithmetic: finite values, fills 0)."""
+        if not all(_plain(v) or _finite_scalar(v) for v in vals):
+            return None
         inner = [k for k, v in enumerate(vals) if set(idxs) & set(v.fields)]
-        if len(inner) != 2 or not all(_plain(v) for v in vals):
+        dense = [k for k in inner if not isinstance(vals[k], Stored)]
+        if len(inner) > 2 and len(inner) - len(dense) == 1:
+            w = vals[dense[0]]
+            for k in dense[1:]:  # factor nodes stand in for the arguments given in ``pre``
+                w = self.record(self.mapjoin(mul, (factors[dense[0]], factors[k]),
+                                             {0: w, 1: vals[k]}))
+            pair = (next(vals[k] for k in inner if k not in dense), w)
+        elif len(inner) == 2:
+            pair = (vals[inner[0]], vals[inner[1]])
+        else:
             return None
         fields = tuple(order) if order is not None else unique_fields(
             [v.fields for v in vals])
-        out = stored_contract(op, mul, init, vals[inner[0]], vals[inner[1]], idxs, fields)
+        out = stored_contract(op, mul, init, *pair, idxs, fields)
         if out is None:
             return None
         for k, v in enumerate(vals):
-            if k not in inner:  # factor nodes stand in for the arguments given in ``pre``
-                out = self.record(self.mapjoin(mul, (factors[inner[0]], factors[k]),
-                                               {0: out, 1: v}))
+            if k not in inner:
+                out = self.record(self.mapjoin(mul, (factors[0], factors[k]), {0: out, 1: v}))
         return self.reorder(out, tuple(f for f in fields if f not in idxs))
 
 
@@ -542,6 +553,12 @@ def _plain(v: Any) -> bool:
     if (isinstance(v, Stored) or v.implicit is not None) and not same_value(v.fill, 0):
         return False
     return _finite(data)
+
+
+def _finite_scalar(v: Any) -> bool:
+    """Whether ``v`` is a finite number without fields (a constant factor)."""
+    return isinstance(v, Value) and not v.fields and np.ndim(v.data) == 0 and \
+        np.asarray(v.data).dtype.kind in "iuf" and bool(np.isfinite(v.data))
 
 
 def _as_matrix(v: Any, first: Field) -> Any:

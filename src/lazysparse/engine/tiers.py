@@ -8,7 +8,8 @@ loading those kernels from disk. Where every operand has at most
 :data:`EAGER_MAX_ELEMENTS` entries the eager tier is the dense interpreter (bounded by the
 same count); a plan with a larger operand runs over the stored entries of its sparse
 matrices instead (``engine.eager_sparse``: scipy.sparse and NumPy, dense values at most
-:data:`EAGER_DENSE_MAX_ELEMENTS`). A plan neither can run compiles in process.
+:data:`EAGER_DENSE_MAX_ELEMENTS`), and goes to the worker only once its shape repeats. A
+plan neither can run compiles in process.
 
 ``LAZYSPARSE_COMPILE`` picks the mode (:class:`CompileMode`, read on each call): ``background``
 (the default), ``sync`` (always the compiled tier, compiling in process: what the tests
