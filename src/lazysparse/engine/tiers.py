@@ -33,7 +33,6 @@ from typing import Any
 
 from lazysparse.engine import background
 from lazysparse.engine.background import Job, JobState
-from lazysparse.engine.eager_sparse import interpret_stored
 from lazysparse.engine.plan_cache import CachedPlan
 from lazysparse.formats.sync import Counters
 from lazysparse.formats.tensor import Tensor
@@ -181,6 +180,8 @@ def run_eager(plan: Plan, inputs: list[Any]) -> tuple[Tensor, ...] | None:
     try:
         if small(inputs):
             return interpret(plan, max_elements=EAGER_MAX_ELEMENTS)
+        from lazysparse.engine.eager_sparse import interpret_stored  # SciPy loads here
+
         out = interpret_stored(plan, max_elements=EAGER_DENSE_MAX_ELEMENTS)
     except Exception:  # the compiled tier runs it and raises any genuine error itself
         return None
