@@ -18,6 +18,7 @@ import lazysparse as xp
 from lazysparse.api.computing import build_plan
 from lazysparse.engine import background, eager_sparse, tiers
 from lazysparse.engine.plan_cache import clear_plan_cache, lookup
+from lazysparse.formats import DensifyError, set_densify_limit
 from lazysparse.kernels.backends.numba import cache
 
 RNG = np.random.default_rng(11)
@@ -263,3 +264,24 @@ def test_unstored_fill_of_a_table_is_refused() -> None:
                    fill_value=np.nan).tensor()
     with pytest.raises(eager_sparse.NotEager, match="fill nan"):
         eager_sparse.stored_table(t)
+
+
+def test_densify_limit_as_the_compiled_tier(stored_tier: Callable[[str], None]) -> None:
+    """Under a small densify limit both tiers agree: the same result, or the same
+    DensifyError (the eager tier refuses a dense result past the limit that is larger than
+    every operand's stored values, as the compiled host does)."""
+    limit = ROWS * 8  # bytes: one row of float64
+    for name, fn in [c for c in CASES if c[0] in ("S+D", "S@T.T", "S.T@T", "sum0", "S+T")]:
+        outcomes = []
+        for mode in ("sync", "eager"):
+            stored_tier(mode)
+            try:
+                with set_densify_limit(limit):
+                    r = xp.compute(fn(*_operands("csr", "uniform")))
+                outcomes.append((r.tensor().spec.name, np.asarray(r)))
+            except DensifyError:
+                outcomes.append(("DensifyError", None))
+        (want_fmt, want), (got_fmt, got) = outcomes
+        assert got_fmt == want_fmt, (name, got_fmt, want_fmt)
+        if want is not None:
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, err_msg=name)

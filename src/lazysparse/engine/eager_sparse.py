@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from lazysparse.formats.config import check_densify
+from lazysparse.formats.config import check_allocation
 from lazysparse.formats.dtypes import equals_fill, same_value
 from lazysparse.formats.levels.registry import all_located
 from lazysparse.formats.tensor import Tensor
@@ -143,6 +143,12 @@ def stored_table(tns: Any) -> Stored | None:
     return Stored(canonical(tns.to_scipy()), (), tns.dtype.type(0), None, tns, True)
 
 
+def _held(tns: Any) -> int:
+    """How many values a table's payload stores."""
+    values = getattr(tns, "values", tns)
+    return int(np.size(values))
+
+
 def _finite(data: np.ndarray) -> bool:
     return data.dtype.kind not in "fc" or bool(np.isfinite(data).all())
 
@@ -172,6 +178,7 @@ class StoredInterpreter(Interpreter):
     def __init__(self, max_elements: int) -> None:
         super().__init__(max_elements)
         self.memo: dict[int, Any] = {}  # operands a contraction evaluated, read once more
+        self.held = 0  # the most values a table of the plan stores
 
     # -- values -------------------------------------------------------------------------
     def record(self, v: Any) -> Any:
@@ -197,6 +204,10 @@ class StoredInterpreter(Interpreter):
         """``v`` as the interpreter's dense value, with its implicit mask unless not
         ``masked`` (bounded)."""
         self.bound(math.prod(v.shape), "a densified sparse matrix")
+        # the densify limit as the compiled host applies it to a dense result: refused past
+        # the limit unless no larger than an operand's stored values
+        check_allocation(math.prod(v.shape), v.mat.dtype, "a dense result", within=self.held,
+                         shape=v.shape)
         if same_value(v.fill, 0):
             data = v.mat.toarray()
         else:
@@ -212,7 +223,11 @@ class StoredInterpreter(Interpreter):
         if hit is not None:
             return hit
         match node:
-            case Table(tns=Immediate(val=tns), idxs=idxs) if (st := stored_table(tns)):
+            case Table(tns=Immediate(val=tns), idxs=idxs):
+                self.held = max(self.held, _held(tns))
+                st = stored_table(tns)
+                if st is None:
+                    return super().eval(node)
                 st.fields = self._check_idxs(idxs, 2, "table")
                 return self.record(st)
             case Relabel(arg=arg, idxs=idxs):
@@ -625,19 +640,12 @@ def _spgemm(left: Any, right: Any, dtype: np.dtype) -> Any:
 
 # -- results ----------------------------------------------------------------------------
 def stored_result(v: Stored) -> Tensor:
-    """A query's result tensor from a stored matrix: in its Reformat's format (csr without
-    one), no fill-valued entry stored; a dense format densifies under the densify limit."""
+    """A query's result tensor from a stored matrix: in its Reformat's sparse format (csr
+    without one; a dense format made it a dense value before), no fill-valued entry
+    stored."""
     m = v.mat
     fill = np.asarray(v.fill).astype(m.dtype)[()]
     spec = v.spec
-    if spec is not None and all_located(getattr(spec, "level_kinds", ())):
-        check_densify(math.prod(m.shape) * m.dtype.itemsize, m.shape, m.dtype, "a result")
-        if same_value(fill, 0):
-            return Tensor.from_numpy(m.toarray(), spec, fill)
-        data = np.full(m.shape, fill, dtype=m.dtype)
-        r = v.rowwise()
-        data[rows_of(r), r.indices] = r.data
-        return Tensor.from_numpy(data, spec, fill)
     if same_value(fill, 0):
         c = canonical(m)
         kept = _without(c, c.data != 0)
