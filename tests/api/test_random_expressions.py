@@ -32,6 +32,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import lazysparse as xp
+from lazysparse.engine import tiers
 from lazysparse.engine.tiers import CompileMode, compile_mode_set
 from lazysparse.formats import Compressed, Tensor
 from tests.conftest import examples
@@ -297,9 +298,25 @@ def test_random_expression_matches_numpy_and_oracle(expr: Expr) -> None:
     _compare(ref, want, f"reference vs NumPy: {expr.node!r}")
     with compile_mode_set(CompileMode.EAGER):  # the eager tier (engine.tiers): values and format
         eager = xp.compute(expr.node.build(xp))
+        with _stored_entries_tier():  # every operand counted large: engine.eager_sparse
+            stored = xp.compute(expr.node.build(xp))
     _compare(np.asarray(eager), want, f"eager tier vs NumPy: {expr.node!r}")
+    _compare(np.asarray(stored), want, f"eager tier over stored entries vs NumPy: {expr.node!r}")
     compiled = xp.compute(expr.node.build(xp))
     assert eager.tensor().spec.name == compiled.tensor().spec.name, expr.node
+    assert stored.tensor().spec.name == compiled.tensor().spec.name, expr.node
+
+
+@contextmanager
+def _stored_entries_tier() -> Iterator[None]:
+    """The eager tier's dense-interpreter bound at 0 for the block: every plan runs over
+    its stored entries (``engine.eager_sparse``) or, refused there, compiles."""
+    old = tiers.EAGER_MAX_ELEMENTS
+    tiers.EAGER_MAX_ELEMENTS = 0
+    try:
+        yield
+    finally:
+        tiers.EAGER_MAX_ELEMENTS = old
 
 
 @pytest.mark.parametrize("fmt", ["csr", "csc", "coo", "csf"])

@@ -187,17 +187,24 @@ def test_unpicklable_plan_compiles_when_it_repeats(mode: Callable[[str], None],
     assert st.last is Tier.COMPILED
 
 
-def test_large_operands_never_run_eager(mode: Callable[[str], None],
-                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_large_operands_run_over_stored_entries(mode: Callable[[str], None],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past ``EAGER_MAX_ELEMENTS`` a sparse operand runs eager over its stored entries
+    (``engine.eager_sparse``), a small plan on the dense interpreter; a large sparse
+    operand whose fill is not 0 waits for the compiler."""
     mode("eager")
     monkeypatch.setattr(tiers, "EAGER_MAX_ELEMENTS", 50)
     s, d, v = _operands("csr", 0.0)  # 108 entries each
-    before = tiers.STATS["eager"]
+    before, stored = tiers.STATS["eager"], tiers.STATS["eager_stored"]
     np.testing.assert_allclose(np.asarray(xp.compute(s * 2.0)), 2.0 * S_NP)
-    assert tiers.STATS["eager"] == before
+    assert (tiers.STATS["eager"], tiers.STATS["eager_stored"]) == (before + 1, stored + 1)
     small = xp.asarray(V_NP)  # 9 entries
     np.testing.assert_allclose(np.asarray(xp.compute(small * 2.0)), 2.0 * V_NP)
-    assert tiers.STATS["eager"] == before + 1
+    assert (tiers.STATS["eager"], tiers.STATS["eager_stored"]) == (before + 2, stored + 1)
+    refused = tiers.STATS["eager_refused"]
+    got = xp.compute(_sparse("csr", float("nan")) * 2.0)
+    assert tiers.STATS["eager_refused"] == refused + 1
+    np.testing.assert_array_equal(np.asarray(got), np.where(S_NP != 0, S_NP, np.nan) * 2.0)
 
 
 def test_large_intermediate_is_refused_then_compiled(mode: Callable[[str], None],

@@ -29,6 +29,7 @@ from typing import Any
 
 import pytest
 
+from lazysparse.engine import tiers
 from tests.conftest import slow_except
 from tests.workflows.corpus import GRID, WORKFLOWS, Workflow
 
@@ -62,6 +63,18 @@ def test_small_on_the_eager_tier(name: str, monkeypatch: pytest.MonkeyPatch) -> 
     """The same checks with ``LAZYSPARSE_COMPILE=eager``: what the eager tier runs (the
     plans small enough) gives scipy's values, formats and stored-entry counts."""
     monkeypatch.setenv("LAZYSPARSE_COMPILE", "eager")
+    w = WORKFLOWS[name]
+    w(w.small)
+
+
+@pytest.mark.parametrize("name", slow_except(list(WORKFLOWS), _EAGER_FAST))
+def test_small_on_the_eager_tier_over_stored_entries(name: str,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same checks with every operand counted large (``EAGER_MAX_ELEMENTS`` 0): the
+    eager tier runs over the stored entries (``engine.eager_sparse``), what it refuses
+    compiles."""
+    monkeypatch.setenv("LAZYSPARSE_COMPILE", "eager")
+    monkeypatch.setattr(tiers, "EAGER_MAX_ELEMENTS", 0)
     w = WORKFLOWS[name]
     w(w.small)
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from lazysparse.engine.plan_cache import lookup
+from lazysparse.engine.plan_cache import CachedPlan, lookup
 from lazysparse.engine.tiers import run_tiered
 from lazysparse.logic.interpreter import interpret
 from lazysparse.logic.nodes import Immediate, Plan, Query, Table
@@ -37,10 +37,17 @@ def compiled_executor(plan: Plan) -> tuple[Tensor, ...]:
     (``engine.tiers``): a small shape seen first runs eager while its kernels compile in
     the background; otherwise the generated kernels, a shape seen before by its cached
     program (``kernels.backends.program``)."""
-    from lazysparse.kernels.backends.program import run_cached  # the backend loads on first use
-
     entry, inputs, params = lookup(plan)
-    return run_tiered(entry, inputs, params, run_cached)
+    return run_tiered(entry, inputs, params, _run_compiled)
+
+
+def _run_compiled(entry: CachedPlan, inputs: list[Any], params: tuple[Any, ...]
+                  ) -> tuple[Tensor, ...]:
+    """The compiled tier; the backend (Numba) is imported on its first run, so a session
+    that so far ran only eager has not paid for it."""
+    from lazysparse.kernels.backends.program import run_cached
+
+    return run_cached(entry, inputs, params)
 
 
 def cuda_executor(plan: Plan) -> tuple[Tensor, ...]:

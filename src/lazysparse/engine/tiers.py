@@ -4,9 +4,12 @@ A plan shape (a plan-cache entry) seen for the first time runs at once on the **
 tier** — the reference interpreter over its *optimized* plan, so result formats, fill rule
 and dtypes are the compiled path's — while a worker process compiles its kernels into the
 disk cache (``engine.background``). A later call of that shape runs the **compiled** tier,
-loading those kernels from disk. Eager runs only where every operand and every dense
-intermediate has at most :data:`EAGER_MAX_ELEMENTS` entries (the interpreter is dense);
-larger plans compile in process, as before.
+loading those kernels from disk. Where every operand has at most
+:data:`EAGER_MAX_ELEMENTS` entries the eager tier is the dense interpreter (bounded by the
+same count); a plan with a larger operand runs over the stored entries of its sparse
+matrices instead (``engine.eager_sparse``: scipy.sparse and NumPy, dense values at most
+:data:`EAGER_DENSE_MAX_ELEMENTS`), and goes to the worker only once its shape repeats. A
+plan neither can run compiles in process.
 
 ``LAZYSPARSE_COMPILE`` picks the mode (:class:`CompileMode`, read on each call): ``background``
 (the default), ``sync`` (always the compiled tier, compiling in process: what the tests
@@ -36,14 +39,19 @@ from lazysparse.formats.tensor import Tensor
 from lazysparse.logic.interpreter import interpret
 from lazysparse.logic.nodes import Plan
 
-#: the most entries an operand or a dense intermediate of an eager run may have
+#: the most entries every operand may have for the dense interpreter to run a plan eager
+#: (also its bound on dense intermediates)
 EAGER_MAX_ELEMENTS = 1 << 20
+
+#: the most entries a dense value (an operand, a reduced or a dense result) may have in an
+#: eager run over stored sparse matrices (``engine.eager_sparse``)
+EAGER_DENSE_MAX_ELEMENTS = 1 << 24
 
 #: eager seconds one shape may spend while its background compile is pending before it
 #: compiles in process (ski rental: a hot loop never pays more than about twice a compile)
 EAGER_BUDGET_S = 1.0
 
-STATS = Counters("eager", "compiled", "eager_refused")
+STATS = Counters("eager", "eager_stored", "compiled", "eager_refused")
 
 
 class CompileMode(Enum):
@@ -129,27 +137,32 @@ def state_of(entry: CachedPlan) -> TierState:
 
 
 def small(inputs: list[Any]) -> bool:
-    """Whether every operand is a host tensor of at most :data:`EAGER_MAX_ELEMENTS` entries."""
-    return all(isinstance(t, Tensor) and math.prod(t.shape) <= EAGER_MAX_ELEMENTS
-               for t in inputs)
+    """Whether every operand has at most :data:`EAGER_MAX_ELEMENTS` entries (the dense
+    interpreter runs the plan; else the stored-entry evaluator)."""
+    return all(math.prod(t.shape) <= EAGER_MAX_ELEMENTS for t in inputs)
+
+
+def on_host(inputs: list[Any]) -> bool:
+    """Whether every operand is a host tensor (the eager tier runs nothing else)."""
+    return all(isinstance(t, Tensor) for t in inputs)
 
 
 def choose_tier(entry: CachedPlan, st: TierState, inputs: list[Any],
                 mode: CompileMode) -> Tier:
-    """The tier of this call: compiled in ``sync`` mode, for large operands, once the shape
-    ran compiled, its background compile ended, or its eager runs cost more than
+    """The tier of this call: compiled in ``sync`` mode, for operands off the host, once the
+    shape ran compiled, its background compile ended, or its eager runs cost more than
     :data:`EAGER_BUDGET_S` while it compiles; else eager."""
     if mode is CompileMode.SYNC or st.eager_refused:
         return Tier.COMPILED
     if mode is CompileMode.EAGER:
-        return Tier.EAGER if small(inputs) else Tier.COMPILED
-    if st.last is Tier.COMPILED or entry.program is not None or not small(inputs):
+        return Tier.EAGER if on_host(inputs) else Tier.COMPILED
+    if st.last is Tier.COMPILED or entry.program is not None or not on_host(inputs):
         return Tier.COMPILED  # the hot path: a shape that runs compiled stays so
     if st.job is not None:
         pending = st.job.current() is JobState.PENDING
         return Tier.EAGER if pending and st.eager_seconds <= EAGER_BUDGET_S else Tier.COMPILED
-    # never submitted (first sight): eager; submitted but refused (no worker, unpicklable):
-    # the shape repeats, so it compiles in process
+    # never submitted (first sight, or a large shape's second): eager; submitted but refused
+    # (no worker, unpicklable): the shape repeats, so it compiles in process
     return Tier.COMPILED if st.submitted else Tier.EAGER
 
 
@@ -160,13 +173,30 @@ def tier_line(entry: CachedPlan, inputs: list[Any]) -> str:
     return f"tier: next call {nxt.value}; {st.describe()}"
 
 
-def run_eager(plan: Plan) -> tuple[Tensor, ...] | None:
-    """The plan's results from the interpreter, bounded; None where it cannot run it (too
-    large, or a construct it does not evaluate): the compiled tier then runs it."""
+def run_eager(plan: Plan, inputs: list[Any]) -> tuple[Tensor, ...] | None:
+    """The plan's results from the dense interpreter (small operands) or over the stored
+    entries (large ones), bounded; None where it cannot run it (too large, or a construct
+    it does not evaluate): the compiled tier then runs it."""
     try:
-        return interpret(plan, max_elements=EAGER_MAX_ELEMENTS)
+        if small(inputs):
+            return interpret(plan, max_elements=EAGER_MAX_ELEMENTS)
+        from lazysparse.engine.eager_sparse import interpret_stored  # SciPy loads here
+
+        out = interpret_stored(plan, max_elements=EAGER_DENSE_MAX_ELEMENTS)
     except Exception:  # the compiled tier runs it and raises any genuine error itself
         return None
+    STATS.bump("eager_stored")
+    return out
+
+
+def submits(entry: CachedPlan, st: TierState, inputs: list[Any], mode: CompileMode) -> bool:
+    """Whether this eager call sends the plan to the compile worker: in ``background`` mode,
+    once per shape, at first sight for small operands and once the shape repeats for large
+    ones (the worker runs the plan on its data: a large plan run once is not worth a
+    compile, as a JIT compiles what repeats)."""
+    if mode is not CompileMode.BACKGROUND or not entry.cached or st.submitted:
+        return False
+    return st.eager_runs > 0 or small(inputs)
 
 
 def run_tiered(entry: CachedPlan, inputs: list[Any], params: tuple[Any, ...],
@@ -177,11 +207,11 @@ def run_tiered(entry: CachedPlan, inputs: list[Any], params: tuple[Any, ...],
     st = state_of(entry)
     if choose_tier(entry, st, inputs, mode) is Tier.EAGER:
         plan = entry.plan(inputs, params)
-        if mode is CompileMode.BACKGROUND and entry.cached and not st.submitted:
+        if submits(entry, st, inputs, mode):
             st.submitted = True  # sent before the eager run, so both proceed at once
             st.job = background.submit(plan)
         start = time.perf_counter()
-        out = run_eager(plan)
+        out = run_eager(plan, inputs)
         if out is not None:
             st.last = Tier.EAGER
             st.eager_runs += 1

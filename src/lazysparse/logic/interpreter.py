@@ -63,7 +63,7 @@ class Value:
     implicit: Any = None
 
 
-class _FieldRef:
+class FieldRef:
     """A Field used as a value, materialized once its extent is known."""
 
     def __init__(self, field: Field) -> None:
@@ -89,7 +89,10 @@ class TooLarge(ValueError):
 BOUNDED_FOLD = 4096
 
 
-class _Interpreter:
+class Interpreter:
+    """One dense evaluation of a plan (``engine.eager_sparse`` extends it over stored
+    sparse matrices)."""
+
     def __init__(self, max_elements: int | None = None) -> None:
         self.max_elements = max_elements  # None: unbounded (the oracle)
         self.env: dict[Alias, Any] = {}
@@ -307,18 +310,18 @@ class _Interpreter:
         # Arguments that read data go first, so sub-expressions built only from fields used
         # as values (``where(equal(j - i, k), x, 0)``) learn their fields' extents.
         order = sorted(range(len(args)), key=lambda k: not _reads_data(args[k]))
-        evaluated: dict[int, Value | _FieldRef] = {}
+        evaluated: dict[int, Value | FieldRef] = {}
         for k in order:
             a = args[k]
             x = (pre[k] if pre and k in pre else
-                 _FieldRef(a) if isinstance(a, Field) else self.eval(a))
+                 FieldRef(a) if isinstance(a, Field) else self.eval(a))
             if isinstance(x, Value):
                 for f, n in zip(x.fields, np.shape(x.data), strict=True):
                     if n != 1 or f not in self.sizes:
                         self.sizes[f] = n
             evaluated[k] = x
-        vals: list[Value | _FieldRef] = [evaluated[k] for k in range(len(args))]
-        fields = unique_fields([(x.field,) if isinstance(x, _FieldRef) else x.fields
+        vals: list[Value | FieldRef] = [evaluated[k] for k in range(len(args))]
+        fields = unique_fields([(x.field,) if isinstance(x, FieldRef) else x.fields
                                 for x in vals])
         sizes: dict[Field, int] = {}
         for x in vals:
@@ -338,21 +341,21 @@ class _Interpreter:
         self.bound(math.prod(shape), f"mapjoin({op.name})")
         aligned, fills, masks = [], [], []
         for x in vals:
-            if isinstance(x, _FieldRef):
+            if isinstance(x, FieldRef):
                 k = fields.index(x.field)
                 idx = np.arange(sizes[x.field], dtype=INDEX_DTYPE)
                 aligned.append(idx.reshape([-1 if j == k else 1 for j in range(len(fields))]))
                 fills.append(INDEX_DTYPE.type(0))
                 masks.append(None)
             else:
-                aligned.append(_align(x, fields))
+                aligned.append(align(x, fields))
                 fills.append(x.fill)
                 masks.append(x.implicit if x.implicit is None or isinstance(x.implicit, bool)
-                             else _align(Value(x.implicit, x.fields, False), fields))
+                             else align(Value(x.implicit, x.fields, False), fields))
         out = op.apply(*aligned)
         out = np.broadcast_to(np.asarray(out), shape).copy() if fields else np.asarray(out)[()]
         fill, full = mapjoin_region(op, fills, [m is None for m in masks])
-        out, implicit = _fill_rule(op, aligned, fills, masks, out, fill, full, tuple(shape))
+        out, implicit = fill_rule(op, aligned, fills, masks, out, fill, full, tuple(shape))
         return Value(out, fields, fill, None, implicit)
 
     def aggregate(self, op: Operator, init: Any, v: Value, idxs: tuple[Field, ...]) -> Value:
@@ -414,7 +417,7 @@ def _scalar_mask(imp: Any) -> Any:
     return imp if imp is None or isinstance(imp, bool) else bool(np.asarray(imp))
 
 
-def _fill_rule(op: Operator, args: list[Any], fills: list[Any], masks: list[Any], out: Any,
+def fill_rule(op: Operator, args: list[Any], fills: list[Any], masks: list[Any], out: Any,
                fill: Any, full: bool, shape: tuple[int, ...]) -> tuple[Any, Any]:
     """``out`` with the fill rule applied, and its implicit mask: where argument ``i`` is
     implicit, its fill annihilates the op at position ``i`` and some argument holds data,
@@ -481,7 +484,7 @@ def _reads_data(node: LogicNode) -> bool:
     return any(_reads_data(c) for c in node.children)
 
 
-def _align(v: Value, fields: tuple[Field, ...]) -> Any:
+def align(v: Value, fields: tuple[Field, ...]) -> Any:
     """``v.data`` transposed to ``fields`` order with size-1 axes for missing fields."""
     if not v.fields:
         return v.data
@@ -497,7 +500,7 @@ def interpret(plan: LogicNode, *, max_elements: int | None = None) -> tuple[Any,
     """Run ``plan`` densely with NumPy; one ``formats.Tensor`` per alias it produces.
     With ``max_elements``, a dense table or intermediate larger than that raises
     :class:`TooLarge` before it is made (the eager tier's bound)."""
-    out = _Interpreter(max_elements).run(plan)
+    out = Interpreter(max_elements).run(plan)
     if out is None:
         raise ValueError("plan has no produces(...) statement")
     return out
@@ -505,6 +508,6 @@ def interpret(plan: LogicNode, *, max_elements: int | None = None) -> tuple[Any,
 
 def evaluate(expr: LogicNode, env: dict[Alias, Any] | None = None) -> Value:
     """Evaluate one expression (aliases bound by ``env``) to a dense :class:`Value`."""
-    it = _Interpreter()
+    it = Interpreter()
     it.env.update(env or {})
     return it.eval(expr)
