@@ -314,3 +314,25 @@ def test_a_forked_process_starts_its_own_worker(mode: Callable[[str], None],
     assert background._WORKER is not first and st.job is not None
     assert background.wait(st.job, 240) is JobState.DONE
     first.stop()
+
+
+def test_a_tier_record_lives_as_long_as_its_entry(mode: Callable[[str], None]) -> None:
+    """``state_of`` gives one record per plan-cache entry, the same on every call; when
+    the entry dies (the cache cleared) its record goes too, so a new entry at the same id
+    never reads an old shape's tier."""
+    import gc
+
+    mode("sync")
+    v = xp.asarray(V_NP)
+    xp.compute(v * 3.0)
+    st = _state(v * 3.0)
+    assert _state(v * 3.0) is st and st.last is Tier.COMPILED
+    entry, _, _ = lookup(build_plan((v * 3.0,)))
+    key = id(entry)
+    assert key in tiers._STATES  # noqa: SLF001
+    del entry
+    clear_plan_cache()
+    gc.collect()
+    assert key not in tiers._STATES  # noqa: SLF001
+    np.testing.assert_allclose(np.asarray(xp.compute(v * 3.0)), V_NP * 3.0)
+    assert _state(v * 3.0).last is Tier.COMPILED

@@ -48,22 +48,40 @@ def contract(x1: LazyArray, f1: Sequence[Field], x2: LazyArray, f2: Sequence[Fie
     natural field order differs from ``out_fields``.
     """
     mul, add = op("multiply"), op("add")
-    dtype = mul.result_dtype(x1.dtype, x2.dtype)
+    dtype, init, sum_fill = _sum_of_products(x1.dtype, x2.dtype)
     left = a1 if a1 is not None else Relabel(x1.expr, tuple(f1))
     right = a2 if a2 is not None else Relabel(x2.expr, tuple(f2 or ()))
     body: LogicNode = MapJoin(Immediate(mul), (left, right))
+    fields = getfields(body)
     # a contracted axis of size 1 may have been dropped by both broadcast views: summing
     # over one element is the identity, so only fields the product still has are reduced
-    reduced = [f for f in reduced if f in getfields(body)]
+    reduced = [f for f in reduced if f in fields]
     if reduced:  # the fill is the sum's init (the product's fill is never asked)
-        init = add.init_for(dtype)
         body = Aggregate(Immediate(add), Immediate(init), body, tuple(reduced))
-        fill = aggregate_fill(add, init, dtype)
+        fill = sum_fill
+        fields = tuple([f for f in fields if f not in reduced])  # the Aggregate's fields
     else:
         fill = mul.apply(x1.fill_value, x2.fill_value)
-    if getfields(body) != tuple(out_fields):
+    if fields != tuple(out_fields):
         body = Reorder(body, tuple(out_fields))
     return LazyArray(identify(body), out_shape, dtype, fill, x1.device)
+
+
+# per pair of operand dtypes: (the product's dtype, the sum's init, its fill), inferred
+# once (issue 34: building a product infers nothing per call); the dtypes are finitely
+# many, so the table stays small
+_SUM_OF_PRODUCTS: dict[tuple[np.dtype, np.dtype], tuple[np.dtype, Any, Any]] = {}
+
+
+def _sum_of_products(d1: np.dtype, d2: np.dtype) -> tuple[np.dtype, Any, Any]:
+    """What a contraction of operands of dtypes ``d1`` and ``d2`` infers."""
+    found = _SUM_OF_PRODUCTS.get((d1, d2))
+    if found is None:
+        mul, add = op("multiply"), op("add")
+        dtype = mul.result_dtype(d1, d2)
+        init = add.init_for(dtype)
+        found = _SUM_OF_PRODUCTS[(d1, d2)] = (dtype, init, aggregate_fill(add, init, dtype))
+    return found
 
 
 def _numeric_pair(fname: str, x1: Any, x2: Any) -> tuple[LazyArray, LazyArray]:

@@ -20,6 +20,7 @@ entry (:class:`TierState`) and shown by ``xp.explain``.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import threading
@@ -72,11 +73,19 @@ class Tier(Enum):
 DEFAULT_MODE = CompileMode.BACKGROUND
 
 
+# each mode by its exact spelling (a set variable is read on every call: one dict lookup,
+# not an Enum construction)
+_BY_NAME: dict[str, CompileMode] = {m.value: m for m in CompileMode}
+
+
 def compile_mode() -> CompileMode:
     """The mode ``LAZYSPARSE_COMPILE`` names (default ``background``)."""
     raw = os.environ.get("LAZYSPARSE_COMPILE")
     if raw is None:
         return DEFAULT_MODE
+    found = _BY_NAME.get(raw)
+    if found is not None:
+        return found
     try:
         return CompileMode(raw.strip().lower() or DEFAULT_MODE.value)
     except ValueError:
@@ -123,17 +132,33 @@ class TierState:
         return line
 
 
-_STATES: weakref.WeakKeyDictionary[CachedPlan, TierState] = weakref.WeakKeyDictionary()
+# the tier record of each plan-cache entry, by the entry's id with a weak reference to it
+# (dropped when the entry dies, so an id is never another entry's while here): a plain
+# dict read with one atomic ``get`` on the hot path, where a ``WeakKeyDictionary`` runs
+# Python code per lookup (issue 34)
+_STATES: dict[int, tuple[weakref.ref[CachedPlan], TierState]] = {}
 _LOCK = threading.Lock()
 
 
 def state_of(entry: CachedPlan) -> TierState:
     """The tier record of a plan-cache entry (made on first use)."""
+    found = _STATES.get(id(entry))
+    if found is not None and found[0]() is entry:
+        return found[1]
     with _LOCK:
-        st = _STATES.get(entry)
-        if st is None:
-            st = _STATES[entry] = TierState()
+        found = _STATES.get(id(entry))
+        if found is not None and found[0]() is entry:
+            return found[1]
+        st = TierState()
+        _STATES[id(entry)] = (weakref.ref(entry, functools.partial(_drop_state, id(entry))), st)
         return st
+
+
+def _drop_state(key: int, ref: weakref.ref[CachedPlan]) -> None:
+    """An entry died: forget its record (unless its id holds a newer entry's already)."""
+    found = _STATES.get(key)
+    if found is not None and found[0] is ref:
+        _STATES.pop(key, None)
 
 
 def small(inputs: list[Any]) -> bool:

@@ -362,6 +362,7 @@ def _kind_text(kind: str) -> str:
 
 
 def _cast(a: Any, d: np.dtype) -> Any:
+    """``a`` (an array or a scalar) at dtype ``d`` (itself when it is of ``d`` already)."""
     t = type(a)
     if t is np.ndarray and a.dtype == d or t is d.type:  # the common cases: nothing to do
         return a
@@ -376,6 +377,9 @@ def _cast(a: Any, d: np.dtype) -> Any:
         arr = arr.real
     with np.errstate(all="ignore"):
         return arr.astype(d)
+
+
+cast_to = _cast  # the public name (the NumPy executor casts an operation's result)
 
 
 def _form(form: CodeForm, dtypes: tuple[Any, ...]) -> str:
@@ -498,5 +502,5 @@ def _aggregate_dtype(op: Operator, init: Any, arg_dtype: Any) -> np.dtype:
 
 __all__ = [
     "OPERATORS", "CodeForm", "DtypeValue", "Operator", "Selection", "aggregate_dtype",
-    "aggregate_fill", "mapjoin_fill", "mapjoin_region", "register",
+    "aggregate_fill", "cast_to", "mapjoin_fill", "mapjoin_region", "register",
 ]

@@ -20,7 +20,7 @@ import numpy as np
 from lazysparse.formats.dtypes import SUPPORTED_DTYPE_SET
 from lazysparse.formats.levels import Dense
 from lazysparse.formats.tensor import Tensor
-from lazysparse.kernels.backends.numpy_reducers import reducer_for
+from lazysparse.kernels.backends.numpy_reducers import Reducer, reducer_for
 from lazysparse.kernels.compile.planning.analysis import (
     KernelInfo,
     PAccess,
@@ -31,6 +31,7 @@ from lazysparse.kernels.compile.planning.analysis import (
     PResult,
     QueryData,
 )
+from lazysparse.logic.operator_registry import cast_to
 from lazysparse.logic.operators import astype_op
 
 Evaluator = Callable[[QueryData], Any]
@@ -45,6 +46,11 @@ class _Decoded:
     perm: tuple[int, ...] | None
     mode_perm: tuple[int, ...] | None
     dense: bool
+    # a reduction's fold: the reducer (None: NumPy has none), the loop axes moved to
+    # (result axes, reduced axes) (None: already so), the accumulator dtype
+    reducer: Reducer | None = None
+    red_perm: tuple[int, ...] | None = None
+    acc: np.dtype | None = None
 
 
 # ``_Decoded`` of each kernel by identity of its info (the entry keeps its info, so an id
@@ -61,9 +67,17 @@ def _decoded(info: KernelInfo) -> _Decoded:
     if entry is None or entry[0] is not info:
         perm = tuple(info.loop_order.index(f) for f in info.out_fields)
         mode = tuple(info.out_spec.mode_order)
+        reducer, red_perm, acc = None, None, None
+        if info.reduce_op is not None:
+            acc = np.dtype(info.acc_dtype)
+            reducer = reducer_for(info.reduce_op, acc, info.expr.dtype)  # type: ignore[attr-defined]
+            order = info.loop_order
+            moved = tuple([order.index(f) for f in (*info.out_fields, *info.reduced)])
+            red_perm = None if _identity(moved) else moved
         dec = _Decoded(_evaluator(info, info.expr), None if _identity(perm) else perm,
                        None if _identity(mode) else mode,
-                       all(k == Dense.kind for k in info.out_spec.level_kinds))
+                       all(k == Dense.kind for k in info.out_spec.level_kinds),
+                       reducer, red_perm, acc)
         if len(_DECODED) >= _DECODED_CAPACITY:
             _DECODED.clear()
         entry = _DECODED[id(info)] = (info, dec)
@@ -92,12 +106,22 @@ def _evaluator(info: KernelInfo, node: PNode) -> Evaluator:
             return index
         case PApply(op=op, args=args, operand_dtypes=ods, dtype=dt):
             parts = [_evaluator(info, a) for a in args]
+            if len(parts) == 2 and _typed(args[0], ods[0]) and _typed(args[1], ods[1]):
+                # both operands arrive at their operand dtypes: only the result is cast
+                fn, (first, second) = op.numpy, parts
+                return lambda data: cast_to(fn(first(data), second(data)), dt)
             apply = op.apply_quiet
             if len(parts) == 2:
                 first, second = parts
                 return lambda data: apply(ods, dt, first(data), second(data))
             return lambda data: apply(ods, dt, *[f(data) for f in parts])
     raise TypeError(f"unknown pointwise node {node!r}")
+
+
+def _typed(node: PNode, dtype: np.dtype) -> bool:
+    """Whether ``node``'s value arrives at ``dtype`` already (a stored operand's values, or
+    an operation's result, both of their declared dtype): no cast before using it."""
+    return isinstance(node, PAccess | PApply) and node.dtype == dtype
 
 
 def _access(fields: tuple[str, ...], order: tuple[str, ...], slot: int) -> Evaluator:
@@ -135,22 +159,24 @@ def _epilogue(info: KernelInfo, data: QueryData, node: PNode, res: np.ndarray) -
 def _reduce(info: KernelInfo, data: QueryData, full: np.ndarray) -> np.ndarray:
     """Fold the reduced fields (flattened in loop order, so a non-commutative operator sees
     the kernels' visiting order) into an array over ``info.out_fields``."""
-    op = info.reduce_op
-    assert op is not None
-    acc = np.dtype(info.acc_dtype)
-    reducer = reducer_for(op, acc, info.expr.dtype)  # type: ignore[attr-defined]
-    if reducer is None:
-        raise ValueError(f"internal: reduction {op.name} at {acc} has no NumPy form; "
-                         "numpy_eligible should have sent it to the compiled kernels")
-    order = info.loop_order
-    perm = [order.index(f) for f in info.out_fields] + [order.index(f) for f in info.reduced]
-    moved = np.transpose(full, perm).reshape(
-        [data.extents[f] for f in info.out_fields]
-        + [math.prod(data.extents[f] for f in info.reduced)])
+    dec = _decoded(info)
+    reducer, acc = dec.reducer, dec.acc
+    if reducer is None or acc is None:
+        raise ValueError(f"internal: reduction {info.reduce_op} at {info.acc_dtype} has no "
+                         "NumPy form; numpy_eligible should have sent it to the compiled "
+                         "kernels")
+    ext = data.extents
+    if dec.red_perm is not None:
+        full = np.transpose(full, dec.red_perm)
+    shape = [ext[f] for f in info.out_fields]
+    shape.append(math.prod([ext[f] for f in info.reduced]))
+    moved = full.reshape(shape)
     if moved.dtype != acc:
         moved = np.asarray(astype_op(acc).apply(moved))
-    init = np.asarray(data.init).astype(acc)[()]
-    return np.asarray(reducer.reduce(moved, init, acc))
+    init = data.init
+    if type(init) is not acc.type:
+        init = np.asarray(init).astype(acc)[()]
+    return np.asarray(reducer.reduce_quiet(moved, init, acc))
 
 
 def run_numpy(info: KernelInfo, data: QueryData) -> Tensor:
@@ -158,6 +184,17 @@ def run_numpy(info: KernelInfo, data: QueryData) -> Tensor:
     floating-point warning context for the whole tree: the kernels raise none either)."""
     with np.errstate(all="ignore"):
         return _run_numpy(info, data)
+
+
+def _owned(res: np.ndarray, data: QueryData) -> bool:
+    """Whether ``res`` owns its memory and is no operand's values array: an array a NumPy
+    call just made, which the result may keep without a copy (one pass less)."""
+    if res.base is not None:
+        return False
+    for t in data.tensors:
+        if res is t.values:
+            return False
+    return True
 
 
 def _identity(perm: tuple[int, ...]) -> bool:
@@ -176,7 +213,9 @@ def _run_numpy(info: KernelInfo, data: QueryData) -> Tensor:
         res = full if dec.perm is None else np.transpose(full, dec.perm)
     if info.epilogue is not None:
         res = _epilogue(info, data, info.epilogue, np.asarray(res))
-    res = np.asarray(res).astype(info.out_dtype)  # a copy: never alias an input's values
+    res = np.asarray(res)
+    if not (res.dtype == info.out_dtype and _owned(res, data)):
+        res = res.astype(info.out_dtype)  # a copy: never alias an input's values
     if dec.mode_perm is not None:
         res = np.transpose(res, dec.mode_perm)
     stored = np.ascontiguousarray(res).reshape(-1)

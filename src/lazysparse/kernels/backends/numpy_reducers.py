@@ -21,6 +21,10 @@ class Reducer:
         """The fold of ``arr`` (already at the operand dtype) along its last axis."""
         raise NotImplementedError
 
+    def reduce_quiet(self, arr: np.ndarray, init: Any, dtype: np.dtype) -> np.ndarray:
+        """:meth:`reduce` for a caller that already silences floating-point warnings."""
+        return self.reduce(arr, init, dtype)
+
 
 @dataclass(frozen=True)
 class UfuncReducer(Reducer):
@@ -31,7 +35,10 @@ class UfuncReducer(Reducer):
 
     def reduce(self, arr: np.ndarray, init: Any, dtype: np.dtype) -> np.ndarray:
         with np.errstate(all="ignore"):
-            return self.ufunc.reduce(arr, axis=-1, dtype=dtype, initial=init)
+            return self.reduce_quiet(arr, init, dtype)
+
+    def reduce_quiet(self, arr: np.ndarray, init: Any, dtype: np.dtype) -> np.ndarray:
+        return self.ufunc.reduce(arr, axis=-1, dtype=dtype, initial=init)
 
 
 @dataclass(frozen=True)

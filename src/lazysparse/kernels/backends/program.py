@@ -84,7 +84,10 @@ class Recipe:
 
     def data(self, env: dict[Alias, Any], params: tuple[Any, ...]) -> QueryData | None:
         """The query's runtime data, or None when the kernel's facts no longer hold."""
-        tensors = tuple([env[a] for a in self.operands])
+        return self.bound(tuple([env[a] for a in self.operands]), params)
+
+    def bound(self, tensors: tuple[Any, ...], params: tuple[Any, ...]) -> QueryData | None:
+        """:meth:`data` of the operand tensors already gathered (in operand order)."""
         if self.specs and not _same_specs(tensors, self.specs):
             tensors = self._conformed(tensors)
             if tensors is None:
@@ -164,7 +167,7 @@ def _same_scalars(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
     if len(a) != len(b):
         return False
     for x, y in zip(a, b):  # noqa: B905 - lengths checked above
-        if not _same_scalar(x, y):
+        if x is not y and not _same_scalar(x, y):  # the same object mostly: no call
             return False
     return True
 
@@ -271,6 +274,9 @@ class Program:
     def __init__(self, entry: Any) -> None:
         self.entry = entry
         self.recipes: dict[int, Recipe | None] = {}
+        # per query whose operands are all plan inputs, each operand's input slot: its
+        # recipe's tensors are read from the inputs directly (no alias lookups per call)
+        self.slots: dict[int, tuple[int, ...]] = {}
         # the template's statements, decoded once: (input slot, alias) binds an input,
         # (body index, alias) of a compute query, and the aliases the plan produces
         template: Plan = entry.template
@@ -291,21 +297,46 @@ class Program:
         """The tensors the plan produces for ``inputs`` and ``params``."""
         if self.produces is None:
             raise ValueError("plan has no Produces statement")
-        env: dict[Alias, Any] = {lhs: inputs[i] for i, lhs in self.inputs}
+        env: dict[Alias, Any] | None = None  # by alias: made when a query needs it
+        out: dict[Alias, Any] = {}  # the queries' results
         filled: Plan | None = None
         for j, lhs in self.queries:
             recipe = self.recipes.get(j)
-            data = recipe.data(env, params) if recipe is not None else None
+            data = None
+            if recipe is not None:
+                slots = self.slots.get(j)
+                if slots is not None:
+                    data = recipe.bound(tuple([inputs[k] for k in slots]), params)
+                else:
+                    env = self._env(env, inputs, out)
+                    data = recipe.data(env, params)
             if recipe is not None and data is not None:
-                env[lhs] = recipe.run(data)
-                continue
-            if filled is None:
-                filled = self.entry.fill(inputs, params)
-            query = filled.bodies[j]
-            body = self.entry.template.bodies[j]
-            assert isinstance(query, Query) and isinstance(body, Query)
-            env[lhs] = self._first_run(j, body, query, env, params)
-        return tuple([env[a] for a in self.produces])
+                res = recipe.run(data)
+            else:
+                if filled is None:
+                    filled = self.entry.fill(inputs, params)
+                query = filled.bodies[j]
+                body = self.entry.template.bodies[j]
+                assert isinstance(query, Query) and isinstance(body, Query)
+                env = self._env(env, inputs, out)
+                res = self._first_run(j, body, query, env, params)
+            out[lhs] = res
+            if env is not None:
+                env[lhs] = res
+        produced = []
+        for a in self.produces:
+            if a not in out:  # an input produced as it is
+                env = self._env(env, inputs, out)
+            produced.append(out[a] if a in out else env[a])  # type: ignore[index]
+        return tuple(produced)
+
+    def _env(self, env: dict[Alias, Any] | None, inputs: list[Any],
+             out: dict[Alias, Any]) -> dict[Alias, Any]:
+        """``env``, or the plan's inputs and the results so far by alias when not made yet."""
+        if env is None:
+            env = {lhs: inputs[i] for i, lhs in self.inputs}
+            env.update(out)
+        return env
 
     def _first_run(self, j: int, template: Query, query: Query, env: dict[Alias, Any],
                    params: tuple[Any, ...]) -> Any:
@@ -315,7 +346,11 @@ class Program:
         if j not in self.recipes:
             host = None if kernel is not None else host_runner(d.runner)  # type: ignore[arg-type]
             aliases = {a.name: a for _, a in (*self.inputs, *self.queries)}
-            self.recipes[j] = _recipe(template, d.info, d.data, kernel, host, params, aliases)
+            recipe = self.recipes[j] = _recipe(template, d.info, d.data, kernel, host, params,
+                                               aliases)
+            slot_of = {a.name: i for i, a in self.inputs}
+            if recipe is not None and all(a.name in slot_of for a in recipe.operands):
+                self.slots[j] = tuple([slot_of[a.name] for a in recipe.operands])
         return run_decided(d, kernel)
 
 

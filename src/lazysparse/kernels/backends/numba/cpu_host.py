@@ -12,6 +12,7 @@ import math
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numba
@@ -43,6 +44,43 @@ if TYPE_CHECKING:
     from lazysparse.kernels.backends.numba.kernel import Kernel
 
 PARALLEL_MIN_ITERATIONS = 2048  # outer iterations that go parallel whatever their work
+
+# the chunk arguments of a call that runs in one chunk (NumPy scalars are immutable)
+_ZERO, _ONE = np.int64(0), np.int64(1)
+
+
+@dataclass(frozen=True)
+class HostFacts:
+    """What every call of a kernel's host reads of its lowered form, derived once per
+    kernel (``Kernel.facts``; issue 34: a repeated call searches no parameter by role and
+    analyses no loop): argument positions, the dtype the chunks write, and the output's
+    shape of work."""
+
+    out_size: int  # position of the output size argument
+    dense_size: int  # of the dense-prefix size
+    init: int  # of the reduction's init
+    start: int  # of the preset of a one-pass dense output (identity, init or result fill)
+    od: np.dtype  # what the chunks write
+    dense: bool  # a dense output (or a shared pattern's values), written in place
+    shared_fill: bool  # a shared pattern that counts the entries equal to the fill
+    writes_all: bool  # the chunk stores every output entry: no preset fill pass
+    partials: bool
+    folds: bool
+    finalize: bool
+
+
+def host_facts(k: Kernel) -> HostFacts:
+    """The :class:`HostFacts` of kernel ``k``."""
+    lw, info = k.lowered, k.info
+    sig = lw.signature
+    start = Role.RED_ID if lw.partials else Role.INIT if lw.epilogue else Role.OUT_FILL
+    mode = lw.output.mode
+    return HostFacts(sig.position(Role.OUT_SIZE), sig.position(Role.DENSE_SIZE),
+                     sig.position(Role.INIT), sig.position(start), _acc_out_dtype(k),
+                     not mode.sparse, mode is OutputMode.SHARED and lw.drop_fill is not None,
+                     _writes_every_output(lw, info.out_spec, info.reduce_op is None),
+                     lw.partials, lw.fold is not None,
+                     lw.epilogue is EpiloguePlace.FINALIZE)
 
 
 _POOL: list[ThreadPoolExecutor] = []
@@ -123,6 +161,9 @@ def _parallel_map(fn: Any, nch: int, args: tuple[Any, ...],
     (``before(t)`` first, on the same thread). The calling thread is one of the workers:
     it starts at once, while a pool thread may take a while to wake (a 2 ms SDDMM ran all
     its chunks before the pool's second thread took one)."""
+    if nch == 1 and ws is no_workspaces and before is None:  # one chunk, nothing to hand out
+        fn(*args[0], _ZERO, _ONE, *args[1])
+        return
     nthreads = min(numba.get_num_threads(), nch)
     per = getattr(ws, "nbytes", 0)
     if per and nthreads > 1:
@@ -185,7 +226,7 @@ def _check_dense_output(k: Kernel, data: QueryData, osize: int, nch: int) -> int
     if limit is None:
         return nch
     lw = k.lowered
-    od = _acc_out_dtype(k)
+    od = k.facts.od
     if osize * od.itemsize > limit:
         check_allocation(osize, od, f"the kernel's dense result of shape {data.out_shape}",
                          within=stored_work(data), shape=data.out_shape)
@@ -227,8 +268,10 @@ def _check_sparse_result(k: Kernel, data: QueryData, n: int, idt: Any) -> None:
 
 def chunks(k: Kernel, data: QueryData, args: list[Any]) -> int:
     """How many chunks the outermost loop is split into (1 when it must run in order)."""
-    osize = int(args[k.lowered.signature.position(Role.OUT_SIZE)])
-    return chunk_count(k.lowered, data, osize, numba.get_num_threads(),
+    lw = k.lowered
+    if not lw.parallel:
+        return 1
+    return chunk_count(lw, data, int(args[k.facts.out_size]), numba.get_num_threads(),
                        PARALLEL_MIN_ITERATIONS)
 
 
@@ -239,18 +282,18 @@ def _arg(k: Kernel, args: list[Any], role: Role) -> Any:
 def run_chunks(k: Kernel, data: QueryData, args: list[Any]) -> tuple[Any, ...]:
     """Host side of a kernel: allocate, run the chunk functions, return the result arrays
     (``host.assemble`` wraps them)."""
-    lw = k.lowered
+    lw, facts = k.lowered, k.facts
     nch = chunks(k, data, args)
-    osize, dsize = int(_arg(k, args, Role.OUT_SIZE)), int(_arg(k, args, Role.DENSE_SIZE))
-    if not lw.output.mode.sparse:
+    osize, dsize = int(args[facts.out_size]), int(args[facts.dense_size])
+    if facts.dense:
         nch = _check_dense_output(k, data, osize, nch)
     elif lw.output.dense_prefix:
         _check_dense_prefix(data, dsize)
-    if lw.output.mode is OutputMode.SHARED and lw.drop_fill is not None:
+    if facts.shared_fill:
         # the shared values and, per chunk, how many equal the fill (``stored_fill``)
         nfill = np.zeros(nch, np.int64)
         return (_run_in_place(k, data, args, nch, osize, (nfill,)), nfill)
-    if not lw.output.mode.sparse:
+    if facts.dense:
         return (_run_in_place(k, data, args, nch, osize),)
     if nch == 1:
         ub = _entry_bounds(k, data)
@@ -274,32 +317,28 @@ def _run_in_place(k: Kernel, data: QueryData, args: list[Any], nch: int, osize: 
     """A dense or shared output: ``chunk`` over the chunks (into partials, combined), then
     the host's fold of skipped entries and the ``finalize`` epilogue. ``extra``: arrays the
     chunks write besides the output (a shared output's fill counts)."""
-    lw, info, mod = k.lowered, k.info, k.module
-    od = _acc_out_dtype(k)
-    cnt = np.zeros(osize * (nch if lw.partials else 1) if lw.fold is not None else 0,
-                   np.int64)
-    if lw.fold is not None:
+    info, mod, facts = k.info, k.module, k.facts
+    od = facts.od
+    if facts.folds:
+        cnt = np.zeros(osize * (nch if facts.partials else 1), np.int64)
         extra = (cnt, *extra)
-    init = _arg(k, args, Role.INIT)
-    if lw.partials and nch > 1:
+    init = args[facts.init]
+    if facts.partials and nch > 1:
         res = _run_partials(k, args, nch, osize, od, extra)
     else:
-        start = _arg(k, args, Role.RED_ID if lw.partials else
-                     Role.INIT if lw.epilogue else Role.OUT_FILL)
-        res = (uninitialized(osize, od) if _writes_every_output(lw, info.out_spec,
-                                                                 info.reduce_op is None)
-               else np.full(osize, start, dtype=od))
+        start = args[facts.start]
+        res = uninitialized(osize, od) if facts.writes_all else np.full(osize, start, od)
         _parallel_map(mod.chunk, nch, (args, (res, *extra)), k.workspaces("chunk", args))
-        if lw.partials and not _same_bits(start, init):
+        if facts.partials and not _same_bits(start, init):
             # one chunk: combine init with its partial (skipped when init is the
             # reduction's identity, bit for bit: init (+) partial is the partial)
             out, res = res, np.empty(osize, dtype=od)
             mod.combine_range(out, res, np.int64(1), np.int64(osize), init, np.int64(0),
                               np.int64(1))
-    if lw.fold is not None:
+    if facts.folds:
         fold_skipped(k, data, res, cnt.reshape(-1, osize).sum(axis=0) if osize and
                      cnt.shape[0] > osize else cnt)
-    if lw.epilogue is EpiloguePlace.FINALIZE:  # after partials and folding: values complete
+    if facts.finalize:  # after partials and folding: values complete
         out = res if res.dtype == info.out_dtype else np.empty(osize, info.out_dtype)
         mod.finalize(*args, res, out)
         res = out
@@ -415,6 +454,10 @@ def uninitialized(n: int, dtype: Any) -> np.ndarray:
 
 def _same_bits(a: Any, b: Any) -> bool:
     """Whether two scalars have the same dtype and bytes (so -0.0 differs from 0.0)."""
+    if a is b:
+        return True
+    if isinstance(a, np.generic) and type(a) is type(b):  # the bound arguments: no arrays
+        return a.tobytes() == b.tobytes()
     x, y = np.asarray(a), np.asarray(b)
     return x.dtype == y.dtype and x.tobytes() == y.tobytes()
 

@@ -12,10 +12,13 @@ import functools
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 
+from lazysparse.formats.dtypes import SUPPORTED_DTYPE_SET
+from lazysparse.formats.levels import Dense
 from lazysparse.formats.specs import FormatSpec
 from lazysparse.formats.sync import KeyLocks
 from lazysparse.formats.tensor import Tensor
@@ -23,8 +26,10 @@ from lazysparse.kernels.backends import host
 from lazysparse.kernels.backends.numba import cache
 from lazysparse.kernels.backends.numba.codegen import eval_size, hoist_workspaces, module_src
 from lazysparse.kernels.backends.numba.cpu_host import (
+    HostFacts,
     WorkspacePool,
     chunks,
+    host_facts,
     no_workspaces,
     run_chunks,
 )
@@ -103,6 +108,17 @@ class Kernel:
             self._mod = cache.load_module(self.key, self.source)
         return self._mod
 
+    @cached_property
+    def facts(self) -> HostFacts:
+        """What each call's host reads of the lowered kernel, derived once."""
+        return host_facts(self)
+
+    @cached_property
+    def dispatchers(self) -> tuple[Any, ...]:
+        """The module's Numba dispatchers, one per lowered function."""
+        mod = self.module
+        return tuple([getattr(mod, f.name) for f in self.lowered.functions])
+
     def chunks(self, data: QueryData) -> int:
         """How many chunks a call on ``data`` splits the outermost loop into at the current
         thread count (1: it runs in order; ``compile.planning.parallel.chunk_count``)."""
@@ -111,13 +127,21 @@ class Kernel:
     def __call__(self, data: QueryData) -> Tensor:
         """Run on the query's data and assemble the result tensor."""
         args = kernel_args(self, data)
-        fns = [getattr(self.module, f.name) for f in self.lowered.functions]
-        counts = [len(f.overloads) for f in fns]
+        fns = self.dispatchers
+        before = _specializations(fns)
         res = run_chunks(self, data, args)
-        for f, c in zip(fns, counts, strict=True):
-            if len(f.overloads) != c:  # a new specialization: compiled or loaded from disk
+        if _specializations(fns) != before:  # a new one: compiled or loaded from disk
+            for f in fns:
                 _count_specializations(f)
         return assemble(self, data, res)
+
+
+def _specializations(fns: tuple[Any, ...]) -> int:
+    """How many specializations the dispatchers hold together."""
+    n = 0
+    for f in fns:
+        n += len(f.overloads)
+    return n
 
 
 def _count_specializations(disp: Any) -> None:
@@ -242,7 +266,20 @@ def kernel_args(k: Kernel, data: QueryData) -> list[Any]:
 
 def _make_tensor(shape: tuple[int, ...], levels: list[Any], mode_order: Any, values: Any,
                  fill: Any, spec: FormatSpec) -> Tensor:
+    """The result tensor of a kernel's arrays: a dense result of a supported dtype built
+    directly (what the constructor's checks would make of it), any other through them."""
+    if type(values) is np.ndarray and values.ndim == 1 and type(shape) is tuple and \
+            values.dtype in SUPPORTED_DTYPE_SET and type(fill) is values.dtype.type and \
+            _all_dense(levels):
+        return Tensor.dense_result(shape, spec, values, fill)
     return Tensor(shape, levels, mode_order, values, fill, format=spec, check=False)
+
+
+def _all_dense(levels: list[Any]) -> bool:
+    for lv in levels:
+        if type(lv) is not Dense:
+            return False
+    return True
 
 
 def assemble(k: Kernel, data: QueryData, res: tuple[Any, ...]) -> Tensor:

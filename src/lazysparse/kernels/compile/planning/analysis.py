@@ -204,7 +204,7 @@ class KernelInfo:
         return tuple(self.out_fields[m] for m in self.out_spec.mode_order)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class QueryData:
     """The runtime side of a query: operand tensors, constants, init, result shape."""
 
@@ -214,6 +214,18 @@ class QueryData:
     extents: dict[str, int]
     out_shape: tuple[int, ...]
     out_fill: Any
+
+    def __init__(self, tensors: tuple[Any, ...], consts: tuple[Any, ...], init: Any,
+                 extents: dict[str, int], out_shape: tuple[int, ...], out_fill: Any) -> None:
+        # the instance dict written directly: one is made per kernel call, and the frozen
+        # dataclass's ``__init__`` pays ``object.__setattr__`` per field (as logic.nodes)
+        d = self.__dict__
+        d["tensors"] = tensors
+        d["consts"] = consts
+        d["init"] = init
+        d["extents"] = extents
+        d["out_shape"] = out_shape
+        d["out_fill"] = out_fill
 
 
 # the fill key of an operand whose every level is located (dense): its fill is unused

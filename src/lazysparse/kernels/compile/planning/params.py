@@ -186,14 +186,24 @@ def scalar(v: Any, dtype: np.dtype) -> Any:
         return arr.astype(dtype)[()]
 
 
-@dataclass(frozen=True)
-class _Call:
-    """What one call's arguments are computed from."""
+# the reduction identity of each kernel's accumulator, by identity of its info (kept with
+# it, so an id is not reused while here): a function of the info alone, not of the call
+_RED_IDS: dict[int, tuple[KernelInfo, Any]] = {}
+_RED_IDS_CAPACITY = 1024
 
-    info: KernelInfo
-    data: QueryData
-    out: OutputPlan
-    sizes: tuple[int, ...]  # result extents in storage order
+
+class _Call:
+    """What one call's arguments are computed from (a plain slotted class: one is made per
+    kernel call)."""
+
+    __slots__ = ("info", "data", "out", "sizes")
+
+    def __init__(self, info: KernelInfo, data: QueryData, out: OutputPlan,
+                 sizes: tuple[int, ...]) -> None:
+        self.info = info
+        self.data = data
+        self.out = out
+        self.sizes = sizes  # result extents in storage order
 
     def init(self) -> Any:
         info = self.info
@@ -201,9 +211,16 @@ class _Call:
         return scalar(v, info.acc_dtype)
 
     def red_id(self) -> Any:
-        rop = self.info.reduce_op
-        ident = rop.identity_for(self.info.acc_dtype) if rop is not None else None
-        return scalar(ident, self.info.acc_dtype) if ident is not None else self.init()
+        info = self.info
+        found = _RED_IDS.get(id(info))
+        if found is None or found[0] is not info:
+            rop = info.reduce_op
+            ident = rop.identity_for(info.acc_dtype) if rop is not None else None
+            found = (info, None if ident is None else scalar(ident, info.acc_dtype))
+            if len(_RED_IDS) >= _RED_IDS_CAPACITY:
+                _RED_IDS.clear()
+            _RED_IDS[id(info)] = found
+        return found[1] if found[1] is not None else self.init()
 
     def out_size(self) -> Any:
         if self.out.mode is OutputMode.SHARED:
@@ -247,7 +264,8 @@ _BIND: dict[Role, Callable[[_Call, KernelParam], Any]] = {
 def bind(params: KernelParams, info: KernelInfo, data: QueryData,
          out: OutputPlan) -> list[Any]:
     """The arguments of one call, in parameter order."""
-    sizes = tuple(data.out_shape[m] for m in info.out_spec.mode_order)
+    shape = data.out_shape
+    sizes = tuple([shape[m] for m in info.out_spec.mode_order])
     call = _Call(info, data, out, sizes)
     return [b(call, p) for b, p in zip(params.binders, params.params, strict=True)]
 
