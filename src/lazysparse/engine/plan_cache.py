@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from lazysparse.engine import plan_store
 from lazysparse.formats.config import get_densify_limit
 from lazysparse.formats.statistics import skew_signature
 from lazysparse.formats.sync import Counters
@@ -111,7 +112,8 @@ _BY_VALUE = object()  # marks a class key whose plans are cached under constant 
 _VALUE = operator.attrgetter("val")  # an Immediate's value, read in C
 _CACHE: OrderedDict[Any, Any] = OrderedDict()
 _LOCK = threading.Lock()
-STATS = Counters("hits", "misses", "uncacheable")
+STATS = Counters("hits", "misses", "uncacheable", "disk_hits", "optimized")
+_BY_VALUE_MARK = "by-value"  # the persisted form of _BY_VALUE
 
 
 def _is_data(val: Any) -> bool:
@@ -269,41 +271,29 @@ def _fill(template: Plan, slots: frozenset[int], inputs: list[Any],
 
 
 def lookup(plan: Plan, device: str = "cpu") -> tuple[CachedPlan, list[Any], tuple[Any, ...]]:
-    """The form of ``plan`` optimized for ``device`` from the cache (optimizing it on a
-    miss), the plan's inputs and its parameter values. An entry that could not be cached
-    (``cached`` False) holds the optimized plan itself, with no slots or parameters."""
+    """The form of ``plan`` optimized for ``device`` from the cache (in memory, then on disk:
+    ``engine.plan_store``; optimizing it on a miss of both), the plan's inputs and its
+    parameter values. An entry that could not be cached (``cached`` False) holds the
+    optimized plan itself, with no slots or parameters."""
     try:
         raw, inputs, nodes = plan_key(plan)
         key: Any = _HashedKey((device, raw))
     except TypeError:  # an unhashable constant: optimize without caching
         STATS.bump("uncacheable")
-        return CachedPlan(optimize(plan, device), frozenset(), cached=False), [], ()
+        return CachedPlan(_optimize(plan, device), frozenset(), cached=False), [], ()
     params = tuple(map(_VALUE, nodes))
-    by_value = False
-    with _LOCK:
-        hit = _CACHE.get(key)
-        if hit is _BY_VALUE:
-            by_value = True
-            key = _HashedKey((key.key, tuple(_scalar_key(p) for p in params)))
-            hit = _CACHE.get(key)
-        if hit is not None:
-            _CACHE.move_to_end(key)
+    hit, key, by_value = _cached(key, params)
     if hit is not None:
         STATS.bump("hits")
         return hit, inputs, params
     STATS.bump("misses")
-    opt = optimize(plan, device)
-    entry = _template(opt, inputs, nodes, by_value)
-    if entry is None and not by_value:
-        # a constant the optimizer made itself: cache this shape under constant values
-        entry = _template(opt, inputs, nodes, True)
-        if entry is not None:
-            with _LOCK:
-                _CACHE[key] = _BY_VALUE
-            key = _HashedKey((key.key, tuple(_scalar_key(p) for p in params)))
+    entry, key, by_value = _stored(key, params, by_value)
     if entry is None:
-        STATS.bump("uncacheable")
-        return CachedPlan(opt, frozenset(), cached=False), inputs, params
+        entry, key = _optimized(plan, device, key, inputs, nodes, params, by_value)
+        if entry is None:
+            STATS.bump("uncacheable")
+            return CachedPlan(_optimize(plan, device), frozenset(), cached=False), \
+                inputs, params
     with _LOCK:
         _CACHE[key] = entry
         while len(_CACHE) > CAPACITY:
@@ -311,7 +301,70 @@ def lookup(plan: Plan, device: str = "cpu") -> tuple[CachedPlan, list[Any], tupl
     return entry, inputs, params
 
 
+def _value_key(key: _HashedKey, params: tuple[Any, ...]) -> _HashedKey:
+    """The key of a shape cached under its constants' values."""
+    return _HashedKey((key.key, tuple(_scalar_key(p) for p in params)))
+
+
+def _cached(key: _HashedKey, params: tuple[Any, ...]) -> tuple[Any, _HashedKey, bool]:
+    """The in-memory entry of ``key`` (None on a miss), the key it is under (the value key
+    of a shape cached by value) and whether the shape is cached by value."""
+    with _LOCK:
+        hit = _CACHE.get(key)
+        by_value = hit is _BY_VALUE
+        if by_value:
+            key = _value_key(key, params)
+            hit = _CACHE.get(key)
+        if hit is not None:
+            _CACHE.move_to_end(key)
+    return hit, key, by_value
+
+
+def _stored(key: _HashedKey, params: tuple[Any, ...],
+            by_value: bool) -> tuple[CachedPlan | None, _HashedKey, bool]:
+    """The entry a process left on disk for ``key`` (``plan_store``), or None, with the key
+    it goes under and whether the shape is cached by value (a by-value marker read from
+    disk is kept in memory)."""
+    found = plan_store.load(key.key)
+    if found == _BY_VALUE_MARK and not by_value:
+        with _LOCK:
+            _CACHE[key] = _BY_VALUE
+        key, by_value = _value_key(key, params), True
+        found = plan_store.load(key.key)
+    if isinstance(found, tuple) and len(found) == 2 and isinstance(found[0], Plan):
+        STATS.bump("disk_hits")
+        return CachedPlan(found[0], frozenset(found[1])), key, by_value
+    return None, key, by_value
+
+
+def _optimized(plan: Plan, device: str, key: _HashedKey, inputs: list[Any],
+               nodes: tuple[Immediate, ...], params: tuple[Any, ...],
+               by_value: bool) -> tuple[CachedPlan | None, _HashedKey]:
+    """The new cache entry of ``plan``, optimized (None when it cannot be cached), with its
+    key; both are persisted (``plan_store``) for later processes."""
+    opt = _optimize(plan, device)
+    entry = _template(opt, inputs, nodes, by_value)
+    if entry is None and not by_value:
+        # a constant the optimizer made itself: cache this shape under constant values
+        entry = _template(opt, inputs, nodes, True)
+        if entry is not None:
+            with _LOCK:
+                _CACHE[key] = _BY_VALUE
+            plan_store.save(key.key, _BY_VALUE_MARK)
+            key = _value_key(key, params)
+    if entry is not None:
+        plan_store.save(key.key, (entry.template, tuple(sorted(entry.slots))))
+    return entry, key
+
+
+def _optimize(plan: Plan, device: str) -> Plan:
+    """Run the optimizer (counted: ``STATS["optimized"]``)."""
+    STATS.bump("optimized")
+    return optimize(plan, device)
+
+
 def clear_plan_cache() -> None:
-    """Forget every cached optimized plan."""
+    """Forget every optimized plan cached in this process (those on disk stay:
+    ``plan_store.clear``)."""
     with _LOCK:
         _CACHE.clear()
