@@ -172,23 +172,3 @@ def test_a_users_operator_is_not_pickled() -> None:
     theirs = replace(OPERATORS["add"], name="user_add")
     with pytest.raises(plan_store.Unpersistable):
         plan_store._PlanPickler(io.BytesIO()).dump(theirs)  # noqa: SLF001
-
-
-def test_a_by_value_marker_leads_to_the_value_keyed_plan(store: Path) -> None:
-    """A shape cached by constant values leaves its marker under the class key and each plan
-    under its value key; a new process reads the marker, then the plan of its values."""
-    plan = _plan()
-    (out,) = compiled_executor(plan)  # a real entry, persisted again under made-up keys
-    (entry,) = [e for e in plan_cache._CACHE.values()  # noqa: SLF001
-                if isinstance(e, plan_cache.CachedPlan)]
-    key = plan_cache._HashedKey(("cpu", ("a class key", 1)))  # noqa: SLF001
-    params = (2.0,)
-    value_key = plan_cache._value_key(key, params)  # noqa: SLF001
-    plan_store.save(key.key, plan_cache._BY_VALUE_MARK)  # noqa: SLF001
-    plan_store.save(value_key.key, (entry.template, tuple(sorted(entry.slots))))
-    plan_cache.clear_plan_cache()
-    found, under, by_value = plan_cache._stored(key, params, False)  # noqa: SLF001
-    assert by_value and under == value_key
-    assert str(found.template) == str(entry.template) and found.slots == entry.slots
-    assert plan_cache._CACHE[key] is plan_cache._BY_VALUE  # noqa: SLF001
-    assert float(out.to_numpy()) == pytest.approx(_WANT[0])

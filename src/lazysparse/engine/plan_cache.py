@@ -113,7 +113,6 @@ _VALUE = operator.attrgetter("val")  # an Immediate's value, read in C
 _CACHE: OrderedDict[Any, Any] = OrderedDict()
 _LOCK = threading.Lock()
 STATS = Counters("hits", "misses", "uncacheable", "disk_hits", "optimized")
-_BY_VALUE_MARK = "by-value"  # the persisted form of _BY_VALUE
 
 
 def _is_data(val: Any) -> bool:
@@ -287,7 +286,7 @@ def lookup(plan: Plan, device: str = "cpu") -> tuple[CachedPlan, list[Any], tupl
         STATS.bump("hits")
         return hit, inputs, params
     STATS.bump("misses")
-    entry, key, by_value = _stored(key, params, by_value)
+    entry = _stored(key, by_value)
     if entry is None:
         entry, key = _optimized(plan, device, key, inputs, nodes, params, by_value)
         if entry is None:
@@ -320,40 +319,34 @@ def _cached(key: _HashedKey, params: tuple[Any, ...]) -> tuple[Any, _HashedKey, 
     return hit, key, by_value
 
 
-def _stored(key: _HashedKey, params: tuple[Any, ...],
-            by_value: bool) -> tuple[CachedPlan | None, _HashedKey, bool]:
-    """The entry a process left on disk for ``key`` (``plan_store``), or None, with the key
-    it goes under and whether the shape is cached by value (a by-value marker read from
-    disk is kept in memory)."""
+def _stored(key: _HashedKey, by_value: bool) -> CachedPlan | None:
+    """The entry a process left on disk for ``key`` (``plan_store``), or None; a shape
+    cached by its constants' values is never on disk (one file per shape, not per value)."""
+    if by_value:
+        return None
     found = plan_store.load(key.key)
-    if found == _BY_VALUE_MARK and not by_value:
-        with _LOCK:
-            _CACHE[key] = _BY_VALUE
-        key, by_value = _value_key(key, params), True
-        found = plan_store.load(key.key)
     if isinstance(found, tuple) and len(found) == 2 and isinstance(found[0], Plan):
         STATS.bump("disk_hits")
-        return CachedPlan(found[0], frozenset(found[1])), key, by_value
-    return None, key, by_value
+        return CachedPlan(found[0], frozenset(found[1]))
+    return None
 
 
 def _optimized(plan: Plan, device: str, key: _HashedKey, inputs: list[Any],
                nodes: tuple[Immediate, ...], params: tuple[Any, ...],
                by_value: bool) -> tuple[CachedPlan | None, _HashedKey]:
     """The new cache entry of ``plan``, optimized (None when it cannot be cached), with its
-    key; both are persisted (``plan_store``) for later processes."""
+    key; an entry under a class key is persisted (``plan_store``) for later processes."""
     opt = _optimize(plan, device)
     entry = _template(opt, inputs, nodes, by_value)
-    if entry is None and not by_value:
+    if entry is not None and not by_value:
+        plan_store.save(key.key, (entry.template, tuple(sorted(entry.slots))))
+    elif entry is None and not by_value:
         # a constant the optimizer made itself: cache this shape under constant values
         entry = _template(opt, inputs, nodes, True)
         if entry is not None:
             with _LOCK:
                 _CACHE[key] = _BY_VALUE
-            plan_store.save(key.key, _BY_VALUE_MARK)
             key = _value_key(key, params)
-    if entry is not None:
-        plan_store.save(key.key, (entry.template, tuple(sorted(entry.slots))))
     return entry, key
 
 

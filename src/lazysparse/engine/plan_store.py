@@ -1,7 +1,8 @@
 """Optimized plans kept on disk, so a new process skips the optimizer for shapes it knows.
 
 A plan-cache entry (``engine.plan_cache``: the template with ``_Slot`` inputs and ``_Param``
-constants, or the marker that a shape is cached under its constants' values) is written to
+constants; a shape cached under its constants' values stays in memory, so the store holds
+one file per shape, never one per constant) is written to
 ``<kernel cache dir>/plans/<version>/<key digest>.lsp`` when the optimizer makes it, and read
 by a later process on a memory miss before it optimizes. The key is written as a canonical
 text (:func:`canonical`: tuples, strings, numbers, dtypes and classes only; a key holding an
