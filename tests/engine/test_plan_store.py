@@ -172,3 +172,13 @@ def test_a_users_operator_is_not_pickled() -> None:
     theirs = replace(OPERATORS["add"], name="user_add")
     with pytest.raises(plan_store.Unpersistable):
         plan_store._PlanPickler(io.BytesIO()).dump(theirs)  # noqa: SLF001
+
+
+def test_an_uncacheable_plan_is_optimized_once_and_not_persisted(
+        store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(plan_cache, "_template", lambda *args: None)  # as for held data
+    o0, u0 = plan_cache.STATS["optimized"], plan_cache.STATS["uncacheable"]
+    assert _value(_plan()) == pytest.approx(_WANT[0])
+    assert plan_cache.STATS["optimized"] - o0 == 1
+    assert plan_cache.STATS["uncacheable"] - u0 == 1
+    assert not _entries(store)

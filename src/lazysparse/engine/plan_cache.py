@@ -281,18 +281,25 @@ def lookup(plan: Plan, device: str = "cpu") -> tuple[CachedPlan, list[Any], tupl
         STATS.bump("uncacheable")
         return CachedPlan(_optimize(plan, device), frozenset(), cached=False), [], ()
     params = tuple(map(_VALUE, nodes))
-    hit, key, by_value = _cached(key, params)
+    by_value = False
+    with _LOCK:  # the hit path, as short as it was before the disk store
+        hit = _CACHE.get(key)
+        if hit is _BY_VALUE:
+            by_value = True
+            key = _value_key(key, params)
+            hit = _CACHE.get(key)
+        if hit is not None:
+            _CACHE.move_to_end(key)
     if hit is not None:
         STATS.bump("hits")
         return hit, inputs, params
     STATS.bump("misses")
     entry = _stored(key, by_value)
     if entry is None:
-        entry, key = _optimized(plan, device, key, inputs, nodes, params, by_value)
+        entry, key, opt = _optimized(plan, device, key, inputs, nodes, params, by_value)
         if entry is None:
             STATS.bump("uncacheable")
-            return CachedPlan(_optimize(plan, device), frozenset(), cached=False), \
-                inputs, params
+            return CachedPlan(opt, frozenset(), cached=False), inputs, params
     with _LOCK:
         _CACHE[key] = entry
         while len(_CACHE) > CAPACITY:
@@ -303,20 +310,6 @@ def lookup(plan: Plan, device: str = "cpu") -> tuple[CachedPlan, list[Any], tupl
 def _value_key(key: _HashedKey, params: tuple[Any, ...]) -> _HashedKey:
     """The key of a shape cached under its constants' values."""
     return _HashedKey((key.key, tuple(_scalar_key(p) for p in params)))
-
-
-def _cached(key: _HashedKey, params: tuple[Any, ...]) -> tuple[Any, _HashedKey, bool]:
-    """The in-memory entry of ``key`` (None on a miss), the key it is under (the value key
-    of a shape cached by value) and whether the shape is cached by value."""
-    with _LOCK:
-        hit = _CACHE.get(key)
-        by_value = hit is _BY_VALUE
-        if by_value:
-            key = _value_key(key, params)
-            hit = _CACHE.get(key)
-        if hit is not None:
-            _CACHE.move_to_end(key)
-    return hit, key, by_value
 
 
 def _stored(key: _HashedKey, by_value: bool) -> CachedPlan | None:
@@ -333,9 +326,10 @@ def _stored(key: _HashedKey, by_value: bool) -> CachedPlan | None:
 
 def _optimized(plan: Plan, device: str, key: _HashedKey, inputs: list[Any],
                nodes: tuple[Immediate, ...], params: tuple[Any, ...],
-               by_value: bool) -> tuple[CachedPlan | None, _HashedKey]:
-    """The new cache entry of ``plan``, optimized (None when it cannot be cached), with its
-    key; an entry under a class key is persisted (``plan_store``) for later processes."""
+               by_value: bool) -> tuple[CachedPlan | None, _HashedKey, Plan]:
+    """The new cache entry of ``plan`` (None when it cannot be cached), its key and the
+    optimized plan; an entry under a class key is persisted (``plan_store``) for later
+    processes."""
     opt = _optimize(plan, device)
     entry = _template(opt, inputs, nodes, by_value)
     if entry is not None and not by_value:
@@ -347,7 +341,7 @@ def _optimized(plan: Plan, device: str, key: _HashedKey, inputs: list[Any],
             with _LOCK:
                 _CACHE[key] = _BY_VALUE
             key = _value_key(key, params)
-    return entry, key
+    return entry, key, opt
 
 
 def _optimize(plan: Plan, device: str) -> Plan:
