@@ -29,9 +29,7 @@ import hashlib
 import io
 import os
 import pickle
-import shutil
 import sys
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any
@@ -179,6 +177,8 @@ def save(key: Any, entry: Any) -> None:
 
 def _write_atomic(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file and ``os.replace``."""
+    import tempfile  # on the first save only: ``import lazysparse`` does not pay for it
+
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=path.stem, suffix=".tmp", dir=path.parent)
     try:
@@ -192,6 +192,8 @@ def _write_atomic(path: Path, data: bytes) -> None:
 
 def clear() -> None:
     """Delete every persisted plan (of every version) in the cache directory."""
+    import shutil  # only when clearing: ``import lazysparse`` does not pay for it
+
     shutil.rmtree(cache_root() / "plans", ignore_errors=True)
 
 
