@@ -59,16 +59,24 @@ class Unpersistable(Exception):
 
 
 def source_version() -> str:
-    """The digest of the package's source files (``__init__.py``'s version among them) and
-    of the tool versions plans depend on."""
+    """The digest of the package's modules (sources, and the byte code of a module shipped
+    without its source; ``__init__.py``'s version among them) and of the tool versions plans
+    depend on. Raises ``Unpersistable`` when they cannot be read (nothing is persisted)."""
     with _VERSION_LOCK:
         if not _VERSION:
             h = hashlib.sha256(f"{sys.version}|{np.__version__}|{PROTOCOL}".encode())
-            root = _PACKAGE_ROOT
-            for p in sorted(root.rglob("*.py")):
-                h.update(p.relative_to(root).as_posix().encode() + b"\0")
-                h.update(p.read_bytes() + b"\0")
+            try:
+                for p in sorted(_PACKAGE_ROOT.rglob("*.py*")):
+                    if p.suffix == ".py" or (p.suffix == ".pyc" and
+                                             p.parent.name != "__pycache__"):
+                        h.update(p.relative_to(_PACKAGE_ROOT).as_posix().encode() + b"\0")
+                        h.update(p.read_bytes() + b"\0")
+            except OSError as exc:
+                _VERSION.append("")
+                raise Unpersistable(f"cannot read the package's modules ({exc})") from exc
             _VERSION.append(h.hexdigest()[:20])
+        if not _VERSION[0]:
+            raise Unpersistable("the package's modules could not be read")
         return _VERSION[0]
 
 
