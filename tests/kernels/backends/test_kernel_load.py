@@ -1,20 +1,29 @@
 """Loading a cached kernel in a new process (issue 35 item 3): the module's code object is
 read from disk instead of compiled, and only when it is exactly this source's; Numba's index
-key is its own, with the codegen's description asked of LLVM once."""
+key is its own, with the codegen's description asked of LLVM once; cached machine code loads
+without Numba's target refresh only when every symbol it declares already resolves."""
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import marshal
+import os
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
+import llvmlite.binding as ll
 import numpy as np
 import pytest
 from helpers import spmv_plan, tensor
 from numba.core.caching import FunctionCache
 from numba.core.dispatcher import Dispatcher
 from numba.core.registry import cpu_target
+from numba.core.runtime import rtsys
 
+from lazysparse.formats import numba_load
 from lazysparse.kernels.backends import execute_plan
 from lazysparse.kernels.backends.numba import cache
 from lazysparse.kernels.backends.numba.cache_store import KernelFunctionCache, source_stamp
@@ -97,3 +106,70 @@ def test_the_index_key_is_numbas_own(tmp_path: Path, monkeypatch: pytest.MonkeyP
             assert d._cache._index_key(sig, codegen) == \
                 FunctionCache._index_key(d._cache, sig, codegen)  # noqa: SLF001
     cache.clear_cache()
+
+
+# a fresh process on a cache: an SpMV and a CSR + COO sum against NumPy, then whether Numba's
+# target refresh ran (its registry modules imported) and how each kernel was loaded
+CHILD = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    sys.path[:0] = [{src!r}, {here!r}]
+    from helpers import F, acc, compute, mj, plan, spmv_plan, tensor
+    from lazysparse.kernels.backends import STATS, execute_plan
+    from lazysparse.logic.nodes import Reorder
+    rng = np.random.default_rng(5)
+    a = np.where(rng.random((30, 20)) < 0.2, rng.random((30, 20)), 0.0)
+    x = rng.random(20)
+    y = execute_plan(spmv_plan(tensor(a, "csr"), tensor(x)))[0]
+    body = Reorder(mj("add", acc("A", "i", "j"), acc("B", "i", "j")), F("i", "j"))
+    s = execute_plan(plan({{"A": tensor(a, "csr"), "B": tensor(a, "coo")}},
+                          compute("out", "csr", 2, body)))[0]
+    ok = bool(np.allclose(y.to_numpy(), a @ x) and np.allclose(s.to_numpy(), 2 * a))
+    from lazysparse.formats import numba_load
+    print(json.dumps({{"ok": ok, "refresh_ran": "numba.np.arraymath" in sys.modules,
+                      **STATS, **numba_load.STATS}}))
+""").format(src=str(Path(__file__).resolve().parents[3] / "src"),
+            here=str(Path(__file__).resolve().parent))
+
+
+def _child(cache_dir: Path) -> dict:
+    env = dict(os.environ, LAZYSPARSE_CACHE_DIR=str(cache_dir), PYTHONWARNINGS="ignore")
+    out = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True,
+                         env=env, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_a_new_process_loads_cached_kernels_without_numbas_refresh(tmp_path: Path) -> None:
+    first = _child(tmp_path)
+    assert first["ok"] and first["compiled"] > 0 and first["refresh_ran"]
+    second = _child(tmp_path)
+    assert second["ok"] and second["compiled"] == 0
+    assert second["disk_loaded"] == first["compiled"]
+    assert second["without_refresh"] >= second["disk_loaded"] and second["refreshed"] == 0
+    assert not second["refresh_ran"]
+
+
+def _libdata(ir: str) -> tuple[str, str, tuple[bytes, bytes]]:
+    """A serialized library as Numba caches it, its bitcode from ``ir`` (never finalized:
+    LLVM aborts finalizing an unresolved symbol)."""
+    return ("lsk_test", "object", (b"", ll.parse_assembly(ir).as_bitcode()))
+
+
+def test_a_library_declaring_an_unresolved_symbol_refreshes_first() -> None:
+    """The check reads the library's declarations: one the process cannot resolve sends the
+    load through Numba's refresh; resolved ones (NRT, C helpers, libm, intrinsics) do not."""
+    ctx = cpu_target.target_context
+    rtsys.initialize(ctx)
+    missing = ("declare double @lsk_no_such_symbol(double)\n"
+               "define double @f(double %x) {\n"
+               "  %y = call double @lsk_no_such_symbol(double %x)\n  ret double %y\n}\n")
+    assert not numba_load.links_now(_libdata(missing), ctx)
+    known = ("declare double @llvm.sqrt.f64(double)\n"
+             "declare double @exp(double)\n"
+             "declare void @NRT_decref(i8*)\n"
+             "define double @g(double %x) {\n"
+             "  %y = call double @llvm.sqrt.f64(double %x)\n"
+             "  %z = call double @exp(double %y)\n  ret double %z\n}\n")
+    assert numba_load.links_now(_libdata(known), ctx)
+    assert not numba_load.links_now(("lsk_test", "bitcode", b""), ctx)

@@ -2,11 +2,11 @@
 
 Each generated module is written once to ``<cache dir>/lsk_<hash>.py`` (temp file plus
 atomic rename, so two processes compiling the same kernel never see a torn file) and run
-from its source string under that file name (the code object Python compiles from it is
-kept in ``__pycache__/lsk_<hash>.<tag>.lsc``, keyed by the source's sha256, so a second
-process does not compile the module's Python either); ``njit(cache=True)`` then keeps the
-machine code in the ``__pycache__`` beside it, so a second process loads instead of
-compiling (``cache_store`` guards those Numba files). The directory is
+from its source string under that file name; ``njit(cache=True)`` then keeps the machine
+code in the ``__pycache__`` beside it, so a second process loads instead of compiling
+(``cache_store`` guards those Numba files). The code object Python compiles from the source
+is kept there too (``lsk_<hash>.<tag>.lsc``, keyed by the source's sha256), so a second
+process does not compile the module's Python either. The directory is
 ``$LAZYSPARSE_CACHE_DIR``, else ``$XDG_CACHE_HOME/lazysparse``, else ``~/.cache/lazysparse``.
 A directory that cannot be created or written leaves the kernels it cannot hold in memory
 only (one ``KernelCacheWarning``); a read-only one still serves the kernels it holds.

@@ -33,6 +33,8 @@ from numba.core import caching, config
 from numba.core.caching import FunctionCache, IndexDataCacheFile, NullCache
 from numba.core.dispatcher import Dispatcher
 
+from lazysparse.formats import numba_load
+
 MODULE_PREFIX = "lazysparse_kernel_"
 STAMP = "__lazysparse_source_sha256__"  # a kernel module's global: the hash of its source
 ENV_VAR = "LAZYSPARSE_CACHE_DIR"
@@ -205,22 +207,18 @@ class KernelFunctionCache(FunctionCache):
         return (sig, magic_tuple(codegen), self._code_key)
 
     def load_overload(self, sig: Any, target_context: Any) -> Any:
-        """The cached compile result of ``sig``, or None (then Numba compiles)."""
+        """The cached compile result of ``sig``, or None (then Numba compiles): the machine
+        code checked to be this function's, loaded without Numba's target refresh where its
+        symbols already resolve (``formats.numba_load``)."""
         try:
-            return super().load_overload(sig, target_context)
+            return numba_load.load_overload(self, sig, target_context, self._check_owner)
         except Exception as exc:  # noqa: BLE001 - a damaged file makes pickle raise anything
             self._discard(exc)
             return None
 
-    def _load_overload(self, sig: Any, target_context: Any) -> Any:
-        """Numba's load, checking the machine code is this function's before rebuilding it."""
-        if not self._enabled:
-            return None
-        payload = self._cache_file.load(self._index_key(sig, target_context.codegen()))
-        if payload is None:
-            return None
+    def _check_owner(self, payload: Any) -> None:
+        """Raise unless ``payload`` is this function's compile result."""
         _check_owner(payload, self._py_func)
-        return self._impl.rebuild(target_context, payload)
 
     def save_overload(self, sig: Any, data: Any) -> None:
         """Save a compile result; a directory that cannot be written warns once."""
