@@ -28,7 +28,11 @@ TIMED = [
     ("library: run the module (load_module)", "lazysparse.kernels.backends.numba.cache",
      "load_module"),
     ("numba: dispatcher compile path (total)", "numba.core.dispatcher", "Dispatcher.compile"),
-    ("numba: load_overload", "numba.core.caching", "FunctionCache.load_overload"),
+    ("numba: load_overload (before: Numba's own)", "numba.core.caching",
+     "FunctionCache.load_overload"),
+    ("load_overload (after: formats.numba_load)", "lazysparse.formats.numba_load",
+     "load_overload"),
+    ("numba: target refresh", "numba.core.base", "BaseContext.refresh"),
     ("numba: index key", "numba.core.caching", "FunctionCache._index_key"),
     ("numba: rebuild library (LLVM)", "numba.core.codegen", "CPUCodeLibrary._unserialize"),
 ]
@@ -38,11 +42,14 @@ def _wrap(totals: dict[str, float], counts: collections.Counter, label: str, mod
           attr: str) -> None:
     import importlib
 
-    owner: Any = importlib.import_module(mod)
-    *path, name = attr.split(".")
-    for p in path:
-        owner = getattr(owner, p)
-    fn = getattr(owner, name)
+    try:  # a tree without the function (the tree before a change) leaves it out
+        owner: Any = importlib.import_module(mod)
+        *path, name = attr.split(".")
+        for p in path:
+            owner = getattr(owner, p)
+        fn = getattr(owner, name)
+    except (ImportError, AttributeError):
+        return
 
     def timed(*a: Any, **k: Any) -> Any:
         t = time.perf_counter()
@@ -87,6 +94,8 @@ def _child() -> None:
     t = time.perf_counter()
     float(xp.sum(a @ xp.asarray(np.ones(200))))  # Numba's target initialization + one kernel
     out["first compiled call"] = time.perf_counter() - t
+    out["first compiled call: of which Numba's target refresh"] = \
+        totals["numba: target refresh"]
     totals.clear()
     counts.clear()
     from lazysparse.kernels.backends.numba import cache

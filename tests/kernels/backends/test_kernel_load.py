@@ -173,3 +173,26 @@ def test_a_library_declaring_an_unresolved_symbol_refreshes_first() -> None:
              "  %z = call double @exp(double %y)\n  ret double %z\n}\n")
     assert numba_load.links_now(_libdata(known), ctx)
     assert not numba_load.links_now(("lsk_test", "bitcode", b""), ctx)
+
+
+def test_the_object_codes_undefined_symbols_are_read_from_its_elf_table(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the check reads of a compiled kernel: its object code's undefined symbols (those
+    the JIT linker resolves: the C API, the NRT), all resolvable in this process."""
+    monkeypatch.setenv("LAZYSPARSE_CACHE_DIR", str(tmp_path))
+    cache.clear_cache()
+    rng = np.random.default_rng(6)
+    a = np.where(rng.random((9, 7)) < 0.4, rng.random((9, 7)), 0.0)
+    execute_plan(spmv_plan(tensor(a, "csr"), tensor(rng.random(7))))
+    disps = [v for m in list(cache._MODULES.values()) for v in vars(m).values()  # noqa: SLF001
+             if isinstance(v, Dispatcher) and v.overloads]
+    cres = next(iter(disps[0].overloads.values()))
+    libdata = cres.library.serialize_using_object_code()
+    names = numba_load.elf_undefined(libdata[2][0])
+    if names is None:
+        pytest.skip("not an ELF platform")
+    assert "NRT_adapt_ndarray_from_python" in names and "PyArg_UnpackTuple" in names
+    assert numba_load.links_now(libdata, cpu_target.target_context)
+    assert numba_load.elf_undefined(b"\x7fELF\x02\x01" + bytes(10)) is None  # truncated
+    assert numba_load.elf_undefined(b"\xcf\xfa\xed\xfe" + bytes(60)) is None  # Mach-O
+    cache.clear_cache()
