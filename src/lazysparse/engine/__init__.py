@@ -6,6 +6,7 @@ the plan cache (``engine.plan_cache``), runs optimize → kernels, and builds
 :func:`explain_plan`. Below the api, above the kernels and the optimizer.
 """
 
+from lazysparse.engine import plan_store
 from lazysparse.engine.executors import (
     DEFAULT_EXECUTOR,
     Executor,
@@ -23,10 +24,11 @@ from lazysparse.engine.preview import PlanPreview, ResultPreview, preview_plan
 
 def clear_cache(*args: object, **kwargs: object) -> object:
     """Drop compiled kernels from the kernel cache (``lazysparse.kernels.backends.clear_cache``) and
-    the optimized plans cached by structure."""
+    the optimized plans cached by structure, in memory and on disk."""
     from lazysparse.kernels.backends import clear_cache as clear_kernels  # the backend loads lazily
 
     clear_plan_cache()
+    plan_store.clear()
     return clear_kernels(*args, **kwargs)
 
 

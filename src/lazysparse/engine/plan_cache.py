@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from lazysparse.engine import plan_store
 from lazysparse.formats.config import get_densify_limit
 from lazysparse.formats.statistics import skew_signature
 from lazysparse.formats.sync import Counters
@@ -111,7 +112,7 @@ _BY_VALUE = object()  # marks a class key whose plans are cached under constant 
 _VALUE = operator.attrgetter("val")  # an Immediate's value, read in C
 _CACHE: OrderedDict[Any, Any] = OrderedDict()
 _LOCK = threading.Lock()
-STATS = Counters("hits", "misses", "uncacheable")
+STATS = Counters("hits", "misses", "uncacheable", "disk_hits", "optimized")
 
 
 def _is_data(val: Any) -> bool:
@@ -269,22 +270,23 @@ def _fill(template: Plan, slots: frozenset[int], inputs: list[Any],
 
 
 def lookup(plan: Plan, device: str = "cpu") -> tuple[CachedPlan, list[Any], tuple[Any, ...]]:
-    """The form of ``plan`` optimized for ``device`` from the cache (optimizing it on a
-    miss), the plan's inputs and its parameter values. An entry that could not be cached
-    (``cached`` False) holds the optimized plan itself, with no slots or parameters."""
+    """The form of ``plan`` optimized for ``device`` from the cache (in memory, then on disk:
+    ``engine.plan_store``; optimizing it on a miss of both), the plan's inputs and its
+    parameter values. An entry that could not be cached (``cached`` False) holds the
+    optimized plan itself, with no slots or parameters."""
     try:
         raw, inputs, nodes = plan_key(plan)
         key: Any = _HashedKey((device, raw))
     except TypeError:  # an unhashable constant: optimize without caching
         STATS.bump("uncacheable")
-        return CachedPlan(optimize(plan, device), frozenset(), cached=False), [], ()
+        return CachedPlan(_optimize(plan, device), frozenset(), cached=False), [], ()
     params = tuple(map(_VALUE, nodes))
     by_value = False
-    with _LOCK:
+    with _LOCK:  # the hit path, as short as it was before the disk store
         hit = _CACHE.get(key)
         if hit is _BY_VALUE:
             by_value = True
-            key = _HashedKey((key.key, tuple(_scalar_key(p) for p in params)))
+            key = _value_key(key, params)
             hit = _CACHE.get(key)
         if hit is not None:
             _CACHE.move_to_end(key)
@@ -292,18 +294,12 @@ def lookup(plan: Plan, device: str = "cpu") -> tuple[CachedPlan, list[Any], tupl
         STATS.bump("hits")
         return hit, inputs, params
     STATS.bump("misses")
-    opt = optimize(plan, device)
-    entry = _template(opt, inputs, nodes, by_value)
-    if entry is None and not by_value:
-        # a constant the optimizer made itself: cache this shape under constant values
-        entry = _template(opt, inputs, nodes, True)
-        if entry is not None:
-            with _LOCK:
-                _CACHE[key] = _BY_VALUE
-            key = _HashedKey((key.key, tuple(_scalar_key(p) for p in params)))
+    entry = _stored(key, by_value)
     if entry is None:
-        STATS.bump("uncacheable")
-        return CachedPlan(opt, frozenset(), cached=False), inputs, params
+        entry, key, opt = _optimized(plan, device, key, inputs, nodes, params, by_value)
+        if entry is None:
+            STATS.bump("uncacheable")
+            return CachedPlan(opt, frozenset(), cached=False), inputs, params
     with _LOCK:
         _CACHE[key] = entry
         while len(_CACHE) > CAPACITY:
@@ -311,7 +307,51 @@ def lookup(plan: Plan, device: str = "cpu") -> tuple[CachedPlan, list[Any], tupl
     return entry, inputs, params
 
 
+def _value_key(key: _HashedKey, params: tuple[Any, ...]) -> _HashedKey:
+    """The key of a shape cached under its constants' values."""
+    return _HashedKey((key.key, tuple(_scalar_key(p) for p in params)))
+
+
+def _stored(key: _HashedKey, by_value: bool) -> CachedPlan | None:
+    """The entry a process left on disk for ``key`` (``plan_store``), or None; a shape
+    cached by its constants' values is never on disk (one file per shape, not per value)."""
+    if by_value:
+        return None
+    found = plan_store.load(key.key)
+    if isinstance(found, tuple) and len(found) == 2 and isinstance(found[0], Plan):
+        STATS.bump("disk_hits")
+        return CachedPlan(found[0], frozenset(found[1]))
+    return None
+
+
+def _optimized(plan: Plan, device: str, key: _HashedKey, inputs: list[Any],
+               nodes: tuple[Immediate, ...], params: tuple[Any, ...],
+               by_value: bool) -> tuple[CachedPlan | None, _HashedKey, Plan]:
+    """The new cache entry of ``plan`` (None when it cannot be cached), its key and the
+    optimized plan; an entry under a class key is persisted (``plan_store``) for later
+    processes."""
+    opt = _optimize(plan, device)
+    entry = _template(opt, inputs, nodes, by_value)
+    if entry is not None and not by_value:
+        plan_store.save(key.key, (entry.template, tuple(sorted(entry.slots))))
+    elif entry is None and not by_value:
+        # a constant the optimizer made itself: cache this shape under constant values
+        entry = _template(opt, inputs, nodes, True)
+        if entry is not None:
+            with _LOCK:
+                _CACHE[key] = _BY_VALUE
+            key = _value_key(key, params)
+    return entry, key, opt
+
+
+def _optimize(plan: Plan, device: str) -> Plan:
+    """Run the optimizer (counted: ``STATS["optimized"]``)."""
+    STATS.bump("optimized")
+    return optimize(plan, device)
+
+
 def clear_plan_cache() -> None:
-    """Forget every cached optimized plan."""
+    """Forget every optimized plan cached in this process (those on disk stay:
+    ``plan_store.clear``)."""
     with _LOCK:
         _CACHE.clear()

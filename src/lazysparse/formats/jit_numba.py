@@ -19,6 +19,7 @@ import numba
 from numba.core.caching import CompileResultCacheImpl, FunctionCache, UserProvidedCacheLocator
 from numba.extending import is_jitted, overload
 
+from . import numba_load
 from .cache_dir import helpers_dir
 
 _WARNED: set[str] = set()
@@ -56,9 +57,10 @@ class HelperFunctionCache(FunctionCache):
     _impl_class = _HelperCacheImpl
 
     def load_overload(self, sig: Any, target_context: Any) -> Any:
-        """The cached compile result of ``sig``, or None (Numba then compiles)."""
+        """The cached compile result of ``sig``, or None (Numba then compiles); loaded
+        without Numba's target refresh where its symbols already resolve (``numba_load``)."""
         try:
-            return super().load_overload(sig, target_context)
+            return numba_load.load_overload(self, sig, target_context)
         except Exception:  # noqa: BLE001 - a damaged file makes pickle raise anything
             return None
 

@@ -4,10 +4,12 @@ Each generated module is written once to ``<cache dir>/lsk_<hash>.py`` (temp fil
 atomic rename, so two processes compiling the same kernel never see a torn file) and run
 from its source string under that file name; ``njit(cache=True)`` then keeps the machine
 code in the ``__pycache__`` beside it, so a second process loads instead of compiling
-(``cache_store`` guards those Numba files). The directory is ``$LAZYSPARSE_CACHE_DIR``, else
-``$XDG_CACHE_HOME/lazysparse``, else ``~/.cache/lazysparse``. A directory that cannot be
-created or written leaves the kernels it cannot hold in memory only (one
-``KernelCacheWarning``); a read-only one still serves the kernels it holds.
+(``cache_store`` guards those Numba files). The code object Python compiles from the source
+is kept there too (``lsk_<hash>.<tag>.lsc``, keyed by the source's sha256), so a second
+process does not compile the module's Python either. The directory is
+``$LAZYSPARSE_CACHE_DIR``, else ``$XDG_CACHE_HOME/lazysparse``, else ``~/.cache/lazysparse``.
+A directory that cannot be created or written leaves the kernels it cannot hold in memory
+only (one ``KernelCacheWarning``); a read-only one still serves the kernels it holds.
 """
 
 from __future__ import annotations
@@ -15,13 +17,14 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import linecache
+import marshal
 import os
 import shutil
 import sys
 import tempfile
 import threading
 from pathlib import Path
-from types import ModuleType
+from types import CodeType, ModuleType
 from typing import Any
 
 import numba
@@ -46,6 +49,7 @@ _MEMORY: dict[Any, Any] = {}
 _MODULES: dict[str, ModuleType] = {}
 _LOCK = threading.Lock()
 _MEMORY_FILE = "<lazysparse kernel {digest}>"  # the file name of a memory-only module
+CODE_SUFFIX = ".lsc"  # a kernel module's marshalled code object, in ``__pycache__``
 
 
 def cache_dir() -> Path:
@@ -79,12 +83,12 @@ def source_hash(source: str) -> str:
     return h.hexdigest()[:24]
 
 
-def _write_atomic(path: Path, text: str) -> None:
+def _write_atomic(path: Path, text: str | bytes) -> None:
     """Write ``text`` to ``path`` through a temporary file and an atomic rename."""
     fd, tmp = tempfile.mkstemp(prefix=path.stem, suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(text.encode("utf-8") if isinstance(text, str) else text)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
@@ -126,15 +130,47 @@ def _import(digest: str, source: str, path: Path | None) -> ModuleType:
         if spec is None:
             raise ImportError(f"cannot import generated kernel {path}")
         mod = importlib.util.module_from_spec(spec)
-    mod.__dict__[STAMP] = source_stamp(source)
+    stamp = mod.__dict__[STAMP] = source_stamp(source)
     sys.modules[name] = mod
     try:
-        exec(compile(source, filename, "exec"), mod.__dict__)  # noqa: S102 - generated kernel
+        code = compile(source, filename, "exec") if path is None else \
+            _module_code(source, stamp, path)
+        exec(code, mod.__dict__)  # noqa: S102 - generated kernel
     except BaseException:
         del sys.modules[name]
         raise
     install(mod, on_disk=path is not None)
     return mod
+
+
+def _code_file(path: Path) -> Path:
+    """Where the code object of the kernel module at ``path`` is kept (beside Numba's files)."""
+    return path.parent / "__pycache__" / f"{path.stem}.{sys.implementation.cache_tag}{CODE_SUFFIX}"
+
+
+def _module_code(source: str, stamp: bytes, path: Path) -> CodeType:
+    """The code object of ``source`` compiled under ``path``: read from its code file when
+    that holds exactly this source's code (this interpreter's bytecode magic, the source's
+    sha256 ``stamp``, the file name), else compiled and the file written (atomically; a
+    directory that cannot be written only costs the compile next time). Saves Python's
+    compile of the module (~2 ms a kernel) in every new process."""
+    cached = _code_file(path)
+    head = importlib.util.MAGIC_NUMBER + stamp
+    try:
+        blob = cached.read_bytes()
+        if blob.startswith(head):
+            code = marshal.loads(blob[len(head):])
+            if isinstance(code, CodeType) and code.co_filename == str(path):
+                return code
+    except (OSError, ValueError, EOFError, TypeError):
+        pass  # missing or damaged: compile and rewrite it
+    code = compile(source, str(path), "exec")
+    try:
+        cached.parent.mkdir(exist_ok=True)
+        _write_atomic(cached, head + marshal.dumps(code))
+    except OSError:
+        pass  # a read-only cache: compiled again next time
+    return code
 
 
 def load_module(digest: str, source: str) -> ModuleType:

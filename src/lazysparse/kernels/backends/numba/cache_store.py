@@ -29,9 +29,11 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from numba.core import caching
+from numba.core import caching, config
 from numba.core.caching import FunctionCache, IndexDataCacheFile, NullCache
 from numba.core.dispatcher import Dispatcher
+
+from lazysparse.formats import numba_load
 
 MODULE_PREFIX = "lazysparse_kernel_"
 STAMP = "__lazysparse_source_sha256__"  # a kernel module's global: the hash of its source
@@ -39,6 +41,7 @@ ENV_VAR = "LAZYSPARSE_CACHE_DIR"
 _MAGIC = b"LSK-NBC1"  # starts a checksummed data file: magic, sha256 of the pickle, pickle
 _WARNED: set[tuple[str, str]] = set()
 _WARNED_LOCK = threading.Lock()
+_CODEGEN_TUPLES: dict[Any, tuple[Any, Any]] = {}  # (codegen id, CPU settings) -> (codegen, tuple)
 
 
 class KernelCacheWarning(RuntimeWarning):
@@ -171,6 +174,17 @@ def _check_owner(payload: Any, py_func: Any) -> None:
         raise DamagedCacheEntry(f"machine code of {fndesc.modname}.{fndesc.qualname}")
 
 
+def magic_tuple(codegen: Any) -> Any:
+    """Numba's description of ``codegen`` (target triple, host CPU name, features) that keys
+    its cache index: asked of LLVM once per codegen and CPU setting (an LLVM call of ~1.5 ms
+    on every index read otherwise), since neither changes while the process runs."""
+    key = (id(codegen), config.CPU_NAME, config.CPU_FEATURES)
+    hit = _CODEGEN_TUPLES.get(key)
+    if hit is None or hit[0] is not codegen:
+        hit = _CODEGEN_TUPLES[key] = (codegen, codegen.magic_tuple())
+    return hit[1]
+
+
 class KernelFunctionCache(FunctionCache):
     """Numba's disk cache of one kernel function that never raises: a damaged entry is
     discarded and the function compiles; a save that cannot write keeps it in memory."""
@@ -179,24 +193,32 @@ class KernelFunctionCache(FunctionCache):
         super().__init__(py_func)
         self._cache_file = KernelIndexFile(self._cache_path, self._impl.filename_base,
                                            self._impl.locator.get_source_stamp())
+        code = py_func.__code__.co_code
+        # Numba's own index key of a function without a closure (generated kernels have
+        # none), its bytecode hashed once: equal keys, so caches written before stay valid
+        self._code_key = None if py_func.__closure__ is not None else (
+            hashlib.sha256(code).hexdigest(), hashlib.sha256(b"").hexdigest())
+
+    def _index_key(self, sig: Any, codegen: Any) -> Any:
+        """Numba's index key (signature, codegen, bytecode hashes), without asking LLVM
+        for the host CPU on every read (:func:`magic_tuple`)."""
+        if self._code_key is None:
+            return super()._index_key(sig, codegen)
+        return (sig, magic_tuple(codegen), self._code_key)
 
     def load_overload(self, sig: Any, target_context: Any) -> Any:
-        """The cached compile result of ``sig``, or None (then Numba compiles)."""
+        """The cached compile result of ``sig``, or None (then Numba compiles): the machine
+        code checked to be this function's, loaded without Numba's target refresh where its
+        symbols already resolve (``formats.numba_load``)."""
         try:
-            return super().load_overload(sig, target_context)
+            return numba_load.load_overload(self, sig, target_context, self._check_owner)
         except Exception as exc:  # noqa: BLE001 - a damaged file makes pickle raise anything
             self._discard(exc)
             return None
 
-    def _load_overload(self, sig: Any, target_context: Any) -> Any:
-        """Numba's load, checking the machine code is this function's before rebuilding it."""
-        if not self._enabled:
-            return None
-        payload = self._cache_file.load(self._index_key(sig, target_context.codegen()))
-        if payload is None:
-            return None
+    def _check_owner(self, payload: Any) -> None:
+        """Raise unless ``payload`` is this function's compile result."""
         _check_owner(payload, self._py_func)
-        return self._impl.rebuild(target_context, payload)
 
     def save_overload(self, sig: Any, data: Any) -> None:
         """Save a compile result; a directory that cannot be written warns once."""

@@ -1,0 +1,184 @@
+"""engine.plan_store: optimized plans kept on disk, so a new process does not optimize a known
+expression again; a damaged, foreign or stale file is ignored (the plan is optimized again)
+and an entry that could mean something else in another process is never written."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import pickle
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import lazysparse as xp
+from lazysparse.api.computing import build_plan
+from lazysparse.engine import compiled_executor, plan_cache, plan_store
+from lazysparse.logic.nodes import Plan
+from lazysparse.logic.operators import OPERATORS
+
+_A = sp.random_array((40, 30), density=0.2, format="csr", rng=1)
+_V = np.linspace(0.5, 2.0, 30)
+_WANT = [float((_A @ (_V * 2.0)).sum()), float((_A * 3.0 + _A).sum())]
+
+# a fresh process: the same two expressions, their values and the plan cache's counts
+_SCRIPT = """
+import json
+import numpy as np
+import scipy.sparse as sp
+import lazysparse as xp
+from lazysparse.engine import plan_cache
+
+a = xp.asarray(sp.random_array((40, 30), density=0.2, format="csr", rng=1))
+v = xp.asarray(np.linspace(0.5, 2.0, 30))
+vals = [float(xp.sum(a @ (v * 2.0))), float(xp.sum(a * 3.0 + a))]
+print(json.dumps({"values": vals, "optimized": plan_cache.STATS["optimized"],
+                  "disk_hits": plan_cache.STATS["disk_hits"]}))
+"""
+
+
+def _fresh_process(cache: Path) -> dict[str, object]:
+    """Run :data:`_SCRIPT` in a new interpreter on the kernel cache ``cache``."""
+    src = str(Path(xp.__file__).parents[1])
+    env = dict(os.environ, LAZYSPARSE_CACHE_DIR=str(cache), LAZYSPARSE_COMPILE="eager",
+               PYTHONPATH=os.pathsep.join([src, os.environ.get("PYTHONPATH", "")]))
+    out = subprocess.run([sys.executable, "-c", _SCRIPT], env=env, capture_output=True,
+                         text=True, check=True, timeout=300)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _entries(cache: Path) -> list[Path]:
+    return sorted((cache / "plans").rglob(f"*{plan_store.SUFFIX}"))
+
+
+def test_a_new_process_computes_known_expressions_without_the_optimizer(
+        tmp_path: Path) -> None:
+    first = _fresh_process(tmp_path)
+    assert first["optimized"] == 2 and first["disk_hits"] == 0
+    assert len(_entries(tmp_path)) == 2
+    second = _fresh_process(tmp_path)
+    assert second["optimized"] == 0 and second["disk_hits"] == 2
+    np.testing.assert_allclose(first["values"], _WANT)
+    np.testing.assert_allclose(second["values"], _WANT)
+
+
+def test_a_corrupt_entry_falls_back_to_the_optimizer_and_is_rewritten(tmp_path: Path) -> None:
+    _fresh_process(tmp_path)
+    damaged, truncated = _entries(tmp_path)
+    blob = bytearray(damaged.read_bytes())
+    blob[-5] ^= 0xFF
+    damaged.write_bytes(bytes(blob))
+    truncated.write_bytes(truncated.read_bytes()[:20])
+    again = _fresh_process(tmp_path)
+    assert again["optimized"] == 2 and again["disk_hits"] == 0
+    np.testing.assert_allclose(again["values"], _WANT)
+    assert _fresh_process(tmp_path)["optimized"] == 0  # both files were written anew
+
+
+@pytest.fixture
+def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A plan store in ``tmp_path``, the in-memory plan cache empty."""
+    monkeypatch.setenv("LAZYSPARSE_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("LAZYSPARSE_EXECUTOR", raising=False)
+    plan_cache.clear_plan_cache()
+    yield tmp_path
+    plan_cache.clear_plan_cache()
+
+
+def _plan() -> Plan:
+    """The plan of ``sum(A @ (v * 2))`` (the engine's input: no api memo in between)."""
+    return build_plan((xp.sum(xp.asarray(_A) @ (xp.asarray(_V) * 2.0)),))
+
+
+def _value(plan: Plan) -> float:
+    """The plan's one result, run by the compiled executor (plan cache first)."""
+    (out,) = compiled_executor(plan)
+    return float(out.to_numpy())
+
+
+def _run_twice_across_a_cleared_memory_cache() -> tuple[float, float]:
+    """The plan's value, before and after the in-memory plan cache is cleared."""
+    plan = _plan()
+    r1 = _value(plan)
+    plan_cache.clear_plan_cache()
+    return r1, _value(plan)
+
+
+def test_a_cleared_memory_cache_reads_the_disk(store: Path) -> None:
+    o0, d0 = plan_cache.STATS["optimized"], plan_cache.STATS["disk_hits"]
+    r1, r2 = _run_twice_across_a_cleared_memory_cache()
+    assert plan_cache.STATS["optimized"] - o0 == 1
+    assert plan_cache.STATS["disk_hits"] - d0 == 1
+    assert r1 == pytest.approx(_WANT[0]) and r2 == pytest.approx(_WANT[0])
+
+
+def _rewrite(path: Path, change: int) -> None:
+    """Rewrite the entry at ``path`` with a valid checksum but one field changed: its
+    version (``change`` 0) or its key text (1)."""
+    blob = path.read_bytes()
+    version, text, entry = pickle.loads(blob[len(plan_store.MAGIC) + 32:])
+    fields = [version, text, entry]
+    fields[change] = "other " + fields[change]
+    payload = pickle.dumps(tuple(fields), protocol=plan_store.PROTOCOL)
+    path.write_bytes(plan_store.MAGIC + hashlib.sha256(payload).digest() + payload)
+
+
+@pytest.mark.parametrize("change", [0, 1], ids=["stale-version", "another-key"])
+def test_a_stale_or_foreign_entry_is_never_used(store: Path, change: int) -> None:
+    plan = _plan()
+    _value(plan)
+    (path,) = _entries(store)
+    _rewrite(path, change)
+    plan_cache.clear_plan_cache()
+    o0, r0 = plan_cache.STATS["optimized"], plan_store.STATS["rejected"]
+    assert _value(plan) == pytest.approx(_WANT[0])
+    assert plan_cache.STATS["optimized"] - o0 == 1
+    assert plan_store.STATS["rejected"] - r0 == 1
+
+
+def test_an_unwritable_store_keeps_plans_in_memory(store: Path) -> None:
+    (store / "plans").write_text("not a directory")
+    o0 = plan_cache.STATS["optimized"]
+    r1, r2 = _run_twice_across_a_cleared_memory_cache()
+    assert plan_cache.STATS["optimized"] - o0 == 2
+    assert r1 == pytest.approx(_WANT[0]) and r2 == pytest.approx(_WANT[0])
+
+
+def test_clear_cache_deletes_persisted_plans(store: Path) -> None:
+    float(xp.sum(xp.asarray(_A) @ xp.asarray(_V)))
+    assert _entries(store)
+    xp.clear_cache()
+    assert not _entries(store)
+
+
+def test_canonical_keys_are_texts_of_values_never_identities() -> None:
+    key = (Plan, ("op", "add", ()), np.dtype("<f8"), np.float32(0.5), 1.5, None)
+    assert plan_store.canonical(key) == plan_store.canonical(tuple(key))
+    assert plan_store.canonical((1,)) != plan_store.canonical((1.0,))
+    assert plan_store.canonical(("1",)) != plan_store.canonical((1,))
+    for bad in [("id", 12345), ("op", "not-a-package-operator", ()), (object(),)]:
+        with pytest.raises(plan_store.Unpersistable):
+            plan_store.canonical(bad)
+
+
+def test_a_users_operator_is_not_pickled() -> None:
+    theirs = replace(OPERATORS["add"], name="user_add")
+    with pytest.raises(plan_store.Unpersistable):
+        plan_store._PlanPickler(io.BytesIO()).dump(theirs)  # noqa: SLF001
+
+
+def test_an_uncacheable_plan_is_optimized_once_and_not_persisted(
+        store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(plan_cache, "_template", lambda *args: None)  # as for held data
+    o0, u0 = plan_cache.STATS["optimized"], plan_cache.STATS["uncacheable"]
+    assert _value(_plan()) == pytest.approx(_WANT[0])
+    assert plan_cache.STATS["optimized"] - o0 == 1
+    assert plan_cache.STATS["uncacheable"] - u0 == 1
+    assert not _entries(store)
