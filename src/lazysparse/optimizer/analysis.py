@@ -665,9 +665,12 @@ def _exact_count(expr: LogicNode, axes: tuple[Field, ...], sizes: dict[Field, in
     view = infos[alias].stats  # type: ignore[index]
     if view is None or set(idxs) != set(axes) or len(set(idxs)) != len(idxs):
         return None
+    fill = expr_fill(expr, infos, memo)
+    if fill is None or not same_value(fill, infos[alias].fill):  # type: ignore[index]
+        return None  # the fill changes (``X + 1``): dense unless huge, by the rules
     size = math.prod(sizes[f] for f in axes)
     try:
-        return map_count(e, view, expr_fill(expr, infos, memo), size)
+        return map_count(e, view, fill, size)
     except TypeError:  # an unhashable constant in the map
         return None
 
