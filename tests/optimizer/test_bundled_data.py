@@ -104,3 +104,29 @@ def test_exact_count_decides_near_threshold(case: str) -> None:
     assert exact.dense == (exact.entries > 0.5 * np.prod(want.shape)), case
     assert "exact count" in str(k), case
     _check(got, want, case)
+
+
+def _ring(n: int, k: int) -> sp.csr_array:
+    """A ring lattice: each vertex joined to its ``k`` nearest on each side (uniform
+    degrees)."""
+    r = np.zeros((n, n))
+    for d in range(1, k + 1):
+        i = np.arange(n)
+        r[i, (i + d) % n] = r[(i + d) % n, i] = 1.0
+    return sp.csr_array(r)
+
+
+@pytest.mark.parametrize("karate_first", [True, False])
+def test_plan_cache_keeps_each_calls_counted_format(karate_first: bool) -> None:
+    # karate (156 entries, A @ A 60 % dense) and a 34-vertex ring (136 entries, 26 %) share
+    # shape, density bucket and skew: one plan key, but their counts pick different formats
+    xp.clear_cache()
+    graphs = [_graph("karate"), _ring(34, 2)]
+    for a in graphs if karate_first else graphs[::-1]:
+        x = xp.asarray(a)
+        _check(x @ x, a @ a, f"{a.nnz} entries")
+    formats = []
+    for a in graphs:
+        x = xp.asarray(a)
+        formats.append(xp.compute(x @ x).format)
+    assert formats[0] == "dense" and formats[1] != "dense", formats

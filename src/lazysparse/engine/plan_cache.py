@@ -5,7 +5,8 @@ The key is everything the passes decide on: the device whose passes run (``cpu``
 *class* of each scalar constant (its kind and whether it is 0, 1, -1, NaN, ±inf, an integer
 extreme, or else its sign: the values operator algebra treats specially), each input's
 shape, density bucket (the optimizer's nnz estimates) and skew (its degree statistics),
-which inputs are the same object, and the densify limit. A fully dense input's fill value
+which inputs are the same object, and the densify limit; where exact counts decided formats
+(``optimizer.exact_counts``), their verdicts on the call's data. A fully dense input's fill value
 is left out: no decision reads it, and dense iterates whose fill drifts with constants
 (``r + beta * p``) must share one plan.
 
@@ -50,6 +51,7 @@ from lazysparse.logic.structural_key import (
     spec_key,
 )
 from lazysparse.logic.traversal import map_children, prewalk, walk
+from lazysparse.optimizer.analysis import counted_formats
 from lazysparse.optimizer.pipeline import optimize
 
 CAPACITY = 512
@@ -288,6 +290,10 @@ def lookup(plan: Plan, device: str = "cpu") -> tuple[CachedPlan, list[Any], tupl
             hit = _CACHE.get(key)
         if hit is not None:
             _CACHE.move_to_end(key)
+    counted = isinstance(hit, _Counted)
+    if counted:  # formats an exact count decided: the call's own counts pick the plan
+        key = _counted_key(key, hit.probe, inputs, params)
+        hit = _get(key)
     if hit is not None:
         STATS.bump("hits")
         return hit, inputs, params
@@ -298,17 +304,49 @@ def lookup(plan: Plan, device: str = "cpu") -> tuple[CachedPlan, list[Any], tupl
         # a constant the optimizer made itself: cache this shape under constant values
         entry = _template(opt, inputs, nodes, True)
         if entry is not None:
-            with _LOCK:
-                _CACHE[key] = _BY_VALUE
+            _put(key, _BY_VALUE)
             key = _HashedKey((key.key, tuple(_scalar_key(p) for p in params)))
     if entry is None:
         STATS.bump("uncacheable")
         return CachedPlan(opt, frozenset(), cached=False), inputs, params
+    verdicts = () if counted else counted_formats(opt)
+    if verdicts:
+        _put(key, _Counted(entry))
+        key = _HashedKey((key.key, "counted", verdicts))
+    _put(key, entry)
+    return entry, inputs, params
+
+
+@dataclass(frozen=True, eq=False)
+class _Counted:
+    """Marks a key whose plans' formats exact counts decided (``optimizer.exact_counts``):
+    the plans are cached under the counts' verdicts too, found with ``probe``'s queries."""
+
+    probe: CachedPlan
+
+
+def _counted_key(key: _HashedKey, probe: CachedPlan, inputs: list[Any],
+                 params: tuple[Any, ...]) -> _HashedKey:
+    """``key`` with the verdicts of ``probe``'s exact counts on this call's inputs (each
+    count is memoized with its tensor: a repeated call does not count again)."""
+    return _HashedKey((key.key, "counted", counted_formats(probe.fill(inputs, params))))
+
+
+def _get(key: _HashedKey) -> Any:
+    """The entry under ``key`` (marked recently used), or None."""
+    with _LOCK:
+        hit = _CACHE.get(key)
+        if hit is not None:
+            _CACHE.move_to_end(key)
+    return hit
+
+
+def _put(key: _HashedKey, entry: Any) -> None:
+    """Keep ``entry`` under ``key``, dropping the least recently used past ``CAPACITY``."""
     with _LOCK:
         _CACHE[key] = entry
         while len(_CACHE) > CAPACITY:
             _CACHE.popitem(last=False)
-    return entry, inputs, params
 
 
 def clear_plan_cache() -> None:

@@ -691,6 +691,34 @@ def output_estimate(rhs: LogicNode, infos: dict[Alias, AliasInfo]
     return p, exact
 
 
+def counted_formats(plan: Plan) -> tuple[tuple[str, bool], ...]:
+    """Per compute query of an optimized ``plan`` whose format an exact count decides
+    (``output_estimate``): its alias and whether the count makes it dense. A cache of
+    optimized plans tells calls apart by it: the count reads the data, not only the
+    facts a plan is keyed on."""
+    if not any(isinstance(b, Query) and isinstance(b.rhs, Table) and b.rhs.tns.val is not None
+               and not all_located(getattr(b.rhs.tns.val.spec, "level_kinds", ("dense",)))
+               for b in plan.bodies):
+        return ()  # no stored sparse input: nothing to count
+    infos = plan_infos(plan)
+    out = []
+    for body in plan.bodies:
+        if (isinstance(body, Query) and not isinstance(body.rhs, Table)
+                and _one_stored_tensor(body.rhs, infos)):
+            exact = output_estimate(body.rhs, infos)[1]
+            if exact is not None:
+                out.append((body.lhs.name, exact.dense))
+    return tuple(out)
+
+
+def _one_stored_tensor(rhs: LogicNode, infos: dict[Alias, AliasInfo]) -> bool:
+    """Whether the sparse operands ``rhs`` reads are all one stored tensor (what an exact
+    count can read: ``exact_counts.py``)."""
+    views = [infos[a.arg].stats for a in accesses(rhs) if infos[a.arg].sparse]  # type: ignore[index]
+    return bool(views) and all(v is not None and v.stats is views[0].stats  # type: ignore[union-attr]
+                               for v in views)
+
+
 def check_dense_result(rhs: LogicNode, infos: dict[Alias, AliasInfo],
                        kinds: tuple[str, ...]) -> None:
     """DensifyError when a canonical query's all-dense result passes the densify limit and
