@@ -696,8 +696,8 @@ def counted_formats(plan: Plan) -> tuple[tuple[str, bool], ...]:
     (``output_estimate``): its alias and whether the count makes it dense. A cache of
     optimized plans tells calls apart by it: the count reads the data, not only the
     facts a plan is keyed on."""
-    if not any(isinstance(b, Query) and isinstance(b.rhs, Table) and b.rhs.tns.val is not None
-               and not all_located(getattr(b.rhs.tns.val.spec, "level_kinds", ("dense",)))
+    if not any(isinstance(b, Query) and isinstance(b.rhs, Table) and not all_located(
+            getattr(getattr(b.rhs.tns.val, "spec", None), "level_kinds", (DENSE_KIND,)))
                for b in plan.bodies):
         return ()  # no stored sparse input: nothing to count
     infos = plan_infos(plan)
