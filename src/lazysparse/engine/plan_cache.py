@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 import operator
 import threading
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
@@ -292,7 +293,7 @@ def lookup(plan: Plan, device: str = "cpu") -> tuple[CachedPlan, list[Any], tupl
             _CACHE.move_to_end(key)
     counted = isinstance(hit, _Counted)
     if counted:  # formats an exact count decided: the call's own counts pick the plan
-        key = _counted_key(key, hit.probe, inputs, params)
+        key = _counted_key(key, hit, inputs, params)
         hit = _get(key)
     if hit is not None:
         STATS.bump("hits")
@@ -317,19 +318,34 @@ def lookup(plan: Plan, device: str = "cpu") -> tuple[CachedPlan, list[Any], tupl
     return entry, inputs, params
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False)
 class _Counted:
     """Marks a key whose plans' formats exact counts decided (``optimizer.exact_counts``):
-    the plans are cached under the counts' verdicts too, found with ``probe``'s queries."""
+    the plans are cached under the counts' verdicts too, found with ``probe``'s queries.
+    ``last``: the latest call's inputs (weakly), levels, parameters and verdicts, one tuple
+    replaced whole, so a loop over the same data does not re-derive them."""
 
     probe: CachedPlan
+    last: tuple[Any, ...] = ()
 
 
-def _counted_key(key: _HashedKey, probe: CachedPlan, inputs: list[Any],
+def _counted_key(key: _HashedKey, marker: _Counted, inputs: list[Any],
                  params: tuple[Any, ...]) -> _HashedKey:
-    """``key`` with the verdicts of ``probe``'s exact counts on this call's inputs (each
-    count is memoized with its tensor: a repeated call does not count again)."""
-    return _HashedKey((key.key, "counted", counted_formats(probe.fill(inputs, params))))
+    """``key`` with the verdicts of the marker's exact counts on this call's inputs (each
+    count is memoized with its tensor; the same inputs again reuse the verdicts)."""
+    levels = tuple(id(getattr(t, "levels", None)) for t in inputs)
+    consts = tuple(_scalar_key(p) for p in params)
+    last = marker.last
+    if (last and last[1] == levels and last[2] == consts and len(last[0]) == len(inputs)
+            and all(r() is t for r, t in zip(last[0], inputs, strict=True))):
+        verdicts = last[3]
+    else:
+        verdicts = counted_formats(marker.probe.fill(inputs, params))
+        try:
+            marker.last = (tuple(weakref.ref(t) for t in inputs), levels, consts, verdicts)
+        except TypeError:  # an input without weak references: derive them each call
+            pass
+    return _HashedKey((key.key, "counted", verdicts))
 
 
 def _get(key: _HashedKey) -> Any:
