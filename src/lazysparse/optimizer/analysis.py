@@ -635,8 +635,8 @@ def choose_level_kinds(rhs: LogicNode, infos: dict[Alias, AliasInfo],
 def exact_count(expr: LogicNode, axes: tuple[Field, ...], sizes: dict[Field, int],
                 infos: dict[Alias, AliasInfo], memo: dict[Any, Any]) -> ExactCount | None:
     """The exact stored entries of a query's result over ``axes`` (``exact_counts.py``):
-    a product of two stored operands' patterns, or a map of one stored tensor whose
-    pattern its values decide (``X * (X > 8)``); None for anything else."""
+    a product of one stored tensor with itself (``A @ A``), or a map of one stored tensor
+    whose values decide its pattern (``X * (X > 8)``); None for anything else."""
     key = ("exact", id(expr), axes)
     if key not in memo:
         memo[key] = _exact_count(expr, axes, sizes, infos, memo)

@@ -106,7 +106,7 @@ class KernelEstimate:
         if self.exact is not None:
             e = self.exact
             line = (f"estimate: work {self.work:.3g} (innermost iterations), output density "
-                    f"{self.density:.3g} (unsure); exact count: {e.entries} entries "
+                    f"{self.density or 0.0:.3g} (unsure); exact count: {e.entries} entries "
                     f"(density {e.density:.3g}, {e.kind.value}) decided the format: "
                     f"{'dense' if e.dense else 'sparse'}")
         if self.actual_entries is not None:
