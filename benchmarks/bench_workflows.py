@@ -112,7 +112,7 @@ def measure(w: Workflow, which: str, repeat: int) -> Row:
         t_ref, want = timed(lambda: w.scipy_version(d))
         row.first, got = timed(lambda: run_lazy(w, d))
         try:
-            compare(w.name, got, want, w.nnz_factor, w.rtol)
+            compare(w.name, got, want, w.nnz_factor, w.rtol, w.dense_past)
             row.check = "ok"
         except AssertionError as e:
             row.check = "wrong: " + (str(e).strip().splitlines() or [""])[0][:90]

@@ -25,12 +25,6 @@ GRAPHS: dict[str, Callable[[], Any]] = {
 }
 
 
-# Known misses of the density rule (the estimate says > 50 %, the result is 29-45 % dense:
-# issue 36's exact count where the estimate is unsure is not built yet); strict, so a fix
-# shows as XPASS and these cases move back into the tests above
-MISPRICED_2HOP = ("florentine", "davis")
-
-
 def _graph(name: str) -> sp.csr_array:
     a = nx.to_scipy_sparse_array(GRAPHS[name](), format="csr", weight=None, dtype=np.float64)
     return sp.csr_array(a)
@@ -63,7 +57,7 @@ def test_graph_products_and_walks(name: str) -> None:
     n = a.shape[0]
     x = xp.asarray(a)
     deg = np.asarray(a.sum(axis=1)).ravel()
-    _check(x @ x, a @ a, f"{name}: 2-hop", layout=name not in MISPRICED_2HOP)
+    _check(x @ x, a @ a, f"{name}: 2-hop")
     _check(xp.sum((x @ x) * x) / 6.0, (a @ a).multiply(a).sum() / 6.0, f"{name}: triangles")
     inv = 1.0 / np.sqrt(np.maximum(deg, 1.0))
     _check(xp.asarray(inv)[:, None] * x * xp.asarray(inv)[None, :],
@@ -88,17 +82,51 @@ def test_digits_products_and_normalization() -> None:
                       1.0)[:, None]
     _check(xn, sp.diags_array(1.0 / np.where(norms > 0, norms, 1.0)) @ d, "digits: L2 rows")
     _check(xp.mean(x, axis=0), np.asarray(d.mean(axis=0)).ravel(), "digits: column means")
-    _check(x * (x > 8.0), d.multiply(d > 8.0), "digits: threshold mask", layout=False)
+    _check(x * (x > 8.0), d.multiply(d > 8.0), "digits: threshold mask")
 
 
-@pytest.mark.xfail(strict=True, reason="issue 36: a result estimated over 50 % dense but "
-                   "29-45 % dense in fact is stored dense (no exact count yet)")
-@pytest.mark.parametrize("case", ["florentine", "davis", "digits mask"])
-def test_known_density_misses(case: str) -> None:
+# Density near the threshold (issue 36): the estimate says over 50 % (or over the uniform
+# model's 25 %), the result is 29-45 % dense; an exact count decides and explain shows it
+@pytest.mark.parametrize("case", ["florentine", "davis", "digits mask", "karate"])
+def test_exact_count_decides_near_threshold(case: str) -> None:
     if case == "digits mask":
         d = _digits()
         x = xp.asarray(d)
-        _check(x * (x > 8.0), d.multiply(d > 8.0), case)
+        got, want, kind = x * (x > 8.0), d.multiply(d > 8.0), "count of the map"
     else:
         a = _graph(case)
-        _check(xp.asarray(a) @ xp.asarray(a), a @ a, case)
+        x = xp.asarray(a)
+        got, want, kind = x @ x, a @ a, "symbolic product count"
+    (k,) = xp.explain(got).kernels
+    exact = k.estimate.exact
+    assert exact is not None and kind in exact.kind.value, case
+    assert exact.entries == sp.csr_array(want).count_nonzero(), case
+    assert exact.dense == (exact.entries > 0.5 * np.prod(want.shape)), case
+    assert "exact count" in str(k), case
+    _check(got, want, case)
+
+
+def _ring(n: int, k: int) -> sp.csr_array:
+    """A ring lattice: each vertex joined to its ``k`` nearest on each side (uniform
+    degrees)."""
+    r = np.zeros((n, n))
+    for d in range(1, k + 1):
+        i = np.arange(n)
+        r[i, (i + d) % n] = r[(i + d) % n, i] = 1.0
+    return sp.csr_array(r)
+
+
+@pytest.mark.parametrize("karate_first", [True, False])
+def test_plan_cache_keeps_each_calls_counted_format(karate_first: bool) -> None:
+    # karate (156 entries, A @ A 60 % dense) and a 34-vertex ring (136 entries, 26 %) share
+    # shape, density bucket and skew: one plan key, but their counts pick different formats
+    xp.clear_cache()
+    graphs = [_graph("karate"), _ring(34, 2)]
+    for a in graphs if karate_first else graphs[::-1]:
+        x = xp.asarray(a)
+        _check(x @ x, a @ a, f"{a.nnz} entries")
+    formats = []
+    for a in graphs:
+        x = xp.asarray(a)
+        formats.append(xp.compute(x @ x).format)
+    assert formats[0] == "dense" and formats[1] != "dense", formats

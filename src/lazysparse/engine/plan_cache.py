@@ -5,7 +5,8 @@ The key is everything the passes decide on: the device whose passes run (``cpu``
 *class* of each scalar constant (its kind and whether it is 0, 1, -1, NaN, ±inf, an integer
 extreme, or else its sign: the values operator algebra treats specially), each input's
 shape, density bucket (the optimizer's nnz estimates) and skew (its degree statistics),
-which inputs are the same object, and the densify limit. A fully dense input's fill value
+which inputs are the same object, and the densify limit; where exact counts decided formats
+(``optimizer.exact_counts``), their verdicts on the call's data. A fully dense input's fill value
 is left out: no decision reads it, and dense iterates whose fill drifts with constants
 (``r + beta * p``) must share one plan.
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 import math
 import operator
 import threading
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,6 +53,7 @@ from lazysparse.logic.structural_key import (
     spec_key,
 )
 from lazysparse.logic.traversal import map_children, prewalk, walk
+from lazysparse.optimizer.analysis import counted_formats
 from lazysparse.optimizer.pipeline import optimize
 
 CAPACITY = 512
@@ -290,21 +293,70 @@ def lookup(plan: Plan, device: str = "cpu") -> tuple[CachedPlan, list[Any], tupl
             hit = _CACHE.get(key)
         if hit is not None:
             _CACHE.move_to_end(key)
+    counted = isinstance(hit, _Counted)
+    if counted:  # formats an exact count decided: the call's own counts pick the plan
+        key = _counted_key(key, hit, inputs, params)
+        hit = _get(key)
     if hit is not None:
         STATS.bump("hits")
         return hit, inputs, params
     STATS.bump("misses")
-    entry = _stored(key, by_value)
+    entry = None if counted else _stored(key, by_value)
     if entry is None:
-        entry, key, opt = _optimized(plan, device, key, inputs, nodes, params, by_value)
+        entry, key, opt = _optimized(plan, device, key, inputs, nodes, params, by_value,
+                                     counted)
         if entry is None:
             STATS.bump("uncacheable")
             return CachedPlan(opt, frozenset(), cached=False), inputs, params
+    _put(key, entry)
+    return entry, inputs, params
+
+
+@dataclass(eq=False)
+class _Counted:
+    """Marks a key whose plans' formats exact counts decided (``optimizer.exact_counts``):
+    the plans are cached under the counts' verdicts too, found with ``probe``'s queries.
+    ``last``: the latest call's inputs (weakly), levels, parameters and verdicts, one tuple
+    replaced whole, so a loop over the same data does not re-derive them."""
+
+    probe: CachedPlan
+    last: tuple[Any, ...] = ()
+
+
+def _counted_key(key: _HashedKey, marker: _Counted, inputs: list[Any],
+                 params: tuple[Any, ...]) -> _HashedKey:
+    """``key`` with the verdicts of the marker's exact counts on this call's inputs (each
+    count is memoized with its tensor; the same inputs again reuse the verdicts)."""
+    levels = tuple(id(getattr(t, "levels", None)) for t in inputs)
+    consts = tuple(_scalar_key(p) for p in params)
+    last = marker.last
+    if (last and last[1] == levels and last[2] == consts and len(last[0]) == len(inputs)
+            and all(r() is t for r, t in zip(last[0], inputs, strict=True))):
+        verdicts = last[3]
+    else:
+        verdicts = counted_formats(marker.probe.fill(inputs, params))
+        try:
+            marker.last = (tuple(weakref.ref(t) for t in inputs), levels, consts, verdicts)
+        except TypeError:  # an input without weak references: derive them each call
+            pass
+    return _HashedKey((key.key, "counted", verdicts))
+
+
+def _get(key: _HashedKey) -> Any:
+    """The entry under ``key`` (marked recently used), or None."""
+    with _LOCK:
+        hit = _CACHE.get(key)
+        if hit is not None:
+            _CACHE.move_to_end(key)
+    return hit
+
+
+def _put(key: _HashedKey, entry: Any) -> None:
+    """Keep ``entry`` under ``key``, dropping the least recently used past ``CAPACITY``."""
     with _LOCK:
         _CACHE[key] = entry
         while len(_CACHE) > CAPACITY:
             _CACHE.popitem(last=False)
-    return entry, inputs, params
 
 
 def _value_key(key: _HashedKey, params: tuple[Any, ...]) -> _HashedKey:
@@ -325,22 +377,29 @@ def _stored(key: _HashedKey, by_value: bool) -> CachedPlan | None:
 
 
 def _optimized(plan: Plan, device: str, key: _HashedKey, inputs: list[Any],
-               nodes: tuple[Immediate, ...], params: tuple[Any, ...],
-               by_value: bool) -> tuple[CachedPlan | None, _HashedKey, Plan]:
+               nodes: tuple[Immediate, ...], params: tuple[Any, ...], by_value: bool,
+               counted: bool) -> tuple[CachedPlan | None, _HashedKey, Plan]:
     """The new cache entry of ``plan`` (None when it cannot be cached), its key and the
-    optimized plan; an entry under a class key is persisted (``plan_store``) for later
-    processes."""
+    optimized plan. An entry under a class key is persisted (``plan_store``) for later
+    processes, unless exact counts on this call's data decided its formats (then it is
+    kept in memory under the counts' verdicts: another process's data may count
+    otherwise)."""
     opt = _optimize(plan, device)
     entry = _template(opt, inputs, nodes, by_value)
-    if entry is not None and not by_value:
-        plan_store.save(key.key, (entry.template, tuple(sorted(entry.slots))))
-    elif entry is None and not by_value:
+    if entry is None and not by_value:
         # a constant the optimizer made itself: cache this shape under constant values
         entry = _template(opt, inputs, nodes, True)
         if entry is not None:
-            with _LOCK:
-                _CACHE[key] = _BY_VALUE
-            key = _value_key(key, params)
+            _put(key, _BY_VALUE)
+            key, by_value = _value_key(key, params), True
+    if entry is None:
+        return None, key, opt
+    verdicts = () if counted else counted_formats(opt)
+    if verdicts:
+        _put(key, _Counted(entry))
+        return entry, _HashedKey((key.key, "counted", verdicts)), opt
+    if not by_value and not counted:
+        plan_store.save(key.key, (entry.template, tuple(sorted(entry.slots))))
     return entry, key, opt
 
 

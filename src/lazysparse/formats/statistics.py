@@ -74,6 +74,12 @@ class TensorStats:
             self._degrees.update(_degree_vectors(t, axis))
         return self._degrees[axis]
 
+    def tensor(self) -> Tensor | None:
+        """The stored tensor these statistics describe, while it is alive and keeps its
+        levels (an exact count reads its pattern); else None."""
+        t = self._source()
+        return t if t is not None and t.levels is self._levels else None
+
     def max_degree(self, axis: int) -> int | None:
         """The largest degree along ``axis`` (None when unknown)."""
         d = self.degrees(axis)

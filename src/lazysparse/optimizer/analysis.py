@@ -47,6 +47,7 @@ from lazysparse.logic.operators import (
 )
 from lazysparse.logic.traversal import walk
 from lazysparse.optimizer.degrees import StatsView, intersection_probability
+from lazysparse.optimizer.exact_counts import ExactCount, map_count, product_count, unsure
 from lazysparse.optimizer.rewrite import accesses
 
 INDEX_DTYPE = np.dtype("int64")
@@ -614,7 +615,10 @@ def choose_level_kinds(rhs: LogicNode, infos: dict[Alias, AliasInfo],
     memo[("kept", id(expr))] = expr  # memo keys hold ids: this node's is not reused meanwhile
     p_out = nonzero_probability(expr, set(axes), sizes, infos, memo)
     size = math.prod(sizes[f] for f in axes)
-    if p_out > dense_threshold(expr, set(axes), sizes, infos, memo) or size == 0:
+    exact = exact_count(expr, axes, sizes, infos, memo) if unsure(p_out) else None
+    dense = exact.dense if exact is not None else p_out > dense_threshold(
+        expr, set(axes), sizes, infos, memo)
+    if dense or size == 0:
         nbytes = size * expr_dtype(expr, infos, memo).itemsize
         limit = get_densify_limit()
         if size == 0 or limit is None or nbytes <= limit:
@@ -626,6 +630,93 @@ def choose_level_kinds(rhs: LogicNode, infos: dict[Alias, AliasInfo],
     p_first = nonzero_probability(expr, {axes[0]}, sizes, infos, memo)
     first = DENSE_KIND if p_first >= DENSE_LEVEL_THRESHOLD and len(axes) > 1 else PLAIN_KIND
     return (first,) + (PLAIN_KIND,) * (len(axes) - 1)
+
+
+def exact_count(expr: LogicNode, axes: tuple[Field, ...], sizes: dict[Field, int],
+                infos: dict[Alias, AliasInfo], memo: dict[Any, Any]) -> ExactCount | None:
+    """The exact stored entries of a query's result over ``axes`` (``exact_counts.py``):
+    a product of one stored tensor with itself (``A @ A``), or a map of one stored tensor
+    whose values decide its pattern (``X * (X > 8)``); None for anything else."""
+    key = ("exact", id(expr), axes)
+    if key not in memo:
+        memo[key] = _exact_count(expr, axes, sizes, infos, memo)
+    return memo[key]
+
+
+def _exact_count(expr: LogicNode, axes: tuple[Field, ...], sizes: dict[Field, int],
+                 infos: dict[Alias, AliasInfo], memo: dict[Any, Any]) -> ExactCount | None:
+    e, agg = expr, None
+    while isinstance(e, Reorder | Reformat | Aggregate):
+        if isinstance(e, Aggregate):
+            if agg is not None or not _keeps_sparse(e, infos, memo):
+                return None
+            agg = e
+        e = e.arg
+    pattern = _pattern_accesses(e, infos, memo)
+    if agg is not None:
+        if not pattern or any(infos[a.arg].stats is None for a in pattern):  # type: ignore[index]
+            return None
+        items = [(a.idxs, infos[a.arg].stats) for a in pattern]  # type: ignore[index]
+        return product_count(items, axes, sizes)  # type: ignore[arg-type]
+    reads = {(a.arg, a.idxs) for a in accesses(e)}
+    if pattern is not None or len(reads) != 1:
+        return None  # a structural pattern: the estimate is exact (degrees._single)
+    ((alias, idxs),) = reads
+    view = infos[alias].stats  # type: ignore[index]
+    if view is None or set(idxs) != set(axes) or len(set(idxs)) != len(idxs):
+        return None
+    fill = expr_fill(expr, infos, memo)
+    if fill is None or not same_value(fill, infos[alias].fill):  # type: ignore[index]
+        return None  # the fill changes (``X + 1``): dense unless huge, by the rules
+    size = math.prod(sizes[f] for f in axes)
+    try:
+        return map_count(e, view, fill, size)
+    except TypeError:  # an unhashable constant in the map
+        return None
+
+
+def output_estimate(rhs: LogicNode, infos: dict[Alias, AliasInfo]
+                    ) -> tuple[float, ExactCount | None]:
+    """A canonical query's estimated result density, and the exact count that decided its
+    format where the estimate was unsure (``exact_counts.py``; else None)."""
+    _, agg, loop = query_parts(rhs)
+    axes = result_axes(rhs)
+    expr: LogicNode = loop.arg if agg is None else Aggregate(agg.op, agg.init, loop.arg, agg.idxs)
+    sizes = field_sizes(loop.arg, infos)
+    for f in loop.idxs:
+        sizes.setdefault(f, 1)
+    memo: dict[Any, Any] = {}
+    p = nonzero_probability(expr, set(axes), sizes, infos, memo) if axes else 1.0
+    exact = exact_count(expr, axes, sizes, infos, memo) if axes and unsure(p) else None
+    return p, exact
+
+
+def counted_formats(plan: Plan) -> tuple[tuple[str, bool], ...]:
+    """Per compute query of an optimized ``plan`` whose format an exact count decides
+    (``output_estimate``): its alias and whether the count makes it dense. A cache of
+    optimized plans tells calls apart by it: the count reads the data, not only the
+    facts a plan is keyed on."""
+    if not any(isinstance(b, Query) and isinstance(b.rhs, Table) and not all_located(
+            getattr(getattr(b.rhs.tns.val, "spec", None), "level_kinds", (DENSE_KIND,)))
+               for b in plan.bodies):
+        return ()  # no stored sparse input: nothing to count
+    infos = plan_infos(plan)
+    out = []
+    for body in plan.bodies:
+        if (isinstance(body, Query) and not isinstance(body.rhs, Table)
+                and _one_stored_tensor(body.rhs, infos)):
+            exact = output_estimate(body.rhs, infos)[1]
+            if exact is not None:
+                out.append((body.lhs.name, exact.dense))
+    return tuple(out)
+
+
+def _one_stored_tensor(rhs: LogicNode, infos: dict[Alias, AliasInfo]) -> bool:
+    """Whether the sparse operands ``rhs`` reads are all one stored tensor (what an exact
+    count can read: ``exact_counts.py``)."""
+    views = [infos[a.arg].stats for a in accesses(rhs) if infos[a.arg].sparse]  # type: ignore[index]
+    return bool(views) and all(v is not None and v.stats is views[0].stats  # type: ignore[union-attr]
+                               for v in views)
 
 
 def check_dense_result(rhs: LogicNode, infos: dict[Alias, AliasInfo],
@@ -729,7 +820,9 @@ def _computed_info(rhs: LogicNode, infos: dict[Alias, AliasInfo]) -> AliasInfo:
             and sparse_representable(expr, infos)):
         # stored on its sparse operands' union (a large ``A + 1``): scalars add no entries
         p = nonzero_probability(expr, set(axes), all_sizes, infos, {"scalars_sparse": True})
-    nnz = math.prod(shape) * (p if sparse else 1.0)
+    exact = exact_count(expr, axes, all_sizes, infos, memo) if sparse and unsure(p) else None
+    nnz = float(exact.entries) if exact is not None else math.prod(shape) * (p if sparse
+                                                                              else 1.0)
     return AliasInfo(shape, dtype, fill, mode, nnz, kinds,
                      _copied_stats(loop.arg, agg, axes, infos) if sparse else None)
 

@@ -16,8 +16,10 @@ from lazysparse.optimizer.analysis import (
     AliasInfo,
     field_sizes,
     nonzero_probability,
+    output_estimate,
     query_parts,
 )
+from lazysparse.optimizer.exact_counts import ExactCount
 from lazysparse.optimizer.formats import normal_form
 from lazysparse.optimizer.loop_order import (
     ScheduleReport,
@@ -90,12 +92,23 @@ class KernelEstimate:
     size: int
     # the stored entries of the result once the kernel ran (``xp.explain(..., run=True)``)
     actual_entries: int | None = None
+    # the estimated density, and the exact count that decided the format where the
+    # estimate was unsure (``exact_counts.py``; then ``entries`` is the count's)
+    density: float | None = None
+    exact: ExactCount | None = None
 
     def describe(self) -> str:
-        """``estimate: work W, output E entries (density d)[; actual: N entries]``."""
+        """``estimate: work W, output E entries (density d)[; exact count ...][; actual:
+        N entries]``."""
         density = self.entries / self.size if self.size else 0.0
         line = (f"estimate: work {self.work:.3g} (innermost iterations), "
                 f"output {self.entries:.3g} entries (density {density:.3g})")
+        if self.exact is not None:
+            e = self.exact
+            line = (f"estimate: work {self.work:.3g} (innermost iterations), output density "
+                    f"{self.density or 0.0:.3g} (unsure); exact count: {e.entries} entries "
+                    f"(density {e.density:.3g}, {e.kind.value}) decided the format: "
+                    f"{'dense' if e.dense else 'sparse'}")
         if self.actual_entries is not None:
             line += f"; actual: {self.actual_entries} stored entries"
         return line
@@ -112,4 +125,5 @@ def kernel_estimate(q: Query, infos: dict[Alias, AliasInfo]) -> KernelEstimate:
     work = math.prod(sizes[f] for f in fields) * nonzero_probability(loop.arg, fields,
                                                                       sizes, infos)
     info = infos[q.lhs]
-    return KernelEstimate(work, info.nnz, info.size)
+    density, exact = output_estimate(q.rhs, infos)
+    return KernelEstimate(work, info.nnz, info.size, density=density, exact=exact)
