@@ -16,7 +16,7 @@ import scipy.sparse as sp
 
 import lazysparse as xp
 from lazysparse.api.computing import build_plan
-from lazysparse.engine import background, eager_sparse, tiers
+from lazysparse.engine import background, eager_sparse, plan_store, tiers
 from lazysparse.engine.plan_cache import clear_plan_cache, lookup
 from lazysparse.formats import DensifyError, set_densify_limit
 from lazysparse.kernels.backends.numba import cache
@@ -99,8 +99,10 @@ CASES: list[tuple[str, Callable[..., Any]]] = [
 @pytest.fixture
 def stored_tier(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], None]]:
     """Every operand counts as large (the stored-entry evaluator runs); plans start
-    afresh; the returned function sets ``LAZYSPARSE_COMPILE``."""
+    afresh (none read from disk: one there ran compiled and would run compiled at once);
+    the returned function sets ``LAZYSPARSE_COMPILE``."""
     monkeypatch.setattr(tiers, "EAGER_MAX_ELEMENTS", 0)
+    monkeypatch.setattr(plan_store, "load", lambda key: None)
     clear_plan_cache()
 
     def set_mode(name: str) -> None:

@@ -34,20 +34,24 @@ import json
 import numpy as np
 import scipy.sparse as sp
 import lazysparse as xp
-from lazysparse.engine import plan_cache
+from lazysparse.engine import plan_cache, tiers
 
 a = xp.asarray(sp.random_array((40, 30), density=0.2, format="csr", rng=1))
 v = xp.asarray(np.linspace(0.5, 2.0, 30))
 vals = [float(xp.sum(a @ (v * 2.0))), float(xp.sum(a * 3.0 + a))]
+from lazysparse.kernels.backends.numba import cache
 print(json.dumps({"values": vals, "optimized": plan_cache.STATS["optimized"],
-                  "disk_hits": plan_cache.STATS["disk_hits"]}))
+                  "disk_hits": plan_cache.STATS["disk_hits"], "eager": tiers.STATS["eager"],
+                  "compiled_tier": tiers.STATS["compiled"],
+                  "kernels_compiled": cache.STATS["compiled"]}))
 """
 
 
-def _fresh_process(cache: Path) -> dict[str, object]:
-    """Run :data:`_SCRIPT` in a new interpreter on the kernel cache ``cache``."""
+def _fresh_process(cache: Path, mode: str = "sync") -> dict[str, object]:
+    """Run :data:`_SCRIPT` in a new interpreter on the kernel cache ``cache``
+    (``LAZYSPARSE_COMPILE=mode``: a plan goes on disk once it ran compiled)."""
     src = str(Path(xp.__file__).parents[1])
-    env = dict(os.environ, LAZYSPARSE_CACHE_DIR=str(cache), LAZYSPARSE_COMPILE="eager",
+    env = dict(os.environ, LAZYSPARSE_CACHE_DIR=str(cache), LAZYSPARSE_COMPILE=mode,
                PYTHONPATH=os.pathsep.join([src, os.environ.get("PYTHONPATH", "")]))
     out = subprocess.run([sys.executable, "-c", _SCRIPT], env=env, capture_output=True,
                          text=True, check=True, timeout=300)
@@ -67,6 +71,30 @@ def test_a_new_process_computes_known_expressions_without_the_optimizer(
     assert second["optimized"] == 0 and second["disk_hits"] == 2
     np.testing.assert_allclose(first["values"], _WANT)
     np.testing.assert_allclose(second["values"], _WANT)
+
+
+def test_a_new_process_runs_a_known_shape_compiled_at_once(tmp_path: Path) -> None:
+    """A plan on disk ran compiled before, so its kernels are in the kernel cache: in the
+    default mode a new process runs it compiled on its first call (no eager run, no
+    optimizer, no compile), where a shape never seen runs eager first."""
+    _fresh_process(tmp_path)
+    second = _fresh_process(tmp_path, mode="background")
+    assert second["optimized"] == 0 and second["disk_hits"] == 2
+    assert second["eager"] == 0 and second["compiled_tier"] == 2
+    assert second["kernels_compiled"] == 0
+    np.testing.assert_allclose(second["values"], _WANT)
+    fresh = _fresh_process(tmp_path / "other", mode="background")
+    assert fresh["eager"] == 2 and fresh["compiled_tier"] == 0
+    np.testing.assert_allclose(fresh["values"], _WANT)
+
+
+def test_a_shape_that_only_ran_eager_is_not_kept_on_disk(tmp_path: Path) -> None:
+    """Its kernels were never compiled: a new process optimizes it again (≤ a few ms) and
+    runs it eager, rather than waiting on a compile that a plan on disk would promise."""
+    first = _fresh_process(tmp_path, mode="eager")
+    assert first["eager"] == 2 and _entries(tmp_path) == []
+    again = _fresh_process(tmp_path, mode="eager")
+    assert again["optimized"] == 2 and again["disk_hits"] == 0
 
 
 def test_a_corrupt_entry_falls_back_to_the_optimizer_and_is_rewritten(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ import scipy.sparse as sp
 
 import lazysparse as xp
 from lazysparse.api.computing import build_plan
-from lazysparse.engine import background, tiers
+from lazysparse.engine import background, plan_store, tiers
 from lazysparse.engine.background import JobState
 from lazysparse.engine.plan_cache import clear_plan_cache, lookup
 from lazysparse.engine.tiers import CompileMode, Tier, compile_mode
@@ -29,8 +29,11 @@ V_NP = RNG.standard_normal(9)
 
 @pytest.fixture
 def mode(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], None]]:
-    """Set ``LAZYSPARSE_COMPILE`` for one test; plans and the worker start afresh."""
+    """Set ``LAZYSPARSE_COMPILE`` for one test; plans and the worker start afresh (no plan
+    read from disk either: a plan there ran compiled in an earlier test, so it would run
+    compiled at once, engine/plan_store.py)."""
     clear_plan_cache()
+    monkeypatch.setattr(plan_store, "load", lambda key: None)
 
     def set_mode(name: str) -> None:
         monkeypatch.setenv("LAZYSPARSE_COMPILE", name)

@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from lazysparse.engine.plan_cache import CachedPlan, lookup
+from lazysparse.engine.plan_cache import CachedPlan, lookup, persist
 from lazysparse.engine.tiers import run_tiered
 from lazysparse.logic.interpreter import interpret
 from lazysparse.logic.nodes import Immediate, Plan, Query, Table
@@ -57,7 +57,9 @@ def cuda_executor(plan: Plan) -> tuple[Tensor, ...]:
     from lazysparse.kernels.backends.cuda.runtime import execute_plan_cuda  # imports no CuPy
 
     entry, inputs, params = lookup(plan, "cuda")
-    return execute_plan_cuda(_inputs_to_device(entry.plan(inputs, params)))
+    out = execute_plan_cuda(_inputs_to_device(entry.plan(inputs, params)))
+    persist(entry)
+    return out
 
 
 def _inputs_to_device(plan: Plan) -> Plan:

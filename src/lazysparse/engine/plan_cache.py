@@ -76,12 +76,16 @@ class _Param:
 @dataclass(eq=False)
 class CachedPlan:
     """An optimized plan with ``_Slot`` inputs and ``_Param`` constants, and what an
-    executor derived from it once (``program``: e.g. ``kernels.backends.program.Program``)."""
+    executor derived from it once (``program``: e.g. ``kernels.backends.program.Program``).
+    ``store_key``: the key it goes on disk under once it ran compiled (:func:`persist`);
+    ``from_disk``: read from ``plan_store``, so its kernels are in the kernel cache."""
 
     template: Plan
     slots: frozenset[int]
     cached: bool = True
     program: Any = field(default=None, repr=False)
+    store_key: Any = field(default=None, repr=False)
+    from_disk: bool = False
 
     def fill(self, inputs: list[Any], params: tuple[Any, ...]) -> Plan:
         """The optimized plan of a call with ``inputs`` and ``params``."""
@@ -372,7 +376,7 @@ def _stored(key: _HashedKey, by_value: bool) -> CachedPlan | None:
     found = plan_store.load(key.key)
     if isinstance(found, tuple) and len(found) == 2 and isinstance(found[0], Plan):
         STATS.bump("disk_hits")
-        return CachedPlan(found[0], frozenset(found[1]))
+        return CachedPlan(found[0], frozenset(found[1]), from_disk=True)
     return None
 
 
@@ -380,9 +384,9 @@ def _optimized(plan: Plan, device: str, key: _HashedKey, inputs: list[Any],
                nodes: tuple[Immediate, ...], params: tuple[Any, ...], by_value: bool,
                counted: bool) -> tuple[CachedPlan | None, _HashedKey, Plan]:
     """The new cache entry of ``plan`` (None when it cannot be cached), its key and the
-    optimized plan. An entry under a class key is persisted (``plan_store``) for later
-    processes, unless exact counts on this call's data decided its formats (then it is
-    kept in memory under the counts' verdicts: another process's data may count
+    optimized plan. An entry under a class key goes on disk once it runs compiled
+    (:func:`persist`), unless exact counts on this call's data decided its formats (then it
+    is kept in memory under the counts' verdicts: another process's data may count
     otherwise)."""
     opt = _optimize(plan, device)
     entry = _template(opt, inputs, nodes, by_value)
@@ -399,8 +403,18 @@ def _optimized(plan: Plan, device: str, key: _HashedKey, inputs: list[Any],
         _put(key, _Counted(entry))
         return entry, _HashedKey((key.key, "counted", verdicts)), opt
     if not by_value and not counted:
-        plan_store.save(key.key, (entry.template, tuple(sorted(entry.slots))))
+        entry.store_key = key.key
     return entry, key, opt
+
+
+def persist(entry: CachedPlan) -> None:
+    """Keep a shape that ran compiled on disk for later processes, once: a plan on disk
+    means its kernels are in the kernel cache too, so a new process runs it compiled at
+    once (``engine.tiers``) without optimizing it again."""
+    key = entry.store_key
+    if key is not None:
+        entry.store_key = None
+        plan_store.save(key, (entry.template, tuple(sorted(entry.slots))))
 
 
 def _optimize(plan: Plan, device: str) -> Plan:

@@ -34,7 +34,7 @@ from typing import Any
 
 from lazysparse.engine import background
 from lazysparse.engine.background import Job, JobState
-from lazysparse.engine.plan_cache import CachedPlan
+from lazysparse.engine.plan_cache import CachedPlan, persist
 from lazysparse.formats.sync import Counters
 from lazysparse.formats.tensor import Tensor
 from lazysparse.logic.interpreter import interpret
@@ -175,13 +175,15 @@ def on_host(inputs: list[Any]) -> bool:
 def choose_tier(entry: CachedPlan, st: TierState, inputs: list[Any],
                 mode: CompileMode) -> Tier:
     """The tier of this call: compiled in ``sync`` mode, for operands off the host, once the
-    shape ran compiled, its background compile ended, or its eager runs cost more than
-    :data:`EAGER_BUDGET_S` while it compiles; else eager."""
+    shape ran compiled (in this process, or in an earlier one: a plan read from disk), its
+    background compile ended, or its eager runs cost more than :data:`EAGER_BUDGET_S` while
+    it compiles; else eager."""
     if mode is CompileMode.SYNC or st.eager_refused:
         return Tier.COMPILED
     if mode is CompileMode.EAGER:
         return Tier.EAGER if on_host(inputs) else Tier.COMPILED
-    if st.last is Tier.COMPILED or entry.program is not None or not on_host(inputs):
+    if (st.last is Tier.COMPILED or entry.program is not None or entry.from_disk
+            or not on_host(inputs)):
         return Tier.COMPILED  # the hot path: a shape that runs compiled stays so
     if st.job is not None:
         pending = st.job.current() is JobState.PENDING
@@ -247,4 +249,6 @@ def run_tiered(entry: CachedPlan, inputs: list[Any], params: tuple[Any, ...],
         STATS.bump("eager_refused")
     st.last = Tier.COMPILED
     STATS.bump("compiled")
-    return run_compiled(entry, inputs, params)
+    out = run_compiled(entry, inputs, params)
+    persist(entry)
+    return out
