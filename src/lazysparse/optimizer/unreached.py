@@ -1,0 +1,128 @@
+"""Where an aggregate's implicit region decides a map of its result (docs/api.md, "The fill
+rule"): ``(A @ B) / D`` is 0 wherever no product reached, even where ``D`` is 0, because
+the product's implicit 0 annihilates the division there; a dense-stored aggregate has no
+implicit region (``sum(S, axis=1)`` is dense as in NumPy: ``sum(S, axis=1) / d`` divides
+every entry). So an aggregate whose implicit region a reader's map depends on is not
+stored dense when the optimizer chooses its format (``formats.choose_formats``), and a
+dense-stored one is not fused into such a map (``epilogue.fuse_epilogues``): the fused
+kernel gives the entries the reduction never reached the map's fill
+(``KernelInfo.unreached_fill``), which only a sparse aggregate has.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from lazysparse.logic.nodes import (
+    Aggregate,
+    Alias,
+    Field,
+    Immediate,
+    LogicNode,
+    MapJoin,
+    Plan,
+    Query,
+    Reformat,
+    Relabel,
+    Reorder,
+    Table,
+)
+from lazysparse.logic.operators import Operator, mapjoin_region
+from lazysparse.optimizer.rewrite import accesses
+
+# the region of a value: (fill, full), None where it is not known
+Region = tuple[Any, bool] | None
+
+
+def map_body(rhs: LogicNode) -> LogicNode | None:
+    """The pointwise tree of a map query (``[Reformat(] Reorder(body, F) [)]``), else None."""
+    if isinstance(rhs, Reformat):
+        rhs = rhs.arg
+    if not isinstance(rhs, Reorder) or isinstance(rhs.arg, Reorder | Aggregate):
+        return None
+    return rhs.arg
+
+
+def annihilated_reader(body: LogicNode, alias: Alias, init: Any,
+                       other: Callable[[Alias], Region]) -> bool:
+    """Whether the map ``body``, reading ``alias`` (an aggregate of fill ``init``), is
+    annihilated where the aggregate holds its fill while reading a full value there (a
+    dense operand, a field): its value at the aggregate's unreached entries is then the
+    map's fill, not the map of ``init``. ``other``: the region of every other alias read."""
+    r, reads_full = map_region(body, alias, init, other)
+    return r is not None and not r[1] and reads_full
+
+
+def map_region(body: LogicNode, alias: Alias, init: Any,
+               other: Callable[[Alias], Region]) -> tuple[Region, bool]:
+    """The region of the map ``body`` where the aggregate ``alias`` (fill ``init``) is
+    implicit (None: not known), and whether the map reads a full value (a dense operand,
+    a field): see :func:`annihilated_reader`."""
+    reads_full = False
+
+    def region(n: LogicNode) -> Region:
+        nonlocal reads_full
+        match n:
+            case Relabel(arg=Alias() as a):
+                r = (np.asarray(init)[()], False) if a == alias else other(a)
+                reads_full = reads_full or (r is not None and r[1])
+                return r
+            case Immediate(val=v):
+                return v, False
+            case Field():
+                reads_full = True
+                return np.int64(0), True
+            case MapJoin(op=Immediate(val=Operator() as op), args=args):
+                parts = [region(x) for x in args]
+                if any(p is None for p in parts):
+                    return None
+                try:
+                    with np.errstate(all="ignore"):
+                        return mapjoin_region(op, [p[0] for p in parts],  # type: ignore[index]
+                                              [p[1] for p in parts])  # type: ignore[index]
+                except (TypeError, ValueError):
+                    return None
+        return None
+
+    return region(body), reads_full
+
+
+def _table_region(rhs: LogicNode) -> Region:
+    """A stored table's region: its fill, and whether it stores every entry."""
+    if not isinstance(rhs, Table):
+        return None
+    t = rhs.tns.val
+    return np.asarray(t.fill_value)[()], bool(getattr(t, "full", True))
+
+
+def region_readers(plan: Plan) -> set[Alias]:
+    """The aggregate queries of ``plan`` without a format of their own read by a map
+    query that their implicit region decides (:func:`annihilated_reader`, the map's other
+    operands stored tables): their chosen format keeps that region."""
+    readers: dict[Alias, list[LogicNode]] = {}
+    aggs: dict[Alias, Aggregate] = {}
+    tables: dict[Alias, Region] = {}
+    for body in plan.bodies:
+        if not isinstance(body, Query):
+            continue
+        rhs = body.rhs
+        agg = rhs.arg if isinstance(rhs, Reorder) else rhs
+        if isinstance(agg, Aggregate) and isinstance(agg.init, Immediate):
+            aggs[body.lhs] = agg
+        tables[body.lhs] = _table_region(rhs)
+        for acc in accesses(rhs):
+            readers.setdefault(acc.arg, []).append(rhs)  # type: ignore[arg-type]
+    out: set[Alias] = set()
+    for a, agg in aggs.items():
+        for use in readers.get(a, []):
+            body = map_body(use)
+            if body is not None and annihilated_reader(body, a, agg.init.val, tables.get):
+                out.add(a)
+                break
+    return out
+
+
+__all__ = ["Region", "annihilated_reader", "map_body", "map_region", "region_readers"]
