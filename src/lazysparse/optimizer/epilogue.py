@@ -114,20 +114,22 @@ def merge_epilogue(rhs: Reformat, defs: dict[Alias, LogicNode], dense: set[Alias
 def _fusable(body: LogicNode, alias: Alias, agg: Aggregate, dense: set[Alias],
              dense_out: bool) -> bool:
     """Whether the map ``body`` of ``alias`` (the aggregate ``agg``; every other operand
-    stored dense) keeps its values fused (``optimizer.unreached``): where the aggregate is
-    implicit the fused kernel gives the map's fill when that fill annihilates the map, which
-    a dense-stored aggregate (``sum(S, axis=1)``, dense as in NumPy) has no region for; a
-    map that reads dense values there and is not annihilated (``(A @ B) + D``) is dense, so
-    a sparse result, which stores only the entries the reduction reached, cannot hold it."""
+    stored dense) computes the same fused (``optimizer.unreached``): the fused kernel maps
+    every entry of a dense result, the reduction's init where it reached nothing, and only
+    the reached entries of a sparse one. So a map that reads dense values and is not
+    annihilated where the aggregate is implicit (``(A @ B) + D``: dense) needs a dense
+    result, and one that is (``(A @ B) / D``) a sparse result when the aggregate is
+    sparse (its unreached entries are the map's fill: 0, even where ``D`` is 0); a
+    dense-stored aggregate (``sum(S, axis=1)``, dense as in NumPy) has no implicit region."""
     if not isinstance(agg.init, Immediate):
         return False
     r, reads_full = map_region(body, alias, agg.init.val,
                                lambda a: (0.0, True) if a in dense else None)
-    if r is None:  # a region this analysis does not know: as before it existed
+    if r is None or not reads_full:  # constants only, or a region not known: as before
         return True
     if r[1]:
         return dense_out
-    return not (reads_full and alias in dense)
+    return alias in dense or not dense_out
 
 
 def _replace_access(expr: LogicNode, target: Relabel) -> LogicNode:

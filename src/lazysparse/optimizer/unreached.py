@@ -1,12 +1,13 @@
 """Where an aggregate's implicit region decides a map of its result (docs/api.md, "The fill
 rule"): ``(A @ B) / D`` is 0 wherever no product reached, even where ``D`` is 0, because
-the product's implicit 0 annihilates the division there; a dense-stored aggregate has no
-implicit region (``sum(S, axis=1)`` is dense as in NumPy: ``sum(S, axis=1) / d`` divides
-every entry). So an aggregate whose implicit region a reader's map depends on is not
-stored dense when the optimizer chooses its format (``formats.choose_formats``), and a
-dense-stored one is not fused into such a map (``epilogue.fuse_epilogues``): the fused
-kernel gives the entries the reduction never reached the map's fill
-(``KernelInfo.unreached_fill``), which only a sparse aggregate has.
+the product's implicit 0 annihilates the division there, while a reached sum that cancels
+to 0 is data (0 / 0 = NaN). A dense-stored result has no implicit region: ``sum(S, axis=1)``
+is dense as in NumPy, so ``sum(S, axis=1) / d`` divides every entry. So where the optimizer
+chooses the formats (``formats.choose_formats``), an aggregate that such a map reads, and
+the map itself, are stored sparse (the map holds exactly the reached entries), and a sparse
+aggregate is fused into that map only when the map's result is sparse too
+(``epilogue.fuse_epilogues``): the fused kernel writes only the entries the reduction
+reached.
 """
 
 from __future__ import annotations
@@ -99,10 +100,11 @@ def _table_region(rhs: LogicNode) -> Region:
 
 
 def region_readers(plan: Plan) -> set[Alias]:
-    """The aggregate queries of ``plan`` without a format of their own read by a map
-    query that their implicit region decides (:func:`annihilated_reader`, the map's other
-    operands stored tables): their chosen format keeps that region."""
-    readers: dict[Alias, list[LogicNode]] = {}
+    """The aggregate queries of ``plan`` without a format of their own read by a map query
+    that their implicit region decides (:func:`annihilated_reader`, the map's other
+    operands stored tables), and those map queries when they have no format of their own
+    either: their chosen formats keep that region (sparse)."""
+    readers: dict[Alias, list[Query]] = {}
     aggs: dict[Alias, Aggregate] = {}
     tables: dict[Alias, Region] = {}
     for body in plan.bodies:
@@ -114,14 +116,15 @@ def region_readers(plan: Plan) -> set[Alias]:
             aggs[body.lhs] = agg
         tables[body.lhs] = _table_region(rhs)
         for acc in accesses(rhs):
-            readers.setdefault(acc.arg, []).append(rhs)  # type: ignore[arg-type]
+            readers.setdefault(acc.arg, []).append(body)  # type: ignore[arg-type]
     out: set[Alias] = set()
     for a, agg in aggs.items():
         for use in readers.get(a, []):
-            body = map_body(use)
+            body = map_body(use.rhs)
             if body is not None and annihilated_reader(body, a, agg.init.val, tables.get):
                 out.add(a)
-                break
+                if not isinstance(use.rhs, Reformat):
+                    out.add(use.lhs)
     return out
 
 

@@ -189,7 +189,7 @@ def _check_dense_output(k: Kernel, data: QueryData, osize: int, nch: int) -> int
     if osize * od.itemsize > limit:
         check_allocation(osize, od, f"the kernel's dense result of shape {data.out_shape}",
                          within=stored_work(data), shape=data.out_shape)
-    per = od.itemsize + (8 if lw.visit_array else 0)  # a value and a visit count
+    per = od.itemsize + (8 if lw.fold is not None else 0)  # a value and a fold count
     if lw.partials and nch > 1 and osize * per * nch > limit:
         nch = max(1, limit // max(osize * per, 1))
     return nch
@@ -276,8 +276,9 @@ def _run_in_place(k: Kernel, data: QueryData, args: list[Any], nch: int, osize: 
     chunks write besides the output (a shared output's fill counts)."""
     lw, info, mod = k.lowered, k.info, k.module
     od = _acc_out_dtype(k)
-    cnt = np.zeros(osize * (nch if lw.partials else 1) if lw.visit_array else 0, np.int64)
-    if lw.visit_array:
+    cnt = np.zeros(osize * (nch if lw.partials else 1) if lw.fold is not None else 0,
+                   np.int64)
+    if lw.fold is not None:
         extra = (cnt, *extra)
     init = _arg(k, args, Role.INIT)
     if lw.partials and nch > 1:
@@ -295,13 +296,12 @@ def _run_in_place(k: Kernel, data: QueryData, args: list[Any], nch: int, osize: 
             out, res = res, np.empty(osize, dtype=od)
             mod.combine_range(out, res, np.int64(1), np.int64(osize), init, np.int64(0),
                               np.int64(1))
-    if lw.visit_array and osize and cnt.shape[0] > osize:  # per-chunk partial counts
-        cnt = cnt.reshape(-1, osize).sum(axis=0)
     if lw.fold is not None:
-        fold_skipped(k, data, res, cnt)
+        fold_skipped(k, data, res, cnt.reshape(-1, osize).sum(axis=0) if osize and
+                     cnt.shape[0] > osize else cnt)
     if lw.epilogue is EpiloguePlace.FINALIZE:  # after partials and folding: values complete
         out = res if res.dtype == info.out_dtype else np.empty(osize, info.out_dtype)
-        mod.finalize(*args, res, *((cnt,) if lw.reach else ()), out)
+        mod.finalize(*args, res, out)
         res = out
     return res
 

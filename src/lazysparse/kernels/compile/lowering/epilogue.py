@@ -6,9 +6,7 @@ entry is emitted (appends, workspace drains), as a scalar accumulator is stored 
 dense output entry is stored exactly once (``ENTRY``), else in a ``finalize`` function
 over the dense output after the loop nest, per-chunk partials and the host's fill folding
 (``FINALIZE``), so the map sees every entry's complete reduction. Epilogue operands are
-dense: each is read at its position computed from the result coordinates. Where the
-reduction's implicit fill annihilates the map (``plan.reach``, the fill rule: ``(A @ B) / D``),
-a dense output entry the reduction never visited is the result fill (:func:`reached`).
+dense: each is read at its position computed from the result coordinates.
 """
 
 from __future__ import annotations
@@ -24,7 +22,6 @@ from lazysparse.kernels.compile.ir.loop_ir import (
     For,
     Function,
     Load,
-    Select,
     Stmt,
     Store,
 )
@@ -66,13 +63,6 @@ def _epi_value(info: KernelInfo, node: PNode, val: Expr, coords: dict[str, Expr]
     raise TypeError(f"unknown epilogue node {node!r}")
 
 
-def reached(info: KernelInfo, visits: Expr, val: Expr) -> Expr:
-    """``val`` where the reduction made ``visits`` to the entry, else the result fill
-    (``ofill``: an unreached entry is the reduction's implicit fill, which annihilates the
-    epilogue, so ``S / D`` is 0 there even where ``D`` is 0)."""
-    return Select(Bin(BinOp.GT, visits, C(0)), val, Cast(str(info.out_dtype), V("ofill")))
-
-
 def dense_position(info: KernelInfo, s: int, coords: dict[str, Expr]) -> Expr:
     """Position of an all-dense operand's entry at ``coords`` (row-major in storage)."""
     p: Expr = C(0)
@@ -82,18 +72,16 @@ def dense_position(info: KernelInfo, s: int, coords: dict[str, Expr]) -> Expr:
 
 
 def epilogue_function(info: KernelInfo, cvar: dict[str, str],
-                      params: tuple[str, ...], reach: bool = False) -> Function:
+                      params: tuple[str, ...]) -> Function:
     """``finalize``: ``out[o] = epilogue(acc_in[o])`` over every dense output entry, in
     storage order (``acc_in`` may be ``out`` itself when the dtypes agree); ``cvar``: the
-    loop variable of each field. With ``reach``, an entry of no visits (``ocnt[o] == 0``)
-    is the result fill instead."""
+    loop variable of each field."""
     storage = info.out_storage_fields
     coords: dict[str, Expr] = {}
 
     def nest(m: int, od: Expr) -> list[Stmt]:
         if m == len(storage):
-            val = finish(info, Load("acc_in", od), coords)
-            return [Store("out", od, reached(info, Load("ocnt", od), val) if reach else val)]
+            return [Store("out", od, finish(info, Load("acc_in", od), coords))]
         f = storage[m]
         c = V(cvar[f])
         coords[f] = c
@@ -101,7 +89,5 @@ def epilogue_function(info: KernelInfo, cvar: dict[str, str],
         inner += nest(m + 1, V(f"od{m}"))
         return [For(c.name, C(0), V(f"n_{c.name}"), tuple(inner))]
 
-    arrays = ("acc_in", "ocnt", "out") if reach else ("acc_in", "out")
-    note = " (the result fill where ocnt[o] == 0)" if reach else ""
-    return Function("finalize", (*params, *arrays), tuple(nest(0, C(0))), False,
-                    (f"out[o] = epilogue(acc_in[o]) for every output entry{note}",))
+    return Function("finalize", (*params, "acc_in", "out"), tuple(nest(0, C(0))), False,
+                    ("out[o] = epilogue(acc_in[o]) for every output entry",))

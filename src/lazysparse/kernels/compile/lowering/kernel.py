@@ -97,19 +97,11 @@ class Lowered:
     # entries equal to the result fill are not stored (``compile.planning.stored_fill``): the fill
     # phase tests each one; a shared pattern is checked by the host
     drop_fill: FillTest | None = None
-    # dense output entries the reduction never visited take the result fill (``ocnt``
-    # counts visits; ``finalize`` reads them, ``compile.lowering.epilogue.reached``)
-    reach: bool = False
 
     @property
     def params(self) -> tuple[str, ...]:
         """The leading parameters' names (the loop IR's variables), in order."""
         return self.signature.names
-
-    @property
-    def visit_array(self) -> bool:
-        """Whether the chunks write visit counts per output entry (``ocnt``)."""
-        return self.fold is not None or (self.reach and self.epilogue is EpiloguePlace.FINALIZE)
 
     @property
     def parallel(self) -> bool:
@@ -215,7 +207,7 @@ def kernel_functions(ctx: LowerContext, signature: KernelParams) -> tuple[Functi
     if plan.partials:
         fns += combine_functions(ctx.reduce, plan.info.acc_dtype)
     if plan.epilogue is EpiloguePlace.FINALIZE:
-        fns.append(epilogue_function(plan.info, ctx.cvar, common, plan.reach))
+        fns.append(epilogue_function(plan.info, ctx.cvar, common))
     return tuple(fns)
 
 
@@ -236,8 +228,7 @@ def lower_plan(plan: KernelPlan) -> Lowered:
     sig = kernel_params(plan.info, plan.output, ctx.cvar)
     return Lowered(kernel_functions(ctx, sig), plan.levels, plan.output, plan.choice, sig,
                    extent0(ctx), append_bounds(plan), plan.fold, workspace_bound(plan),
-                   plan.row_count_depth() is not None, plan.epilogue, plan.drop_fill,
-                   plan.reach)
+                   plan.row_count_depth() is not None, plan.epilogue, plan.drop_fill)
 
 
 __all__ = ["OUTPUTS", "Lowered", "kernel_functions", "lower", "lower_plan", "replace"]

@@ -24,7 +24,7 @@ from lazysparse.kernels.compile.ir.loop_ir import (
     Store,
 )
 from lazysparse.kernels.compile.lowering.context import LowerContext, Phase
-from lazysparse.kernels.compile.lowering.epilogue import finish, reached
+from lazysparse.kernels.compile.lowering.epilogue import finish
 from lazysparse.kernels.compile.planning.kernel_plan import EpiloguePlace
 from lazysparse.kernels.compile.planning.stored_fill import keep_expr, same_expr
 
@@ -66,7 +66,7 @@ class OutputLowering:
             return []
         init = V("red_id") if ctx.plan.partials else V("init")
         out: list[Stmt] = [Assign("acc", Cast(str(ctx.info.acc_dtype), init))]
-        if ctx.plan.counts_visits:
+        if ctx.plan.fold is not None:
             out.append(Assign("nvis", C(0)))
         return out
 
@@ -89,7 +89,7 @@ class OutputLowering:
             return self.mark_touched()
         out: list[Stmt] = [Assign("acc", ctx.reduce(V("acc"), val)),  # type: ignore[arg-type]
                            *self.mark_touched()]
-        if ctx.plan.counts_visits:
+        if ctx.plan.fold is not None:
             out.append(Assign("nvis", add(V("nvis"), C(1))))
         return out
 
@@ -115,7 +115,7 @@ class OutputLowering:
 
     def params(self) -> tuple[str, ...]:
         """Parameters of this phase's function after the common ones."""
-        if self.ctx.plan.visit_array:
+        if self.ctx.plan.fold is not None:
             return ("t", "nch", "out", "ocnt")
         return ("t", "nch", "out")
 
@@ -133,19 +133,17 @@ class DenseOutput(OutputLowering):
         if ctx.info.reduce_op is None:
             return [Store("out", pos, Cast(str(ctx.info.out_dtype), val))]  # type: ignore
         cnt: list[Stmt] = []
-        if ctx.plan.visit_array:  # visits per output entry (the host's fold, finalize)
+        if ctx.plan.fold is not None:  # visits per output entry, for the host's fold
             cnt.append(Store("ocnt", pos, add(Load("ocnt", pos), C(1))))
         return [Store("out", pos, ctx.reduce(Load("out", pos), val)), *cnt]  # type: ignore
 
     def store_acc(self, st: State) -> list[Stmt]:
         ctx = self.ctx
         pos = self.index(st)
-        if ctx.plan.visit_array:
+        if ctx.plan.fold is not None:
             return [Store("out", pos, V("acc")), Store("ocnt", pos, V("nvis"))]
         if ctx.plan.epilogue is EpiloguePlace.ENTRY:
-            val = finish(ctx.info, V("acc"), st.coords)
-            return [Store("out", pos, reached(ctx.info, V("nvis"), val) if ctx.plan.reach
-                          else val)]
+            return [Store("out", pos, finish(ctx.info, V("acc"), st.coords))]
         return [Store("out", pos, V("acc"))]
 
 

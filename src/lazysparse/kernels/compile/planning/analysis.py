@@ -194,10 +194,6 @@ class KernelInfo:
     # a map of the reduction's value (``PResult``) applied once per result entry; its
     # operands are dense accesses by result fields, scalars and fields (out_dtype's source)
     epilogue: PNode | None = None
-    # the epilogue is decided at entries the reduction never reached (the reduction's
-    # implicit fill annihilates it there, ``S / D``: ``unreached_fill``): those take the
-    # result fill, not the epilogue of the init, so a dense output tracks reached entries
-    unreached_fill: bool = False
     # the requested layout when the kernel writes another (``written_spec``: hashed and
     # bytemap levels are written as compressed ones and relabeled by the host)
     stored_spec: FormatSpec | None = None
@@ -440,11 +436,8 @@ def analyze_query(query: Query, env: dict[Alias, Any]) -> tuple[KernelInfo, Quer
     else:
         acc_dtype = val_dtype
         out_fill = eval_fill(expr, rd.tensors, rd.consts)
-    out_fill0 = out_fill
     epilogue, out_dtype, out_fill = _epilogue(rd, shape, acc_dtype, out_fill)
     extents = rd.extents
-    fill_id = _fill_identity(expr, shape.reduce_op, acc_dtype, rd.tensors, rd.consts,
-                             _unit_init(shape, extents))
     info = KernelInfo(
         loop_order=shape.loop_order, operands=tuple(rd.operands), expr=expr,
         reduce_op=shape.reduce_op, reduced=shape.reduced, out_fields=shape.out_fields,
@@ -452,8 +445,8 @@ def analyze_query(query: Query, env: dict[Alias, Any]) -> tuple[KernelInfo, Quer
         out_dtype=out_dtype, acc_dtype=acc_dtype,
         fill_keys=tuple(o.fill_key for o in rd.operands),
         const_dtypes=tuple(rd.const_dtypes), epilogue=epilogue,
-        fill_identity=fill_id,
-        unreached_fill=unreached_fill(epilogue, fill_id, rd.tensors, rd.consts, out_fill0),
+        fill_identity=_fill_identity(expr, shape.reduce_op, acc_dtype, rd.tensors, rd.consts,
+                                     _unit_init(shape, extents)),
         unit_reduced=bool(shape.reduced) and all(extents[f] == 1 for f in shape.reduced),
         wide=wide_fields(extents, shape.loop_order, acc_dtype,
                          sum(int(t.values.shape[0]) for t in rd.tensors)))
@@ -555,13 +548,11 @@ def const_decided(info: KernelInfo) -> bool:
     (``PApply.annihilates``/``selects``, ``fill_identity``) depend on the constants' values,
     so a kernel reused with other constants must check them (:func:`decisions_hold`): only
     with a sparse operand (co-iteration never reads them otherwise) and a constant inside a
-    decided argument (``where(A != 0, ...)``), the reduced expression or an epilogue
-    (``unreached_fill``)."""
+    decided argument (``where(A != 0, ...)``) or the reduced expression."""
     if not info.const_dtypes or all(lv.located for op in info.operands for lv in op.levels):
         return False
-    return (_const_in_decisions(info.expr)
-            or info.reduce_op is not None and _has_const(info.expr)
-            or info.epilogue is not None and _has_const(info.epilogue))
+    return _const_in_decisions(info.expr) or (info.reduce_op is not None
+                                              and _has_const(info.expr))
 
 
 def decisions_hold(info: KernelInfo, tensors: Any, consts: Any, init: Any = None) -> bool:
@@ -577,30 +568,8 @@ def decisions_hold(info: KernelInfo, tensors: Any, consts: Any, init: Any = None
                                    consts) == node.uniform)
 
     unit = init if info.unit_reduced else None
-    fill_id = _fill_identity(info.expr, info.reduce_op, info.acc_dtype, tensors, consts, unit)
-    if not (same(info.expr) and info.fill_identity == fill_id):
-        return False
-    if info.epilogue is None:
-        return True
-    init_fill = np.asarray(init).astype(info.acc_dtype)[()]
-    return info.unreached_fill == unreached_fill(info.epilogue, fill_id, tensors, consts,
-                                                 init_fill)
-
-
-def unreached_fill(epilogue: PNode | None, fill_identity: bool, tensors: Any, consts: Any,
-                   init: Any) -> bool:
-    """Whether result entries the reduction never reaches hold the result fill rather than
-    the epilogue of ``init`` (the reduction's fill): the kernel skips only coordinates at
-    the reduction's identity (``fill_identity``), so an unreached entry is the reduction's
-    implicit fill, and the fill rule annihilates an epilogue that reads a dense operand or
-    a field there (``(A @ B) / D`` is 0 where no product reached, even where ``D`` is 0;
-    ``(A @ B) + D`` is not annihilated: ``init + D``). Without such a read the epilogue of
-    the init is the fill already, and the kernel stays as it is."""
-    if epilogue is None or not fill_identity:
-        return False
-    if not any(isinstance(n, PField | PAccess) for n in walk_pointwise(epilogue)):
-        return False
-    return not _fill_region(epilogue, list(tensors), list(consts), init)[1]
+    return same(info.expr) and info.fill_identity == _fill_identity(
+        info.expr, info.reduce_op, info.acc_dtype, tensors, consts, unit)
 
 
 def _has_const(node: PNode) -> bool:

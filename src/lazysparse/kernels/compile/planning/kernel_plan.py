@@ -51,26 +51,11 @@ class KernelPlan:
     # the test that keeps entries equal to the result fill from being stored
     # (``compile.planning.stored_fill``); None: every entry written is stored
     drop_fill: FillTest | None = None
-    # a dense output whose entries the reduction never reached take the result fill
-    # (``KernelInfo.unreached_fill``): the kernel counts each entry's visits
-    reach: bool = False
 
     @property
     def partials(self) -> bool:
         """Whether chunks reduce into per-chunk partials."""
         return self.choice.partials
-
-    @property
-    def counts_visits(self) -> bool:
-        """Whether the reduction counts its visits per output entry (``nvis``)."""
-        return self.fold is not None or self.reach
-
-    @property
-    def visit_array(self) -> bool:
-        """Whether the visit counts go to the host in ``ocnt`` (for its fold, or for
-        ``finalize`` to tell unreached entries); else a reached scalar accumulator's
-        entry is mapped where it is stored."""
-        return self.fold is not None or (self.reach and self.epilogue is EpiloguePlace.FINALIZE)
 
     def row_count_depth(self) -> int | None:
         """Loop depth of the last dense output level above sparse ones (its positions get
@@ -105,9 +90,7 @@ def plan_kernel(info: KernelInfo, fills: tuple[Any, ...], out_fill: Any,
     choice = choose_parallel(info, levels, out)
     plan = KernelPlan(info, levels, out, choice, folded,
                       epilogue_place(info, levels, out, folded, choice.partials),
-                      storage_major_depth(info, levels, out, folded, choice.partials),
-                      reach=(info.unreached_fill and out.mode is OutputMode.DENSE
-                             and folded is None))
+                      storage_major_depth(info, levels, out, folded, choice.partials))
     return dropping_fill(plan, out_fill) if drop_fill else plan
 
 
