@@ -171,3 +171,14 @@ def test_product_read_twice_keeps_its_implicit_region() -> None:
     got, twice = xp.compute(p / xp.asarray(np.zeros((2, 2))), p * 2)
     np.testing.assert_array_equal(np.asarray(got), [[np.inf, 0.0], [0.0, 0.0]])
     np.testing.assert_array_equal(np.asarray(twice), (a @ b) * 2)
+
+
+def test_product_of_dense_operands_divides_every_entry() -> None:
+    """A product of dense operands has no implicit region: ``(A @ B) / D`` is NumPy's."""
+    a = np.array([[1.0, 1.0], [0.0, 0.0]])
+    b = np.array([[1.0, 0.0], [-1.0, 0.0]])
+    d = np.array([[0.0, 1.0], [0.0, np.inf]])
+    for executor in (None, "reference"):
+        with _executor(executor), np.errstate(all="ignore"):
+            got = np.asarray(xp.compute((xp.asarray(a) @ xp.asarray(b)) / xp.asarray(d)))
+            np.testing.assert_array_equal(got, (a @ b) / d)

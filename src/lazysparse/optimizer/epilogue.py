@@ -122,7 +122,7 @@ def _fusable(body: LogicNode, alias: Alias, agg: Aggregate, dense: set[Alias],
     sparse (its unreached entries are the map's fill: 0, even where ``D`` is 0); a
     dense-stored aggregate (``sum(S, axis=1)``, dense as in NumPy) has no implicit region."""
     if not isinstance(agg.init, Immediate):
-        return False
+        return True
     r, reads_full = map_region(body, alias, agg.init.val,
                                lambda a: (0.0, True) if a in dense else None)
     if r is None or not reads_full:  # constants only, or a region not known: as before

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from lazysparse.formats.dtypes import same_value
 from lazysparse.logic.nodes import (
     Aggregate,
     Alias,
@@ -57,18 +58,19 @@ def annihilated_reader(body: LogicNode, alias: Alias, init: Any,
     return r is not None and not r[1] and reads_full
 
 
-def map_region(body: LogicNode, alias: Alias, init: Any,
+def map_region(body: LogicNode, alias: Alias | None, init: Any,
                other: Callable[[Alias], Region]) -> tuple[Region, bool]:
     """The region of the map ``body`` where the aggregate ``alias`` (fill ``init``) is
     implicit (None: not known), and whether the map reads a full value (a dense operand,
-    a field): see :func:`annihilated_reader`."""
+    a field): see :func:`annihilated_reader`; ``alias`` None: every alias is ``other``."""
     reads_full = False
 
     def region(n: LogicNode) -> Region:
         nonlocal reads_full
         match n:
             case Relabel(arg=Alias() as a):
-                r = (np.asarray(init)[()], False) if a == alias else other(a)
+                r = (np.asarray(init)[()], False) if alias is not None and a == alias \
+                    else other(a)
                 reads_full = reads_full or (r is not None and r[1])
                 return r
             case Immediate(val=v):
@@ -99,6 +101,23 @@ def _table_region(rhs: LogicNode) -> Region:
     return np.asarray(t.fill_value)[()], bool(getattr(t, "full", True))
 
 
+def _has_region(agg: Aggregate, tables: Callable[[Alias], Region]) -> bool:
+    """Whether ``agg`` (over stored tables) has an implicit region: its argument has one
+    and folding the argument's fill keeps the init (``op(init, fill) == init``), as the
+    reference interpreter says; a product of dense operands has none."""
+    arg = agg.arg.arg if isinstance(agg.arg, Reorder) else agg.arg
+    r, _ = map_region(arg, None, None, tables)
+    if r is None or r[1] or not isinstance(agg.op, Immediate) or \
+            not isinstance(agg.op.val, Operator):
+        return False
+    init = agg.init.val  # type: ignore[attr-defined]
+    try:
+        with np.errstate(all="ignore"):
+            return same_value(agg.op.val.apply(init, r[0]), init)
+    except (TypeError, ValueError):
+        return False
+
+
 def region_readers(plan: Plan) -> set[Alias]:
     """The aggregate queries of ``plan`` without a format of their own read by a map query
     that their implicit region decides (:func:`annihilated_reader`, the map's other
@@ -119,6 +138,8 @@ def region_readers(plan: Plan) -> set[Alias]:
             readers.setdefault(acc.arg, []).append(body)  # type: ignore[arg-type]
     out: set[Alias] = set()
     for a, agg in aggs.items():
+        if not _has_region(agg, tables.get):
+            continue
         for use in readers.get(a, []):
             body = map_body(use.rhs)
             if body is not None and annihilated_reader(body, a, agg.init.val, tables.get):
