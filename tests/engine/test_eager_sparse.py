@@ -203,8 +203,8 @@ def test_cancelling_product_keeps_its_structural_entries(
     """``A @ B`` whose sum cancels to 0 at a reached entry: scipy drops it, the reference
     interpreter keeps it as data, so a 0 partner still divides it (``(A @ B) / D`` is NaN
     there, 0 where no product was reached: the implicit 0 annihilates the division). The
-    compiled tier's epilogue divides every entry here (NaN everywhere): the eager tier
-    follows the reference."""
+    eager tier follows the reference, as the compiled one does
+    (``tests/api/test_fill_rule_epilogue.py``)."""
     a = xp.asarray(np.array([[1.0, 1.0], [0.0, 0.0]]), format="csr")
     b = xp.asarray(np.array([[1.0, 0.0], [-1.0, 0.0]]), format="csr")
     d = xp.asarray(np.zeros((2, 2)))

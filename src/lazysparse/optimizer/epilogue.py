@@ -43,6 +43,7 @@ from lazysparse.optimizer.rewrite import (
     produced,
     substitute_access,
 )
+from lazysparse.optimizer.unreached import map_region
 
 
 def _all_dense(spec: object) -> bool:
@@ -91,12 +92,14 @@ def merge_epilogue(rhs: Reformat, defs: dict[Alias, LogicNode], dense: set[Alias
         others = [a for j, a in enumerate(reads) if j != k]
         if any(a.arg not in dense for a in others):
             continue
-        extra = [f for f in loop.idxs if f not in target.idxs]
-        if set(extra) & set(expr_fields(_replace_access(loop.arg, target))):
-            continue  # an extra field of B is read: a broadcast, not a map per entry
         source = defs[target.arg]  # type: ignore[index]
         agg = _aggregate_of(source)
         assert agg is not None
+        if not _fusable(loop.arg, target.arg, agg, dense, _all_dense(rhs.tns.val)):  # type: ignore[arg-type]
+            continue
+        extra = [f for f in loop.idxs if f not in target.idxs]
+        if set(extra) & set(expr_fields(_replace_access(loop.arg, target))):
+            continue  # an extra field of B is read: a broadcast, not a map per entry
         names = dict(zip(target.idxs, _result_axes(agg), strict=True))
         names.update({f: namer.field() for f in extra})
         if extra:
@@ -106,6 +109,27 @@ def merge_epilogue(rhs: Reformat, defs: dict[Alias, LogicNode], dense: set[Alias
         epi = substitute_access(body, lambda acc, a=alias, s=source: s if acc.arg == a else None)
         return Reformat(rhs.tns, epi), alias  # type: ignore[arg-type]
     return None
+
+
+def _fusable(body: LogicNode, alias: Alias, agg: Aggregate, dense: set[Alias],
+             dense_out: bool) -> bool:
+    """Whether the map ``body`` of ``alias`` (the aggregate ``agg``; every other operand
+    stored dense) computes the same fused (``optimizer.unreached``): the fused kernel maps
+    every entry of a dense result, the reduction's init where it reached nothing, and only
+    the reached entries of a sparse one. So a map that reads dense values and is not
+    annihilated where the aggregate is implicit (``(A @ B) + D``: dense) needs a dense
+    result, and one that is (``(A @ B) / D``) a sparse result when the aggregate is
+    sparse (its unreached entries are the map's fill: 0, even where ``D`` is 0); a
+    dense-stored aggregate (``sum(S, axis=1)``, dense as in NumPy) has no implicit region."""
+    if not isinstance(agg.init, Immediate):
+        return True
+    r, reads_full = map_region(body, alias, agg.init.val,
+                               lambda a: (0.0, True) if a in dense else None)
+    if r is None or not reads_full:  # constants only, or a region not known: as before
+        return True
+    if r[1]:
+        return dense_out
+    return alias in dense or not dense_out
 
 
 def _replace_access(expr: LogicNode, target: Relabel) -> LogicNode:

@@ -16,7 +16,7 @@ through a workspace; a last level that alone receives scattered writes is left u
 
 from __future__ import annotations
 
-from lazysparse.formats.levels.registry import all_located
+from lazysparse.formats.levels.registry import DENSE_KIND, PLAIN_KIND, all_located
 from lazysparse.formats.specs import infer_spec
 from lazysparse.logic.nodes import (
     Alias,
@@ -42,6 +42,7 @@ from lazysparse.optimizer.push_fields import rename_fields
 from lazysparse.optimizer.rewrite import accesses, expr_fields, substitute_access
 from lazysparse.optimizer.scatter import scatter_level_kinds
 from lazysparse.optimizer.structure import structured_kinds
+from lazysparse.optimizer.unreached import region_readers
 
 
 def choose_formats(plan: Plan) -> Plan:
@@ -59,10 +60,13 @@ def choose_ordered_formats(plan: Plan) -> Plan:
 def _choose_formats(plan: Plan, unordered: bool) -> Plan:
     infos: dict[Alias, AliasInfo] = {}
     out: list[LogicNode] = []
+    keep_region = region_readers(plan)
     for body in compute_queries(plan, infos, out):
         rhs = body.rhs
         if not isinstance(rhs, Reformat):
             kinds = choose_level_kinds(rhs, infos)
+            if body.lhs in keep_region and kinds and all_located(kinds):
+                kinds = _sparse_kinds(len(kinds))
             check_dense_result(rhs, infos, kinds)
             kinds = structured_kinds(rhs, kinds, infos)
             if unordered:
@@ -74,6 +78,12 @@ def _choose_formats(plan: Plan, unordered: bool) -> Plan:
         infos[body.lhs] = computed_info(rhs, infos)
         out.append(Query(body.lhs, rhs))
     return Plan(tuple(out))
+
+
+def _sparse_kinds(n: int) -> tuple[str, ...]:
+    """CSR-like levels for ``n`` axes (a dense first level above compressed ones): an
+    aggregate a reader's map needs the implicit region of (``optimizer.unreached``)."""
+    return (DENSE_KIND,) + (PLAIN_KIND,) * (n - 1) if n > 1 else (PLAIN_KIND,)
 
 
 def normal_form(plan: Plan) -> Plan:
