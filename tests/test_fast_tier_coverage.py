@@ -62,6 +62,12 @@ def test_import_alone_does_not_count_a_body_line_does(tmp_path: Path) -> None:
     assert unexercised(executed, root) == []
 
 
+def test_a_name_bound_to_njit_is_a_compiled_decorator() -> None:
+    aliased = ("from numba import njit\n\n_jit = njit(cache=False)\n\n\n"
+               "@_jit\ndef f(a):\n    return a\n")
+    assert body_lines(aliased) == (set(), False)
+
+
 def test_module_names_follow_the_package() -> None:
     assert module_name(SRC / "__init__.py", SRC) == "lazysparse"
     assert module_name(SRC / "kernels" / "compile" / "__init__.py", SRC) == \
