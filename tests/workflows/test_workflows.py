@@ -49,7 +49,9 @@ def dense_bytes(w: Workflow) -> int:
 # regression, Jacobi, label propagation, top-k cosine); the full suite runs every one
 _SMALL_SLOW = {"ml_minibatch_sgd", "graph_label_propagation_natural", "ml_logreg_computed",
                "ml_linreg_gd", "sci_jacobi", "sci_jacobi_splitting", "text_cosine_topk",
-               "text_binarize_counts", "sci_laplacian2d_xp"}
+               "text_binarize_counts", "sci_laplacian2d_xp", "ml_logreg_natural",
+               "graph_laplacian_eye", "ml_standard_scale", "sci_laplacian2d_scipy_shift",
+               "text_ngrams_min_df", "skew_graph_triangles"}
 
 
 @pytest.mark.parametrize("name", slow_except(list(WORKFLOWS), set(WORKFLOWS) - _SMALL_SLOW))
