@@ -7,8 +7,8 @@ coverage.py is not a test dependency: install it into a throwaway environment, o
 on ``PYTHONPATH`` (never into the project's venv)::
 
     pip install --target /tmp/covpkg coverage
-    PYTHONPATH=src:/tmp/covpkg python -m tests.fast_tier_coverage          # run and check
-    PYTHONPATH=src:/tmp/covpkg python -m tests.fast_tier_coverage --data .coverage.fast
+    PYTHONPATH=src:/tmp/covpkg python -m tests.fast_tier_coverage               # run, check
+    PYTHONPATH=src:/tmp/covpkg python -m tests.fast_tier_coverage --data FILE   # check FILE
 
 With ``--data`` an existing data file is checked, without running the tests again. A
 module without functions that run in Python (a package ``__init__``; helpers all under a
@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import ast
 import sys
+import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -124,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", type=Path, help="check this coverage data file, run nothing")
     ap.add_argument("pytest_args", nargs="*", help="more pytest arguments for the run")
     args = ap.parse_args(argv)
-    data_file = args.data or ROOT / ".coverage.fast"
+    data_file = args.data or Path(tempfile.gettempdir()) / "lazysparse-fast-tier.coverage"
     if args.data is None:
         status = _run_fast_tier(data_file, args.pytest_args)
         if status not in (0, 1):
