@@ -144,7 +144,7 @@ def scipy_levels(a: sp.csr_array, source: int) -> np.ndarray:
 
 
 @pytest.mark.parametrize("fmt", slow_except(FORMATS, ["csr", "coo"]))
-@pytest.mark.parametrize("frontier_format", ["dense", "coo"])
+@pytest.mark.parametrize("frontier_format", slow_except(["dense", "coo"], ["dense"]))
 def test_bfs_levels_match_shortest_paths(fmt, frontier_format):
     a = graph(200, 1.2, seed=3, symmetric=True, unit=True)  # several components
     got = bfs_levels(xp.asarray(user_input(a, fmt)), 7, frontier_format)

@@ -106,7 +106,8 @@ def check(r, want, fill, scipy_nnz=None):
 
 @pytest.mark.parametrize("dtype,fill", slow_except(CASES, CASES[:2]))
 @pytest.mark.parametrize("fmt", slow_except(["csr", "csc", "coo"], ["csr", "coo"]))
-@pytest.mark.parametrize("op", sorted(OPS))
+@pytest.mark.parametrize("op", slow_except(sorted(OPS), ["abs", "maximum", "mul_mask", "sub_self",
+                                                         "where"]))
 def test_elementwise_results_store_no_fill(op, fmt, dtype, fill):
     fn, npf, spf = OPS[op]
     v, s = sample((23, 17), dtype)
@@ -321,7 +322,7 @@ def test_compact_chunks_two_groups():
 
 
 @pytest.mark.parametrize("fmt", ["dcsr", "csf", "hash"])
-@pytest.mark.parametrize("rows", [30, 5000])
+@pytest.mark.parametrize("rows", slow_except([30, 5000], [5000]))
 def test_nested_sparse_levels(fmt, rows):
     """Compressed levels under compressed levels: a row left without entries is not
     stored either (sequential and chunked runs; 3-d CSF)."""
