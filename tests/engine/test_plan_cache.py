@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import weakref
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -69,7 +70,10 @@ def test_cache_holds_no_data() -> None:
     assert ref() is None
 
 
-def test_clear_cache_forgets_plans() -> None:
+def test_clear_cache_forgets_plans(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a cache folder of its own: ``clear_cache`` deletes the disk cache, and the suite's
+    shared one would otherwise be recompiled by every later test."""
+    monkeypatch.setenv("LAZYSPARSE_CACHE_DIR", str(tmp_path))
     x = xp.asarray(_csr(4))
     np.asarray(x - 1.0)
     xp.clear_cache()
