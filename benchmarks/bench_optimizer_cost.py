@@ -1,7 +1,8 @@
 """What ``optimizer.pipeline.optimize`` costs per expression, cold (not a test).
 
 Usage: ``python benchmarks/bench_optimizer_cost.py [--reps N] [--profile] [--explain FILE]``.
-Each case's plan is built once (``api.computing.build_plan``); its optimization is timed with
+Each case's plan is built once (``api.array.materialize.build_plan``); its optimization
+is timed with
 every optimizer memo emptied first (what a new process pays for a new expression: the best
 of N runs). The scipy ``hessian(rosen, x)`` plans are captured by wrapping the plan cache's
 ``optimize`` while scipy runs on the eager tier (no compiles). ``--profile`` adds cProfile's
@@ -29,7 +30,7 @@ os.environ.setdefault("LAZYSPARSE_COMPILE", "eager")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 import lazysparse as xp  # noqa: E402
-from lazysparse.api.computing import build_plan  # noqa: E402
+from lazysparse.api.array.materialize import build_plan  # noqa: E402
 from lazysparse.engine import plan_cache  # noqa: E402
 from lazysparse.logic.nodes import Plan  # noqa: E402
 from lazysparse.logic.printer import format_plan  # noqa: E402

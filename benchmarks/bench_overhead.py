@@ -26,7 +26,7 @@ import scipy.sparse as sp
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 import lazysparse as xp  # noqa: E402
-from lazysparse.api.execution import build_plan  # noqa: E402
+from lazysparse.api.chapters.compute import build_plan  # noqa: E402
 from lazysparse.engine.plan_cache import lookup  # noqa: E402
 from lazysparse.engine.tiers import CompileMode, compile_mode_set  # noqa: E402
 

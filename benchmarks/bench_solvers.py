@@ -120,7 +120,7 @@ def counts(case: Case, iters: int) -> tuple[float, float]:
     prof.runcall(case.ours, iters)
     stats = pstats.Stats(prof).stats  # type: ignore[attr-defined]
     calls = sum(v[1] for k, v in stats.items()
-                if k[2] == "compute" and k[0].endswith("api/execution.py"))
+                if k[2] == "compute" and k[0].endswith("api/chapters/compute.py"))
     kernels = sum(v[1] for k, v in stats.items()
                   if k[2] == "chunk" and Path(k[0]).name.startswith("lsk_"))
     per = case.per_call(iters)

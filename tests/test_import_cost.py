@@ -45,7 +45,7 @@ assert "numba" in sys.modules
 
 # the helpers that are compiled only on first call (hashed scatter, structural selection)
 HELPERS = """
-from lazysparse.formats.hash_insert import HashedBuilder
+from lazysparse.formats.compiled.hash_insert import HashedBuilder
 b = HashedBuilder(5, 1, np.float64, shape=(5,))
 b.insert(np.zeros(4, np.int64), np.array([3, 1, 3, 0]), np.array([1.0, 2.0, 4.0, 8.0]),
          combine="add")

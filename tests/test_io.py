@@ -105,7 +105,7 @@ def _structured_tensors() -> list[Tensor]:
     and rle (2-D, n-d in another mode order, empty)."""
     import scipy.sparse as sps
 
-    from lazysparse.formats.convert import to_structured
+    from lazysparse.formats.conversion.convert import to_structured
 
     a = random_array((6, 8), 0.4, np.dtype(np.float64), 0, seed=2)
     a[2, 1:6] = 3.0

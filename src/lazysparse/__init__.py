@@ -9,7 +9,7 @@ iterative solvers ``xp.sparse_linalg`` (``cg``, ``gmres``, ``lsqr``, ``lobpcg`` 
 import importlib
 from types import ModuleType
 
-from lazysparse.api.execution import explain as explain
+from lazysparse.api.chapters.compute import explain as explain
 from lazysparse.api.namespace import NAMESPACE as _NAMESPACE
 from lazysparse.engine import clear_cache as clear_cache
 

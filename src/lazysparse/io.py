@@ -9,7 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from .formats.convert import as_tensor
+from lazysparse.formats.conversion.convert import as_tensor
+
 from .formats.levels import Level, level_attrs, level_of_kind
 from .formats.levels.registry import level_class
 from .formats.specs import LEVEL_KINDS, format_spec

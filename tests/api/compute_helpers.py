@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from lazysparse.api.lazy_array import LazyArray
+from lazysparse.api.array.lazy_array import LazyArray
 from lazysparse.formats import Tensor
 
 FORMATS = ("dense", "csr", "coo")

@@ -8,7 +8,7 @@ import pytest
 import scipy.sparse as sp
 
 import lazysparse as xp
-from lazysparse.api.lazy_array import MAX_PLAN_DEPTH, MAX_PLAN_NODES, history_extent
+from lazysparse.api.array.lazy_array import MAX_PLAN_DEPTH, MAX_PLAN_NODES, history_extent
 
 
 @pytest.fixture(autouse=True)

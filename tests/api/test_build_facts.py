@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 
 import lazysparse as xp
-from lazysparse.api import memo, plans
-from lazysparse.api.building import access, fresh_fields
-from lazysparse.api.lazy_array import history_extent
-from lazysparse.api.live import live_array
+from lazysparse.api.array import memo
+from lazysparse.api.array.lazy_array import history_extent
+from lazysparse.api.array.live import live_array
+from lazysparse.api.array.plan_nodes import access, fresh_fields
+from lazysparse.api.building import lazy_plans as plans
 from lazysparse.logic.nodes import MapJoin, Reorder, Subquery
 from lazysparse.logic.structural_key import structural_key
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import lazysparse as xp
-from lazysparse.api import held_values
+from lazysparse.api.array import held_values
 
 _AXIS_CALLS: list[tuple[str, Callable[[Any], Any], Callable[[np.ndarray], Any]]] = [
     ("moveaxis", lambda x: xp.moveaxis(x, 10, 0), lambda a: np.moveaxis(a, 10, 0)),

@@ -27,9 +27,9 @@ from hypothesis import HealthCheck, given, settings
 import lazysparse as xp
 import lazysparse.formats.device as dev
 import lazysparse.kernels.backends.cuda.runtime as rt
-from lazysparse.api import computing
-from lazysparse.api.building import fresh_alias, fresh_fields
-from lazysparse.api.lazy_array import CPU, Device, LazyArray
+from lazysparse.api.array import materialize as computing
+from lazysparse.api.array.lazy_array import CPU, Device, LazyArray
+from lazysparse.api.array.plan_nodes import fresh_alias, fresh_fields
 from lazysparse.formats.device import DeviceTensor
 from lazysparse.logic.nodes import Immediate, Subquery, Table
 from tests.api.test_random_expressions import PHASES as RANDOM_PHASES

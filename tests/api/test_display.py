@@ -1,5 +1,5 @@
-"""The display of an array (``api/display.py``): ``_repr_html_`` of stored and lazy arrays,
-the ``repr`` of a lazy array, the sparsity thumbnail (``api/thumbnail.py``), and that
+"""The display of an array (``api/array/display.py``): ``_repr_html_`` of stored and lazy arrays,
+the ``repr`` of a lazy array, the sparsity thumbnail (``api/array/thumbnail.py``), and that
 displaying computes nothing."""
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import pytest
 import scipy.sparse as sp
 
 import lazysparse as xp
-from lazysparse.api import display
-from lazysparse.api.computing import build_plan
-from lazysparse.api.thumbnail import MAX_BINS, bin_step, png_gray, thumbnail
+from lazysparse.api.array import display
+from lazysparse.api.array.materialize import build_plan
+from lazysparse.api.array.thumbnail import MAX_BINS, bin_step, png_gray, thumbnail
 from lazysparse.engine import preview_plan
 from lazysparse.formats import Tensor
 from lazysparse.kernels import backends

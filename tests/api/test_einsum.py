@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lazysparse.api.einsum import einsum
+from lazysparse.api.chapters.einsum import einsum
 from lazysparse.logic.nodes import Aggregate, MapJoin, Reorder
 from tests.api.compute_helpers import (
     ALL_NUMERIC,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lazysparse.api import fft as F
+from lazysparse.api.chapters import fft as F
 from tests.api.compute_helpers import (
     FORMATS,
     assert_same,

@@ -11,8 +11,8 @@ import pytest
 import scipy.sparse as sp
 
 import lazysparse as xp
-from lazysparse.api import memo
-from lazysparse.api.held_values import _uncomputed_history
+from lazysparse.api.array import memo
+from lazysparse.api.array.held_values import _uncomputed_history
 from lazysparse.logic.nodes import Aggregate, Plan
 from lazysparse.logic.traversal import walk
 

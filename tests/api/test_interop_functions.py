@@ -1,4 +1,4 @@
-"""Interop in every function (api/operands.py): NumPy arrays, scipy.sparse arrays and Python
+"""Interop in every function (api/array/operands.py): NumPy arrays, scipy.sparse arrays and Python
 scalars as operands of contractions, ``where``, ``clip``, elementwise functions, comparisons
 and ``concat``/``stack``, converted without copying; clear TypeErrors otherwise; scipy's
 and array-api-extra's array-API paths on lazysparse arrays. Values against NumPy on the

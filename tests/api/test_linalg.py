@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lazysparse.api import dense_linalg as D
-from lazysparse.api import linalg as L
+from lazysparse.api.chapters import dense_linalg as D
+from lazysparse.api.chapters import linalg as L
 from lazysparse.logic.nodes import Aggregate, MapJoin, Relabel, Reorder, Subquery
 from tests.api.compute_helpers import (
     ALL_NUMERIC,

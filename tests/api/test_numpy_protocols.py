@@ -9,8 +9,8 @@ import pytest
 import scipy.sparse as sps
 
 import lazysparse as xp
-from lazysparse.api.lazy_array import LazyArray
-from lazysparse.api.numpy_functions import FUNCTIONS
+from lazysparse.api.array.lazy_array import LazyArray
+from lazysparse.api.protocols.numpy_functions import FUNCTIONS
 from lazysparse.logic.operators import OPERATORS
 from tests.conftest import slow_except
 

@@ -1,4 +1,4 @@
-"""LazyArray's operators are defined on its class (``api/array_operators.py``), generated from
+"""LazyArray's operators are defined on its class (``api/array/array_operators.py``), generated from
 the operator registry when the class body runs: no ``setattr`` patching, no import cycle
 closed inside a function, no class recognised by its name (issue 26 item 3). And they
 behave as before: in-place updates, write-through views, reflected operands,
@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 import lazysparse as xp
-from lazysparse.api import array_operators
-from lazysparse.api.array_operators import ArrayOperators, DunderKind
-from lazysparse.api.lazy_array import LazyArray
+from lazysparse.api.array import array_operators
+from lazysparse.api.array.array_operators import ArrayOperators, DunderKind
+from lazysparse.api.array.lazy_array import LazyArray
 from lazysparse.logic.operators import ELEMENTWISE_FUNCTIONS
 from tests.conftest import slow_except
 from tests.test_local_imports import cycle_closing_local_imports

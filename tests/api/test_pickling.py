@@ -10,7 +10,7 @@ import pytest
 import scipy.sparse as sps
 
 import lazysparse as xp
-from lazysparse.api.lazy_array import LazyArray
+from lazysparse.api.array.lazy_array import LazyArray
 from lazysparse.formats import Tensor
 
 A = sps.random_array((300, 200), density=0.02, format="csr", rng=7)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 import lazysparse as xp
-from lazysparse.api import execution
-from lazysparse.api.building import build_aggregate
+from lazysparse.api.array.plan_nodes import build_aggregate
+from lazysparse.api.chapters import compute as execution
 from lazysparse.logic.fields import getfields
 from lazysparse.logic.nodes import (
     Aggregate,
@@ -126,7 +126,7 @@ def test_zeros_and_full_store_nothing() -> None:
 
 
 def test_aggregate_with_shape_skips_unit_axes() -> None:
-    from lazysparse.api.lazy_array import LazyArray
+    from lazysparse.api.array.lazy_array import LazyArray
 
     z = xp.zeros(3)
     z[1] = 2.0

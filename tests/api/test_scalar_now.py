@@ -1,4 +1,4 @@
-"""Computed 0-d operands run at once (``api.elementwise.scalar_now``) and iterating a dense
+"""Computed 0-d operands run at once (``api.building.elementwise.scalar_now``) and iterating a dense
 vector yields computed elements: ``max(H)``, ``a < b`` of two elements and scalar bookkeeping
 in loops cost NumPy work, not a plan per operation. Values and dtypes are NumPy's."""
 

@@ -1,5 +1,5 @@
 """scipy.sparse.linalg solvers on lazysparse matrices (the LinearOperator protocol of
-``api/scipy_methods.py``), compared with the same solver on the scipy matrix."""
+``api/protocols/scipy_methods.py``), compared with the same solver on the scipy matrix."""
 
 from __future__ import annotations
 

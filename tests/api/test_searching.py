@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import lazysparse as xp
-from lazysparse.api import searching as Q
+from lazysparse.api.chapters import searching as Q
 from lazysparse.formats import set_densify_limit
 from tests.api.compute_helpers import (
     ALL_DTYPES,
@@ -159,7 +159,7 @@ def test_nonzero(fmt: str, dtype: str) -> None:
 def test_nonzero_never_densifies_sparse_input() -> None:
     n = 1 << 20
     a_idx = np.array([5, 77, n * 3 + 1])
-    from lazysparse.api.lazy_array import LazyArray
+    from lazysparse.api.array.lazy_array import LazyArray
     from lazysparse.formats import Tensor
 
     t = Tensor.from_coords((a_idx,), np.array([1.0, 0.0, 2.0]), (n * 4,), format="coo")
@@ -208,7 +208,7 @@ def test_hypothesis_arg_extrema(shape: list[int], dtype: str, fmt: str, seed: in
 @pytest.mark.parametrize("fmt", ["csr", "coo", "dense"])
 def test_lazy_arg_extremum_form(fmt: str) -> None:
     """The lazy two-aggregate form (used off the CPU) agrees with NumPy too."""
-    from lazysparse.api.searching import lazy_arg_extremum
+    from lazysparse.api.chapters.searching import lazy_arg_extremum
 
     a = np.array([[0.0, 3.0, 3.0, 0.0], [-1.0, 0.0, np.nan, 0.0], [0.0, 0.0, 0.0, 0.0]])
     x = lazy(a, fmt, 0.0)

@@ -16,7 +16,7 @@ import scipy.sparse as sp
 
 import lazysparse as xp
 from lazysparse import formats
-from lazysparse.api import tensors as T
+from lazysparse.formats import tensor_ops as T
 from lazysparse.formats.select import select
 
 FORMATS_2D = ["csr", "csc", "dcsr", "coo", "csf"]
@@ -194,7 +194,7 @@ HYPERSPARSE = textwrap.dedent("""
     resource.setrlimit(resource.RLIMIT_AS, (3 * 2**30, 3 * 2**30))
     import lazysparse as xp
     from lazysparse import formats
-    from lazysparse.api import tensors as T
+    from lazysparse.formats import tensor_ops as T
     n = 10**9
     rng = np.random.default_rng(0)
     rows = np.sort(rng.choice(n, 2000, replace=False))

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import lazysparse as xp
-from lazysparse.api import setitem as S
+from lazysparse.api.chapters import setitem as S
 
 
 def _start(shape: tuple[int, ...], fmt: str, fill: Any, seed: int = 0) -> tuple[Any, np.ndarray]:

@@ -17,8 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import lazysparse as xp
-from lazysparse.api import setitem as S
-from lazysparse.api.selection import selection
+from lazysparse.api.chapters import setitem as S
+from lazysparse.api.stored.selection import selection
 from lazysparse.logic.nodes import MapJoin
 from tests.conftest import examples
 

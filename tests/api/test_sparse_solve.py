@@ -1,4 +1,4 @@
-"""``xp.linalg.solve`` on a sparse matrix: SuperLU (``api/sparse_solve.py``), cached per
+"""``xp.linalg.solve`` on a sparse matrix: SuperLU (``api/stored/sparse_solve.py``), cached per
 computed matrix, with the dense path's dtypes, shapes and errors."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 import lazysparse as xp
-from lazysparse.api import sparse_solve
+from lazysparse.api.stored import sparse_solve
 
 
 def _matrix(n: int = 9, dtype: object = np.float64) -> sp.csr_array:

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lazysparse.api import statistical as S
+from lazysparse.api.chapters import statistical as S
 from lazysparse.logic.nodes import Aggregate, MapJoin, Relabel, Subquery
 from tests.api.compute_helpers import (
     ALL_NUMERIC,

@@ -7,7 +7,7 @@ import pytest
 
 import lazysparse as xp
 from lazysparse import formats
-from lazysparse.api import tensors as T
+from lazysparse.formats import tensor_ops as T
 
 
 @pytest.mark.parametrize("fmt", ["dense", "csr", "csc", "coo", "csf", "dcsr"])

@@ -16,9 +16,9 @@ import pytest
 import scipy.sparse as sp
 
 import lazysparse as xp
-from lazysparse.api import held_values
-from lazysparse.api.live import BY_ALIAS
-from lazysparse.formats.sync import Counters
+from lazysparse.api.array import held_values
+from lazysparse.api.array.live import BY_ALIAS
+from lazysparse.formats.compiled.sync import Counters
 from lazysparse.kernels.backends.numba import cache as kernel_cache
 
 THREADS = 8

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lazysparse.api import utility as T
-from lazysparse.api.lazy_array import LazyArray
+from lazysparse.api.array.lazy_array import LazyArray
+from lazysparse.api.chapters import utility as T
 from lazysparse.formats import Tensor, set_densify_limit
 from lazysparse.logic.nodes import Aggregate
 from tests.api.compute_helpers import (

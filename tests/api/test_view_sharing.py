@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import lazysparse as xp
-from lazysparse.api import views
+from lazysparse.api.building import views
 from tests.conftest import slow_except
 
 BASE = np.array([[1.0, 0.0, 2.0, 0.0, 0.0, 3.0],

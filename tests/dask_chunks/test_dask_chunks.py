@@ -16,8 +16,8 @@ dask = pytest.importorskip("dask")
 
 import lazysparse as xp  # noqa: E402
 import lazysparse.dask as lsd  # noqa: E402
-from lazysparse.api.lazy_array import LazyArray  # noqa: E402
-from lazysparse.api.views import stored_view  # noqa: E402
+from lazysparse.api.array.lazy_array import LazyArray  # noqa: E402
+from lazysparse.api.building.views import stored_view  # noqa: E402
 
 SPARSE = ("csr", "csc", "coo", "csf", "dcsr", "custom")
 

@@ -12,7 +12,7 @@ distributed = pytest.importorskip("distributed")
 
 import lazysparse as xp  # noqa: E402
 import lazysparse.dask as lsd  # noqa: E402
-from lazysparse.api.lazy_array import LazyArray  # noqa: E402
+from lazysparse.api.array.lazy_array import LazyArray  # noqa: E402
 
 A = sps.random_array((400, 300), density=0.01, format="csr", rng=11)
 DA = A.toarray()

@@ -14,12 +14,12 @@ import pytest
 import scipy.sparse as sp
 
 import lazysparse as xp
-from lazysparse.api.plans import stored_bound
+from lazysparse.api.building.lazy_plans import stored_bound
 from lazysparse.engine import plan_cache
 from lazysparse.formats import Tensor
 from lazysparse.formats.dtypes import normalize_fill
 from lazysparse.formats.levels import Compressed, Dense
-from lazysparse.formats.validation import as_values_array, check_shape
+from lazysparse.formats.validation.inputs import as_values_array, check_shape
 from lazysparse.logic.dtypes import scalar_as
 from lazysparse.logic.nodes import Table, _scalar_key
 from lazysparse.logic.operator_registry import _aggregate_dtype
@@ -63,7 +63,7 @@ def test_repeated_shape_hits_the_cache_with_new_values(dtype: str, shape: tuple[
         np.testing.assert_array_equal(got, want)
         results.append(got)
     h1, m1 = _stats()
-    if shape == ():  # computed 0-d operands fold at once (api.elementwise.scalar_now)
+    if shape == ():  # computed 0-d operands fold at once (api.building.elementwise.scalar_now)
         assert m1 - m0 == 0 and h1 - h0 == 0
     else:
         assert m1 - m0 == 1 and h1 - h0 == 3  # one optimization, then the cached plan

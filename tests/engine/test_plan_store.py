@@ -19,7 +19,7 @@ import pytest
 import scipy.sparse as sp
 
 import lazysparse as xp
-from lazysparse.api.computing import build_plan
+from lazysparse.api.array.materialize import build_plan
 from lazysparse.engine import compiled_executor, plan_cache, plan_store
 from lazysparse.logic.nodes import Plan
 from lazysparse.logic.operators import OPERATORS

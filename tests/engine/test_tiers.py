@@ -14,7 +14,7 @@ import pytest
 import scipy.sparse as sp
 
 import lazysparse as xp
-from lazysparse.api.computing import build_plan
+from lazysparse.api.array.materialize import build_plan
 from lazysparse.engine import background, plan_store, tiers
 from lazysparse.engine.background import JobState
 from lazysparse.engine.plan_cache import clear_plan_cache, lookup

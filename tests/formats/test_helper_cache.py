@@ -18,7 +18,8 @@ import lazysparse
 
 CHILD = """
 import numpy as np, scipy.sparse as sp, lazysparse as xp
-from lazysparse.formats import checknumpy, sortnumpy
+from lazysparse.formats.compiled import checknumpy
+from lazysparse.formats.compiled import sortnumpy
 # small inputs take the helpers' NumPy twins (issue 35): here the compiled ones, as on large
 checknumpy.CHECK_NUMPY_MAX = sortnumpy.SORT_NUMPY_MAX = 0
 m = sp.random_array((40, 30), density=0.2, format="coo", rng=0)
@@ -75,7 +76,7 @@ def test_unusable_cache_dir_still_imports_and_runs(package_copy: Path,
 
 def test_no_package_helper_uses_numbas_own_cache() -> None:
     """``numba.njit(cache=True)`` in the package would write beside it (or fail to import
-    read-only): helpers use ``formats.jit.helper_jit``; only generated kernels (whose
+    read-only): helpers use ``formats.compiled.jit.helper_jit``; only generated kernels (whose
     cache ``kernels/backends/numba/cache_store.py`` places) say ``cache=True``, in generated
     source."""
     root = Path(lazysparse.__file__).parent

@@ -10,7 +10,7 @@ import numba
 import numpy as np
 import pytest
 
-from lazysparse.formats.jit import Helper, helper_jit, helper_overload
+from lazysparse.formats.compiled.jit import Helper, helper_jit, helper_overload
 from lazysparse.formats.levels.hashed import hash_slot
 
 

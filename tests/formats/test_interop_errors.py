@@ -14,7 +14,7 @@ import scipy.sparse as sp
 import lazysparse as xp
 from lazysparse import io
 from lazysparse.formats import Tensor
-from lazysparse.formats.validation import CoordinateError
+from lazysparse.formats.validation.inputs import CoordinateError
 
 DATA = np.array([1.0, 2.0, 3.0])
 

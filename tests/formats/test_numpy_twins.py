@@ -1,4 +1,5 @@
-"""The helpers' NumPy twins (formats/checknumpy.py, formats/sortnumpy.py, issue 35) against
+"""The helpers' NumPy twins (formats/compiled/checknumpy.py, formats/compiled/sortnumpy.py,
+issue 35) against
 their Numba helpers: the same codes and positions, the same arrays bit for bit, the same
 exceptions, on random and edge inputs (empty, one row, unsorted, duplicates, out-of-range
 coordinates, int32/int64 indices)."""
@@ -12,17 +13,18 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from lazysparse.formats import Compressed, Dense, Singleton, Tensor, sortnumpy
-from lazysparse.formats import checkkernels as K
-from lazysparse.formats import checknumpy as C
-from lazysparse.formats import sortkernels as S
-from lazysparse.formats.checknumpy import checks
+from lazysparse.formats import Compressed, Dense, Singleton, Tensor
+from lazysparse.formats.compiled import checkkernels as K
+from lazysparse.formats.compiled import checknumpy as C
+from lazysparse.formats.compiled import sortkernels as S
+from lazysparse.formats.compiled import sortnumpy
+from lazysparse.formats.compiled.checknumpy import checks
+from lazysparse.formats.compiled.hash_insert import HashedBuilder, builder_from_tensor
+from lazysparse.formats.compiled.sortnumpy import sorts_on_numpy
 from lazysparse.formats.concat import concat_tensors
-from lazysparse.formats.hash_insert import HashedBuilder, builder_from_tensor
 from lazysparse.formats.levels import hashed
 from lazysparse.formats.levels.hashed import build_table
 from lazysparse.formats.select import select
-from lazysparse.formats.sortnumpy import sorts_on_numpy
 from lazysparse.formats.specs import format_spec
 from tests.conftest import slow_except
 

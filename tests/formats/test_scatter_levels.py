@@ -18,7 +18,7 @@ from lazysparse.formats import (
     convert,
     format_spec,
 )
-from lazysparse.formats.hash_insert import HashedBuilder, builder_from_tensor
+from lazysparse.formats.compiled.hash_insert import HashedBuilder, builder_from_tensor
 from lazysparse.formats.levels import build_table, bytemap_locate, hashed_locate
 from lazysparse.formats.levels.hashed import HASH_MULTIPLIER, table_size
 from lazysparse.formats.ordering import ordered

@@ -3,7 +3,7 @@
 Conversions to and from every other format against NumPy on the dense equivalent, across
 dtypes, fill values, empty and n-d arrays; zero-copy scipy dia/bsr interop both ways;
 validation messages; ``nnz``; ``asformat`` with ``blocksize``. Densifying goes through
-``formats.convert_numpy.to_numpy`` (no kernel runs here).
+``formats.conversion.numpy_arrays.to_numpy`` (no kernel runs here).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 import lazysparse as xp
 from lazysparse.formats import CoordinateError, Dense, FormatSpec, Tensor, convert
-from lazysparse.formats.convert import to_structured
-from lazysparse.formats.convert_numpy import to_numpy
+from lazysparse.formats.conversion.convert import to_structured
+from lazysparse.formats.conversion.numpy_arrays import to_numpy
 from lazysparse.formats.levels import Banded, Blocked, Ell, Runs
 from tests.conftest import examples
 

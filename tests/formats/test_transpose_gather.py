@@ -17,7 +17,7 @@ import scipy.sparse as sp
 
 import lazysparse as xp
 from lazysparse import formats
-from lazysparse.api.selection import take_leading
+from lazysparse.api.stored.selection import take_leading
 from tests.conftest import slow_except
 
 from .helpers import assert_same

@@ -17,7 +17,7 @@ import scipy.sparse as sp
 
 import lazysparse as xp
 import lazysparse.logic.structural_key  # noqa: F401  (the module, not the function)
-from lazysparse.api.execution import build_plan
+from lazysparse.api.chapters.compute import build_plan
 from lazysparse.engine.plan_cache import _data_key, plan_key
 
 SK = sys.modules["lazysparse.logic.structural_key"]

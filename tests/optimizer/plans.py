@@ -1,4 +1,5 @@
-"""Plan builders for the optimizer tests, with the api's conventions (lazysparse.api.building):
+"""Plan builders for the optimizer tests, with the api's conventions
+(lazysparse.api.array.plan_nodes):
 fresh fields, a Subquery per result, size-1 broadcasting through Reorder drops."""
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from lazysparse.api.building import (
+from lazysparse.api.array.plan_nodes import (
     broadcast_shapes,
     build_aggregate,
     build_mapjoin,
@@ -102,7 +103,7 @@ def asformat(x: Lz, fmt: str) -> Lz:
 
 
 def plan_of(*xs: Lz) -> Plan:
-    """One plan producing ``xs`` (as ``api.execution.build_plan`` does)."""
+    """One plan producing ``xs`` (as ``api.chapters.compute.build_plan`` does)."""
     queries: list[LogicNode] = []
     outs = []
     for x in xs:

@@ -23,7 +23,7 @@ import pytest
 import scipy.sparse as sp
 
 import lazysparse as xp
-from lazysparse.api.eager import stored_entries
+from lazysparse.api.stored.eager import stored_entries
 from lazysparse.formats import DensifyError, set_densify_limit
 from tests.conftest import slow_except
 
@@ -120,7 +120,7 @@ def _modes(x: Any) -> list[str]:
 @pytest.mark.parametrize("fmt", ["coo", "csr"])
 def test_a_row_workspace_past_the_limit_sorts_instead(fmt: str) -> None:
     # 2M columns, 100 entries: the column sum is sparse (far larger than the data,
-    # api.plans.reduction_is_dense) and scatters
+    # api.building.lazy_plans.reduction_is_dense) and scatters
     m = 2_000_000
     a = sp.random(50, m, density=1e-6, format=fmt, random_state=1)
     x = xp.asarray(a)
@@ -320,7 +320,7 @@ a = xp.asarray(sp.csr_array((np.array([1.5, -2.0, 3.0, 4.0]), cols.astype(np.int
                             shape=(n, n)))
 def entries(x):
     t = xp.compute(x).tensor()
-    from lazysparse.api.eager import stored_entries
+    from lazysparse.api.stored.eager import stored_entries
     c, v = stored_entries(t)
     return {int(k): float(w) for k, w in zip(c[0], v)}
 print(json.dumps({

@@ -18,7 +18,7 @@ import pytest
 import scipy.sparse as sp
 
 import lazysparse as xp
-from lazysparse.api.computing import build_plan
+from lazysparse.api.array.materialize import build_plan
 from lazysparse.logic.nodes import Field, Plan
 from lazysparse.logic.printer import format_plan
 from lazysparse.optimizer import analysis, asymptotic, conjunctive, loop_order

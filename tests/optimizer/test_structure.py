@@ -185,8 +185,8 @@ def test_column_and_row_reductions_iterate_storage_without_copies() -> None:
 
 def test_argmax_passes_iterate_storage_without_copies() -> None:
     import lazysparse as xp
-    from lazysparse.api.execution import build_plan
-    from lazysparse.api.searching import lazy_arg_extremum
+    from lazysparse.api.chapters.compute import build_plan
+    from lazysparse.api.chapters.searching import lazy_arg_extremum
 
     for fmt in ("csr", "csc"):
         a = sparse(200, 150, 0.03, 17, fmt)

@@ -9,7 +9,7 @@ import numpy as np
 import scipy.sparse as sps
 
 from lazysparse.formats import Tensor, format_spec
-from lazysparse.formats.convert import convert
+from lazysparse.formats.conversion.convert import convert
 from lazysparse.logic.nodes import (
     Aggregate,
     Alias,

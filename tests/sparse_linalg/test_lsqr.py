@@ -8,7 +8,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 import lazysparse as xp
-from lazysparse.api.lazy_array import LazyArray
+from lazysparse.api.array.lazy_array import LazyArray
 from tests.sparse_linalg.problems import rhs, tall
 
 TALL = tall()

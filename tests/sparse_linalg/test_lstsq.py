@@ -8,8 +8,8 @@ import pytest
 import scipy.sparse as sp
 
 import lazysparse as xp
-from lazysparse.api import sparse_solve
-from lazysparse.api.lazy_array import LazyArray
+from lazysparse.api.array.lazy_array import LazyArray
+from lazysparse.api.stored import sparse_solve
 from tests.sparse_linalg.problems import laplacian_2d, rhs, tall
 
 TALL = tall()

@@ -14,30 +14,30 @@ from typing import Any
 
 import numpy as np
 
-from lazysparse.api import (
-    array_operators,
+from lazysparse.api.array import array_operators
+from lazysparse.api.array.array_operators import ArrayFunctions
+from lazysparse.api.array.devices import CPU, Device
+from lazysparse.api.array.lazy_array import LazyArray, install_assign
+from lazysparse.api.array.operands import is_operand
+from lazysparse.api.building import elementwise
+from lazysparse.api.chapters import (
     creation,
     data_types,
     einsum,
-    elementwise,
     fft,
     indexing,
     info,
     interop,
     linalg,
     manipulation,
-    numpy_dispatch,
     searching,
     sets,
     sorting,
     statistical,
     utility,
 )
-from lazysparse.api.array_operators import ArrayFunctions
-from lazysparse.api.devices import CPU, Device
-from lazysparse.api.execution import compute
-from lazysparse.api.lazy_array import LazyArray, install_assign
-from lazysparse.api.operands import is_operand
+from lazysparse.api.chapters.compute import compute
+from lazysparse.api.protocols import numpy_dispatch
 from lazysparse.logic.operators import OPERATORS
 
 DTYPES = {name: np.dtype(name) for name in (

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 import lazysparse as xp
-from lazysparse.api.lazy_array import LazyArray
+from lazysparse.api.array.lazy_array import LazyArray
 from lazysparse.dask.dispatch import tensor_nbytes
 from lazysparse.formats import Tensor
 

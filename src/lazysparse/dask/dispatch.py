@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 import lazysparse as xp
-from lazysparse.api.lazy_array import LazyArray
+from lazysparse.api.array.lazy_array import LazyArray
 from lazysparse.formats import Tensor
 
 _PROCESS = uuid.uuid4().hex  # aliases are unique within one process only

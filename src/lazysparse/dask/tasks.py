@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from lazysparse.api.execution import compute, explain
-from lazysparse.api.lazy_array import LazyArray
-from lazysparse.api.views import stored_view
+from lazysparse.api.array.lazy_array import LazyArray
+from lazysparse.api.building.views import stored_view
+from lazysparse.api.chapters.compute import compute, explain
 
 if TYPE_CHECKING:
     from lazysparse.engine import Explanation

@@ -25,7 +25,7 @@ from enum import Enum
 from typing import Any, BinaryIO
 
 from lazysparse.engine.compile_worker import read_frame, write_frame
-from lazysparse.formats.sync import Counters
+from lazysparse.formats.compiled.sync import Counters
 
 #: seconds a job may stay unanswered before it counts as failed (a hung compile)
 JOB_TIMEOUT_S = 300.0

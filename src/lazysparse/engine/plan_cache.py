@@ -32,9 +32,9 @@ from typing import Any
 import numpy as np
 
 from lazysparse.engine import plan_store
+from lazysparse.formats.compiled.sync import Counters
 from lazysparse.formats.config import get_densify_limit
 from lazysparse.formats.statistics import skew_signature
-from lazysparse.formats.sync import Counters
 from lazysparse.formats.tensor import Tensor
 from lazysparse.logic.nodes import (
     Aggregate,

@@ -36,8 +36,8 @@ from typing import Any
 
 import numpy as np
 
-from lazysparse.formats.cache_dir import cache_root
-from lazysparse.formats.sync import Counters
+from lazysparse.formats.compiled.cache_dir import cache_root
+from lazysparse.formats.compiled.sync import Counters
 from lazysparse.logic.operator_registry import FAMILIES
 from lazysparse.logic.operators import OPERATORS, Operator  # every built-in registered
 

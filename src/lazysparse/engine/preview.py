@@ -4,7 +4,7 @@ The plan is optimized as a compute would optimize it (through the plan cache, so
 compute of the same structure skips the optimizer), and the optimizer's facts of each
 result are read off: its format, shape, dtype, fill value and estimated stored entries
 (``optimizer.analysis``: uniform independence). No kernel is generated or run. The api's
-array display (``api/display.py``) shows these for an uncomputed array.
+array display (``api/array/display.py``) shows these for an uncomputed array.
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ from typing import Any
 from lazysparse.engine import background
 from lazysparse.engine.background import Job, JobState
 from lazysparse.engine.plan_cache import CachedPlan, persist
-from lazysparse.formats.sync import Counters
+from lazysparse.formats.compiled.sync import Counters
 from lazysparse.formats.tensor import Tensor
 from lazysparse.logic.interpreter import interpret
 from lazysparse.logic.nodes import Plan

@@ -5,12 +5,13 @@ array with a fill value; each level declares properties and capabilities that co
 reasons about.
 """
 
-from . import convert_pydata, convert_scipy
-from .config import DensifyError, get_densify_limit, set_densify_limit
-from .convert import as_tensor, asformat, convert, from_coords
-from .convert_numpy import from_numpy, to_numpy
-from .dtypes import SUPPORTED_DTYPES
-from .levels import (
+from lazysparse.formats.config import DensifyError, get_densify_limit, set_densify_limit
+from lazysparse.formats.conversion import pydata as convert_pydata
+from lazysparse.formats.conversion import scipy_sparse as convert_scipy
+from lazysparse.formats.conversion.convert import as_tensor, asformat, convert, from_coords
+from lazysparse.formats.conversion.numpy_arrays import from_numpy, to_numpy
+from lazysparse.formats.dtypes import SUPPORTED_DTYPES
+from lazysparse.formats.levels import (
     Bytemap,
     Compressed,
     Dense,
@@ -20,10 +21,10 @@ from .levels import (
     LevelProperties,
     Singleton,
 )
-from .random import random
-from .specs import FORMAT_NAMES, LEVEL_KINDS, FormatSpec, format_spec
-from .tensor import Tensor, TensorConversions, install_conversions
-from .validation import CoordinateError
+from lazysparse.formats.random import random
+from lazysparse.formats.specs import FORMAT_NAMES, LEVEL_KINDS, FormatSpec, format_spec
+from lazysparse.formats.tensor import Tensor, TensorConversions, install_conversions
+from lazysparse.formats.validation.inputs import CoordinateError
 
 # Tensor's from_*/to_*/asformat methods call these (the converters build Tensors, so
 # Tensor does not import them: tensor.py, TensorConversions)

@@ -11,15 +11,23 @@ from typing import Any
 
 import numpy as np
 
-from .config import check_densify
-from .dtypes import choose_index_dtype
-from .levels import STRUCTURED_LEVELS, Bytemap, Compressed, Dense, Hashed, Level, Singleton
-from .levels.hashed import build_table
-from .levels.registry import LEVEL_PROPERTIES, level_class
-from .sortkernels import stable_perm_pass
-from .specs import STRUCTURED_KINDS, FormatSpec
-from .structured import build_structured
-from .tensor import Tensor
+from lazysparse.formats.compiled.sortkernels import stable_perm_pass
+from lazysparse.formats.config import check_densify
+from lazysparse.formats.dtypes import choose_index_dtype
+from lazysparse.formats.levels import (
+    STRUCTURED_LEVELS,
+    Bytemap,
+    Compressed,
+    Dense,
+    Hashed,
+    Level,
+    Singleton,
+)
+from lazysparse.formats.levels.hashed import build_table
+from lazysparse.formats.levels.registry import LEVEL_PROPERTIES, level_class
+from lazysparse.formats.specs import STRUCTURED_KINDS, FormatSpec
+from lazysparse.formats.structured import build_structured
+from lazysparse.formats.tensor import Tensor
 
 
 def build_tensor(

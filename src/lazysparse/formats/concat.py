@@ -25,12 +25,13 @@ from typing import Any
 
 import numpy as np
 
-from lazysparse.formats.jit import helper_jit
-
-from .convert import convert
-from .dtypes import choose_index_dtype
-from .levels import Compressed, Dense, Level, Singleton
-from .levels.registry import (
+from lazysparse.formats.compiled.jit import helper_jit
+from lazysparse.formats.compiled.sortkernels import as_words
+from lazysparse.formats.compiled.sortnumpy import append_rows, sorts_on_numpy
+from lazysparse.formats.conversion.convert import convert
+from lazysparse.formats.dtypes import choose_index_dtype
+from lazysparse.formats.levels import Compressed, Dense, Level, Singleton
+from lazysparse.formats.levels.registry import (
     ARRAY_KINDS,
     COO_LAYOUT,
     DENSE_KIND,
@@ -41,10 +42,8 @@ from .levels.registry import (
     all_located,
     is_located,
 )
-from .sortkernels import as_words
-from .sortnumpy import append_rows, sorts_on_numpy
-from .specs import FormatSpec, format_spec
-from .tensor import Tensor
+from lazysparse.formats.specs import FormatSpec, format_spec
+from lazysparse.formats.tensor import Tensor
 
 # level kinds whose arrays join by offset and copy: ARRAY_KINDS; the 2-d layouts an inner
 # join runs in: ROW_LAYOUT (dense, compressed) in either mode order, COO_LAYOUT, and rows

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from lazysparse.formats.config import get_densify_limit
-from lazysparse.formats.convert import convert
+from lazysparse.formats.conversion.convert import convert
 from lazysparse.formats.layouts import canonical
 from lazysparse.formats.levels import Compressed, Dense, Level
 from lazysparse.formats.specs import FormatSpec, format_spec

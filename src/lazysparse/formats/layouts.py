@@ -6,10 +6,10 @@ otherwise, so they sit above both (the two import each other nowhere).
 
 from __future__ import annotations
 
-from .convert import convert
-from .levels import Bytemap, Compressed, Hashed, Level
-from .levels.hashed import build_table
-from .levels.registry import (
+from lazysparse.formats.conversion.convert import convert
+from lazysparse.formats.levels import Bytemap, Compressed, Hashed, Level
+from lazysparse.formats.levels.hashed import build_table
+from lazysparse.formats.levels.registry import (
     CLASSIC_KINDS,
     PLAIN_KIND,
     STRUCTURED_KINDS,
@@ -17,9 +17,9 @@ from .levels.registry import (
     UNORDERED_KINDS,
     level_class,
 )
-from .ordering import bytemap_of, ordered, scatter_values, sorted_last
-from .specs import FormatSpec, infer_spec
-from .tensor import Tensor
+from lazysparse.formats.ordering import bytemap_of, ordered, scatter_values, sorted_last
+from lazysparse.formats.specs import FormatSpec, infer_spec
+from lazysparse.formats.tensor import Tensor
 
 
 def canonical(t: Tensor) -> Tensor:

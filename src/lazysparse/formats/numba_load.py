@@ -26,7 +26,7 @@ import llvmlite.binding as ll
 from numba.core.caching import FunctionCache
 from numba.core.runtime import rtsys
 
-from .sync import Counters
+from lazysparse.formats.compiled.sync import Counters
 
 STATS = Counters("without_refresh", "refreshed")
 

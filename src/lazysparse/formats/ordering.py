@@ -8,17 +8,17 @@ from typing import Any
 
 import numpy as np
 
-from .assemble import build_tensor, expand, sort_coords
-from .config import check_densify
-from .levels import Bytemap, Compressed, Hashed, Level
-from .levels.hashed import build_table
-from .levels.registry import (
+from lazysparse.formats.assemble import build_tensor, expand, sort_coords
+from lazysparse.formats.compiled.sortkernels import sort_segments
+from lazysparse.formats.config import check_densify
+from lazysparse.formats.levels import Bytemap, Compressed, Hashed, Level
+from lazysparse.formats.levels.hashed import build_table
+from lazysparse.formats.levels.registry import (
     UNORDERED_KIND,
     level_class,
 )
-from .sortkernels import sort_segments
-from .specs import FormatSpec
-from .tensor import Tensor
+from lazysparse.formats.specs import FormatSpec
+from lazysparse.formats.tensor import Tensor
 
 
 def ordered(t: Tensor) -> Tensor:

@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .assemble import expand
-from .jit import helper_jit
-from .levels import Compressed, Dense
+from lazysparse.formats.assemble import expand
+from lazysparse.formats.compiled.jit import helper_jit
+from lazysparse.formats.levels import Compressed, Dense
 
 if TYPE_CHECKING:
-    from .tensor import Tensor
+    from lazysparse.formats.tensor import Tensor
 
 
 def adjacency(t: Tensor, axis: int) -> tuple[np.ndarray, np.ndarray]:

@@ -7,12 +7,12 @@ from typing import Any
 
 import numpy as np
 
-from .assemble import build_tensor
-from .config import check_allocation
-from .dtypes import check_dtype, normalize_fill
-from .specs import FormatSpec, format_spec
-from .tensor import Tensor
-from .validation import check_shape
+from lazysparse.formats.assemble import build_tensor
+from lazysparse.formats.config import check_allocation
+from lazysparse.formats.dtypes import check_dtype, normalize_fill
+from lazysparse.formats.specs import FormatSpec, format_spec
+from lazysparse.formats.tensor import Tensor
+from lazysparse.formats.validation.inputs import check_shape
 
 
 def random(

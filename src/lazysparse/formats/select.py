@@ -26,16 +26,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lazysparse.formats.jit import helper_jit, helper_overload
-
-from . import selectnumpy as SN
-from .config import check_allocation
-from .levels import Compressed, Dense, Level, Singleton
-from .levels.registry import is_coo_kind
-from .sortkernels import as_words, gather_pair, sort_segments
-from .sortnumpy import sorts_on_numpy
-from .specs import FormatSpec, infer_spec
-from .tensor import Tensor
+from lazysparse.formats.compiled import selectnumpy as SN
+from lazysparse.formats.compiled.jit import helper_jit, helper_overload
+from lazysparse.formats.compiled.sortkernels import as_words, gather_pair, sort_segments
+from lazysparse.formats.compiled.sortnumpy import sorts_on_numpy
+from lazysparse.formats.config import check_allocation
+from lazysparse.formats.levels import Compressed, Dense, Level, Singleton
+from lazysparse.formats.levels.registry import is_coo_kind
+from lazysparse.formats.specs import FormatSpec, infer_spec
+from lazysparse.formats.tensor import Tensor
 
 # an axis's pick: None (all of it), an int (one coordinate, axis dropped), a normalized
 # range, or a 1-D int64 array of in-bounds coordinates (any order, repeats allowed)
@@ -305,7 +304,7 @@ def _rows_in_window(ptr, idx, start, stop, roots, cptr, crd, pos, fill):
     return m, w
 
 
-# each pass's NumPy twin (formats/selectnumpy.py), for inputs sorts_on_numpy takes
+# each pass's NumPy twin (formats/compiled/selectnumpy.py), for inputs sorts_on_numpy takes
 _TWINS = {_window: SN.window, _mapped: SN.mapped, _mapped_once: SN.mapped_once,
           _searched: SN.searched, _by_index: SN.by_index}
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .levels.base import LevelCapabilities, LevelProperties
-from .levels.registry import (
+from lazysparse.formats.levels.base import LevelCapabilities, LevelProperties
+from lazysparse.formats.levels.registry import (
     LAST_LEVEL_FORMATS,
     LEVEL_CAPABILITIES,
     LEVEL_CLASSES,

@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .assemble import expand
-from .levels import Compressed, Dense
+from lazysparse.formats.assemble import expand
+from lazysparse.formats.levels import Compressed, Dense
 
 if TYPE_CHECKING:
-    from .tensor import Tensor
+    from lazysparse.formats.tensor import Tensor
 
 # a degree vector longer than this many entries per stored entry (and past the floor) is not
 # kept: a hypersparse axis (10^9 coordinates, a few entries) would take more memory than

@@ -14,12 +14,12 @@ from typing import Any
 
 import numpy as np
 
-from .config import check_bins, check_densify
-from .dtypes import choose_index_dtype, equals_fill
-from .levels import Banded, Blocked, Dense, Ell, Level, Runs
-from .levels.registry import LEVEL_CLASSES
-from .specs import FormatSpec
-from .tensor import Tensor
+from lazysparse.formats.config import check_bins, check_densify
+from lazysparse.formats.dtypes import choose_index_dtype, equals_fill
+from lazysparse.formats.levels import Banded, Blocked, Dense, Ell, Level, Runs
+from lazysparse.formats.levels.registry import LEVEL_CLASSES
+from lazysparse.formats.specs import FormatSpec
+from lazysparse.formats.tensor import Tensor
 
 # block shapes tried when none is given (square first, as scipy's estimate does)
 _BLOCK_CANDIDATES = ((8, 8), (6, 6), (4, 4), (3, 3), (2, 2))

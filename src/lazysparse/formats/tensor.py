@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .dtypes import choose_index_dtype, fill_key, normalize_fill
-from .levels import Banded, Blocked, Compressed, Dense, Ell, Level, Singleton
-from .specs import FormatSpec, format_spec, infer_spec
-from .validation import as_index_array, as_values_array, check_shape
-from .validation_levels import check_levels
+from lazysparse.formats.dtypes import choose_index_dtype, fill_key, normalize_fill
+from lazysparse.formats.levels import Banded, Blocked, Compressed, Dense, Ell, Level, Singleton
+from lazysparse.formats.specs import FormatSpec, format_spec, infer_spec
+from lazysparse.formats.validation.inputs import as_index_array, as_values_array, check_shape
+from lazysparse.formats.validation.levels import check_levels
 
 if TYPE_CHECKING:
     import scipy.sparse

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from lazysparse.formats.convert_numpy import stored_mask
+from lazysparse.formats.conversion.numpy_arrays import stored_mask
 from lazysparse.formats.dtypes import same_value
 from lazysparse.formats.levels.registry import all_located
 from lazysparse.formats.tensor import Tensor

@@ -98,7 +98,7 @@ class SubqueryKey:
 
 # a leaf's data is its Table's own value: read from the node, not held, so the key adds no
 # reference to the tensor (in-place writes count references to decide whether an array
-# owns its storage, api/setitem.py)
+# owns its storage, api/chapters/setitem.py)
 _OWN_DATA = object()
 
 
@@ -457,7 +457,7 @@ def key_data_and_parameter_nodes(node: LogicNode, data_key: Callable[[Any], Any]
 def _computing_plan_key(plan: LogicNode, data_key_fn: Callable[[Any], Any]
                         ) -> tuple[tuple[Any, ...], list[Any], tuple[Immediate, ...]] | None:
     """``key_data_and_parameter_nodes``' answer, token for token, for the plan a compute
-    builds (``api.computing.build_plan``: queries of relabeled uncomputed subqueries that
+    builds (``api.array.materialize.build_plan``: queries of relabeled uncomputed subqueries that
     share nothing, then ``Produces`` of their aliases), without a walker; None for any
     other plan."""
     if type(plan) is not Plan:

@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 
+from lazysparse.formats.compiled.sync import Counters
 from lazysparse.formats.config import check_densify, get_densify_limit
 from lazysparse.formats.dtypes import same_value
 from lazysparse.formats.levels.registry import DENSE_KIND, PLAIN_KIND, all_located
 from lazysparse.formats.statistics import statistics
-from lazysparse.formats.sync import Counters
 from lazysparse.formats.tensor import Tensor
 from lazysparse.logic.dtypes import scalar_as
 from lazysparse.logic.nodes import (

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from lazysparse.formats.compiled.sync import Counters
 from lazysparse.formats.levels.registry import (
     DENSE_KIND,
     PLAIN_KIND,
@@ -42,7 +43,6 @@ from lazysparse.formats.levels.registry import (
     is_located,
 )
 from lazysparse.formats.specs import FormatSpec, infer_spec
-from lazysparse.formats.sync import Counters
 from lazysparse.logic.nodes import (
     Aggregate,
     Alias,

@@ -1,5 +1,5 @@
 """Direct least squares: ``lstsq(A, b)`` on a sparse matrix by one cached sparse LU of
-the augmented system (``api/sparse_solve.py``), never densifying ``A``.
+the augmented system (``api/stored/sparse_solve.py``), never densifying ``A``.
 
 The Array API's ``linalg`` has no ``lstsq`` and ``np.linalg.lstsq`` refuses lazysparse
 arrays, so this is the sparse path; ``lsqr`` is the iterative one (any device, rank
@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from lazysparse.api import sparse_solve
-from lazysparse.api.lazy_array import LazyArray
+from lazysparse.api.array.lazy_array import LazyArray
+from lazysparse.api.stored import sparse_solve
 from lazysparse.sparse_linalg.operators import xp
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from lazysparse.api.lazy_array import LazyArray
+from lazysparse.api.array.lazy_array import LazyArray
 from lazysparse.sparse_linalg.operators import (
     Operator,
     Vector,

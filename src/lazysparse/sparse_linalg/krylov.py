@@ -16,7 +16,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from lazysparse.api.lazy_array import LazyArray
+from lazysparse.api.array.lazy_array import LazyArray
 from lazysparse.sparse_linalg.operators import (
     Operator,
     Vector,

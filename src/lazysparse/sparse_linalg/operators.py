@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from lazysparse.api.lazy_array import Device, LazyArray
+from lazysparse.api.array.lazy_array import Device, LazyArray
 from lazysparse.api.namespace import NAMESPACE
 
 # the user namespace (``import lazysparse as xp``), reached from the api stage

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from lazysparse.api.lazy_array import LazyArray
+from lazysparse.api.array.lazy_array import LazyArray
 from lazysparse.sparse_linalg.operators import xp
 
 

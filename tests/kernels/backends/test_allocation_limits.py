@@ -29,8 +29,8 @@ from helpers import F, acc, agg, compute, mj, plan, tensor
 
 import lazysparse as xp
 from lazysparse.formats import DensifyError, FormatSpec, Tensor, convert, set_densify_limit
-from lazysparse.formats.hash_insert import HashedBuilder
-from lazysparse.formats.sortkernels import stable_order
+from lazysparse.formats.compiled.hash_insert import HashedBuilder
+from lazysparse.formats.compiled.sortkernels import stable_order
 from lazysparse.formats.structured import build_structured
 from lazysparse.kernels.backends import execute_plan
 from lazysparse.kernels.backends.numba import cpu_host

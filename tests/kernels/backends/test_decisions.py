@@ -14,7 +14,7 @@ import pytest
 import scipy.sparse as sp
 
 import lazysparse as xp
-from lazysparse.formats.convert import to_structured
+from lazysparse.formats.conversion.convert import to_structured
 from lazysparse.kernels.backends import execute
 from lazysparse.kernels.backends.numba import cache
 from lazysparse.kernels.compile.lowering import kernel

@@ -14,7 +14,7 @@ import pytest
 import scipy.sparse as sp
 
 import lazysparse as xp
-from lazysparse.api.execution import build_plan
+from lazysparse.api.chapters.compute import build_plan
 from lazysparse.engine import plan_cache
 from lazysparse.formats import Tensor
 from lazysparse.kernels.backends.numba import cpu_host

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import lazysparse as xp
-from lazysparse.formats.convert import to_structured
+from lazysparse.formats.conversion.convert import to_structured
 from tests.conftest import slow_except
 
 STRUCTURED = ("dia", "bsr", "ell", "rle")

@@ -1,15 +1,15 @@
 """Level formats: each declares properties and capabilities; tensors compose them."""
 
-from .banded import Banded
-from .base import Level, LevelCapabilities, LevelProperties
-from .blocked import Blocked
-from .bytemap import Bytemap, bytemap_locate
-from .compressed import Compressed
-from .dense import Dense
-from .ell import Ell
-from .hashed import Hashed, build_table, hashed_locate
-from .runs import Runs
-from .singleton import Singleton
+from lazysparse.formats.levels.banded import Banded
+from lazysparse.formats.levels.base import Level, LevelCapabilities, LevelProperties
+from lazysparse.formats.levels.blocked import Blocked
+from lazysparse.formats.levels.bytemap import Bytemap, bytemap_locate
+from lazysparse.formats.levels.compressed import Compressed
+from lazysparse.formats.levels.dense import Dense
+from lazysparse.formats.levels.ell import Ell
+from lazysparse.formats.levels.hashed import Hashed, build_table, hashed_locate
+from lazysparse.formats.levels.runs import Runs
+from lazysparse.formats.levels.singleton import Singleton
 
 # structured levels carry a scalar or two besides their arrays (what io saves with them)
 STRUCTURED_LEVELS = (Banded, Ell, Blocked, Runs)

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import LevelParam, Walk
-from .row_rooted import RowRootedLevel
+from lazysparse.formats.levels.base import LevelParam, Walk
+from lazysparse.formats.levels.row_rooted import RowRootedLevel
 
 
 class Banded(RowRootedLevel):

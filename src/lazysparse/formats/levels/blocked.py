@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..search import segment_search
-from .base import LevelParam, Walk
-from .row_rooted import RowRootedLevel
+from lazysparse.formats.compiled.search import segment_search
+from lazysparse.formats.levels.base import LevelParam, Walk
+from lazysparse.formats.levels.row_rooted import RowRootedLevel
 
 
 class Blocked(RowRootedLevel):

@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from lazysparse.formats.jit import helper_jit
-
-from .base import Level, LevelCapabilities, LevelProperties, Walk
+from lazysparse.formats.compiled.jit import helper_jit
+from lazysparse.formats.levels.base import Level, LevelCapabilities, LevelProperties, Walk
 
 BYTEMAP_PROPERTIES = LevelProperties(
     full=False, ordered=True, unique=True, branchless=False, compact=False

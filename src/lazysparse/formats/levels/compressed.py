@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Level, LevelCapabilities, LevelProperties
+from lazysparse.formats.levels.base import Level, LevelCapabilities, LevelProperties
 
 COMPRESSED_CAPABILITIES = LevelCapabilities(
     iterate="position", locate=False, append=True, insert=False

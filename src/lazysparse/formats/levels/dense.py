@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Level, LevelCapabilities, LevelProperties, Walk
+from lazysparse.formats.levels.base import Level, LevelCapabilities, LevelProperties, Walk
 
 DENSE_PROPERTIES = LevelProperties(
     full=True, ordered=True, unique=True, branchless=False, compact=True

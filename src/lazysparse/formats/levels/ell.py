@@ -10,7 +10,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Level, LevelCapabilities, LevelParam, LevelProperties, Walk
+from lazysparse.formats.levels.base import (
+    Level,
+    LevelCapabilities,
+    LevelParam,
+    LevelProperties,
+    Walk,
+)
 
 ELL_PROPERTIES = LevelProperties(
     full=False, ordered=True, unique=True, branchless=False, compact=False

@@ -25,9 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from lazysparse.formats.jit import helper_jit
-
-from .base import Level, LevelCapabilities, LevelProperties
+from lazysparse.formats.compiled.jit import helper_jit
+from lazysparse.formats.levels.base import Level, LevelCapabilities, LevelProperties
 
 #: 2**64 / golden ratio, the multiplier of the Fibonacci hash.
 HASH_MULTIPLIER = 0x9E3779B97F4A7C15

@@ -8,16 +8,16 @@ module plus one entry in :data:`LEVEL_CLASSES`.
 
 from __future__ import annotations
 
-from .banded import Banded
-from .base import Level, LevelCapabilities, LevelProperties, Walk
-from .blocked import Blocked
-from .bytemap import Bytemap
-from .compressed import Compressed
-from .dense import Dense
-from .ell import Ell
-from .hashed import Hashed
-from .runs import Runs
-from .singleton import Singleton
+from lazysparse.formats.levels.banded import Banded
+from lazysparse.formats.levels.base import Level, LevelCapabilities, LevelProperties, Walk
+from lazysparse.formats.levels.blocked import Blocked
+from lazysparse.formats.levels.bytemap import Bytemap
+from lazysparse.formats.levels.compressed import Compressed
+from lazysparse.formats.levels.dense import Dense
+from lazysparse.formats.levels.ell import Ell
+from lazysparse.formats.levels.hashed import Hashed
+from lazysparse.formats.levels.runs import Runs
+from lazysparse.formats.levels.singleton import Singleton
 
 #: The class of every level kind (the compressed class has three configurations).
 LEVEL_CLASSES: dict[str, type[Level]] = {

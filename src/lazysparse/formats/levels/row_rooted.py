@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from .base import Level, LevelCapabilities, LevelProperties
+from lazysparse.formats.levels.base import Level, LevelCapabilities, LevelProperties
 
 ROW_ROOTED_PROPERTIES = LevelProperties(
     full=False, ordered=True, unique=True, branchless=False, compact=False

@@ -10,8 +10,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..search import segment_search
-from .base import Level, LevelCapabilities, LevelParam, LevelProperties, Walk
+from lazysparse.formats.compiled.search import segment_search
+from lazysparse.formats.levels.base import (
+    Level,
+    LevelCapabilities,
+    LevelParam,
+    LevelProperties,
+    Walk,
+)
 
 RUNS_PROPERTIES = LevelProperties(
     full=False, ordered=True, unique=True, branchless=False, compact=True

@@ -9,7 +9,7 @@ tensor: the same stored entries, values and fill value, in the requested format.
 
 from __future__ import annotations
 
-from lazysparse.formats.convert import convert
+from lazysparse.formats.conversion.convert import convert
 from lazysparse.formats.layouts import canonical
 from lazysparse.formats.specs import is_structured
 from lazysparse.formats.tensor import Tensor

@@ -34,14 +34,14 @@ from typing import Any
 
 import numpy as np
 
+from lazysparse.formats.compiled.jit import helper_jit
+from lazysparse.formats.compiled.sync import Counters
 from lazysparse.formats.config import check_allocation
-from lazysparse.formats.convert import convert
+from lazysparse.formats.conversion.convert import convert
 from lazysparse.formats.dtypes import choose_index_dtype, equals_fill
-from lazysparse.formats.jit import helper_jit
 from lazysparse.formats.levels import Dense, Runs
 from lazysparse.formats.levels.registry import DENSE_KIND, all_located, is_run_valued
 from lazysparse.formats.specs import FormatSpec
-from lazysparse.formats.sync import Counters
 from lazysparse.formats.tensor import Tensor
 from lazysparse.kernels.backends.numpy_executor import _epilogue
 from lazysparse.kernels.compile.planning.analysis import (

@@ -14,8 +14,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from lazysparse.formats.compiled.sync import Counters, KeyLocks
 from lazysparse.formats.device import DeviceTensor, _cupy, device_of
-from lazysparse.formats.sync import Counters, KeyLocks
 from lazysparse.kernels.backends.cuda import strategies
 from lazysparse.kernels.backends.cuda.codegen_cuda import CudaProgram, Launch
 from lazysparse.kernels.backends.cuda.host import POOL_BYTES, Grid, run_steps

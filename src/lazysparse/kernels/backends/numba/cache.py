@@ -30,8 +30,8 @@ from typing import Any
 import numba
 
 import lazysparse
-from lazysparse.formats.jit import cache_root
-from lazysparse.formats.sync import Counters
+from lazysparse.formats.compiled.jit import cache_root
+from lazysparse.formats.compiled.sync import Counters
 from lazysparse.kernels.backends.numba.cache_store import (
     MODULE_PREFIX,
     STAMP,

@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from lazysparse.formats.compiled.jit import helper_jit
 from lazysparse.formats.dtypes import is_nan_scalar
-from lazysparse.formats.jit import helper_jit
 from lazysparse.formats.levels import Compressed, Dense, Singleton
 
 

@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
+from lazysparse.formats.compiled.sync import KeyLocks
 from lazysparse.formats.dtypes import SUPPORTED_DTYPE_SET
 from lazysparse.formats.levels import Dense
 from lazysparse.formats.specs import FormatSpec
-from lazysparse.formats.sync import KeyLocks
 from lazysparse.formats.tensor import Tensor
 from lazysparse.kernels.backends import host
 from lazysparse.kernels.backends.numba import cache

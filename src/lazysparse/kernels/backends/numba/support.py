@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lazysparse.formats.jit import helper_jit
+from lazysparse.formats.compiled.jit import helper_jit
 from lazysparse.formats.levels.hashed import hashed_locate_shift  # noqa: F401 - kernels call it
 from lazysparse.kernels.compile.lowering.workspaces import SCRATCH_EXTRA
 

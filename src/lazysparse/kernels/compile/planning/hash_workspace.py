@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from lazysparse.formats.jit import helper_jit
+from lazysparse.formats.compiled.jit import helper_jit
 from lazysparse.kernels.compile.planning.analysis import KernelInfo, QueryData
 
 # a dense row workspace below this many bytes stays (it fits a fast cache)

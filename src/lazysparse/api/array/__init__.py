@@ -1,0 +1,1 @@
+"""The LazyArray and its lifecycle: nodes, operands, materialization, held values, memo, display."""

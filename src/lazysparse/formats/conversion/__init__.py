@@ -1,0 +1,2 @@
+"""Conversions between Tensors and other representations: formats, NumPy, scipy.sparse, pydata
+sparse."""

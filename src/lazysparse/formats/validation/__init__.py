@@ -1,0 +1,1 @@
+"""Checks of user input and of tensors' levels, with errors that name the problem."""
