@@ -72,4 +72,4 @@ def test_module_names_follow_the_package() -> None:
     assert module_name(SRC / "__init__.py", SRC) == "lazysparse"
     assert module_name(SRC / "kernels" / "compile" / "__init__.py", SRC) == \
         "lazysparse.kernels.compile"
-    assert module_name(SRC / "api" / "lazy_array.py", SRC) == "lazysparse.api.array.lazy_array"
+    assert module_name(SRC / "api" / "lazy_array.py", SRC) == "lazysparse.api.lazy_array"
