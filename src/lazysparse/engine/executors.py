@@ -58,7 +58,8 @@ def cuda_executor(plan: Plan) -> tuple[Tensor, ...]:
 
     entry, inputs, params = lookup(plan, "cuda")
     out = execute_plan_cuda(_inputs_to_device(entry.plan(inputs, params)))
-    persist(entry)
+    if entry.store_key is not None:
+        persist(entry)
     return out
 
 

@@ -250,5 +250,6 @@ def run_tiered(entry: CachedPlan, inputs: list[Any], params: tuple[Any, ...],
     st.last = Tier.COMPILED
     STATS.bump("compiled")
     out = run_compiled(entry, inputs, params)
-    persist(entry)
+    if entry.store_key is not None:  # not yet on disk (one attribute read on the hot path)
+        persist(entry)
     return out
