@@ -10,12 +10,12 @@ on first use, so ``import lazysparse`` loads no backend.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from lazysparse.engine.plan_cache import CachedPlan, lookup, persist
 from lazysparse.engine.tiers import run_tiered
+from lazysparse.formats.env_settings import EnvSetting
 from lazysparse.logic.interpreter import interpret
 from lazysparse.logic.nodes import Immediate, Plan, Query, Table
 
@@ -91,13 +91,20 @@ def register_executor(name: str, executor: Executor) -> None:
     _EXECUTORS[name] = executor
 
 
+def _parse_executor(raw: str | None) -> str:
+    """The executor name ``raw`` (``LAZYSPARSE_EXECUTOR``'s text) picks (default:
+    ``compiled``)."""
+    return DEFAULT_EXECUTOR if raw is None else raw.strip().lower() or DEFAULT_EXECUTOR
+
+
+# parsed once per value (``formats.env_settings``): every compute asks
+_EXECUTOR = EnvSetting("LAZYSPARSE_EXECUTOR", _parse_executor)
+
+
 def get_executor() -> Executor:
-    """The cpu executor named by ``LAZYSPARSE_EXECUTOR`` (default: ``compiled``); read on
-    every call, so a test or a session may change it (one dict lookup when it is unset)."""
-    raw = os.environ.get("LAZYSPARSE_EXECUTOR")
-    if raw is None:
-        return _EXECUTORS[DEFAULT_EXECUTOR]
-    name = raw.strip().lower() or DEFAULT_EXECUTOR
+    """The cpu executor named by ``LAZYSPARSE_EXECUTOR`` (default: ``compiled``); a change
+    of the variable is seen at the next call (one dict lookup when it is unchanged)."""
+    name = _EXECUTOR.get()
     try:
         return _EXECUTORS[name]
     except KeyError:

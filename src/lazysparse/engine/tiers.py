@@ -36,6 +36,7 @@ from lazysparse.engine import background
 from lazysparse.engine.background import Job, JobState
 from lazysparse.engine.plan_cache import CachedPlan, persist
 from lazysparse.formats.compiled.sync import Counters
+from lazysparse.formats.env_settings import EnvSetting
 from lazysparse.formats.tensor import Tensor
 from lazysparse.logic.interpreter import interpret
 from lazysparse.logic.nodes import Plan
@@ -78,9 +79,8 @@ DEFAULT_MODE = CompileMode.BACKGROUND
 _BY_NAME: dict[str, CompileMode] = {m.value: m for m in CompileMode}
 
 
-def compile_mode() -> CompileMode:
-    """The mode ``LAZYSPARSE_COMPILE`` names (default ``background``)."""
-    raw = os.environ.get("LAZYSPARSE_COMPILE")
+def _parse_mode(raw: str | None) -> CompileMode:
+    """The mode ``raw`` (``LAZYSPARSE_COMPILE``'s text) names; ValueError for another."""
     if raw is None:
         return DEFAULT_MODE
     found = _BY_NAME.get(raw)
@@ -91,6 +91,15 @@ def compile_mode() -> CompileMode:
     except ValueError:
         raise ValueError(f"LAZYSPARSE_COMPILE={raw!r} is not a compile mode; choose one of "
                          f"{[m.value for m in CompileMode]}") from None
+
+
+# parsed once per value (``formats.env_settings``): every compute asks
+_MODE = EnvSetting("LAZYSPARSE_COMPILE", _parse_mode)
+
+
+def compile_mode() -> CompileMode:
+    """The mode ``LAZYSPARSE_COMPILE`` names (default ``background``)."""
+    return _MODE.get()
 
 
 @contextmanager

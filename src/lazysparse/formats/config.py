@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from types import TracebackType
 from typing import Any
 
 import numpy as np
+
+from lazysparse.formats.env_settings import EnvSetting
 
 DEFAULT_DENSIFY_LIMIT = 4 * 2**30
 ENV_VAR = "LAZYSPARSE_DENSIFY_LIMIT"
@@ -47,10 +48,18 @@ def get_densify_limit() -> int | None:
     """
     if _current[0] is not _UNSET:
         return _current[0]  # type: ignore[return-value]
-    env = os.environ.get(ENV_VAR)
+    return _FROM_ENV.get()
+
+
+def _env_limit(env: str | None) -> int | None:
+    """The limit ``$LAZYSPARSE_DENSIFY_LIMIT``'s text sets (unset or blank: the default)."""
     if env is not None and env.strip():
         return _parse_limit(env, f"environment variable {ENV_VAR}")
     return DEFAULT_DENSIFY_LIMIT
+
+
+# parsed once per value (``formats.env_settings``): every compute and allocation check asks
+_FROM_ENV = EnvSetting(ENV_VAR, _env_limit)
 
 
 class set_densify_limit:  # noqa: N801 - used like a function
