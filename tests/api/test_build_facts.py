@@ -1,5 +1,6 @@
 """What building an array records without walking its history (issue 34): the recorded
-extent (``lazy_array.history_extent``, with its inlined children) equals a plain walk of
+extent (``lazy_array.history_extent``, with its inlined children, and the one the
+elementwise builder counts as it builds: ``operands_extent``) equals a plain walk of
 the new nodes, and the elementwise builder's shortcut for operands of the result's shape
 builds the plan the general broadcast would. Results are checked against NumPy."""
 
@@ -12,7 +13,7 @@ import pytest
 
 import lazysparse as xp
 from lazysparse.api.array import memo
-from lazysparse.api.array.lazy_array import history_extent
+from lazysparse.api.array.lazy_array import LazyArray, history_extent
 from lazysparse.api.array.live import live_array
 from lazysparse.api.array.plan_nodes import access, fresh_fields
 from lazysparse.api.building import lazy_plans as plans
@@ -55,6 +56,8 @@ def _cases(v: Any, m: Any) -> dict[str, Any]:
         "where": xp.where(v > 0.5, v, 0.0),
         "reduction": xp.sum(m * 2.0, axis=0) + v,
         "chain": ((v - 1.0) * 3.0 + y) / (y + 1.0),
+        "0-d operand": xp.sum(v) * m,
+        "size-1 axes": xp.ones((1, 5)) * xp.ones((4, 1)) + v,
         "y": y,
     }
 
@@ -68,6 +71,8 @@ EXPECTED = {
     "where": lambda: np.where(_V > 0.5, _V, 0.0),
     "reduction": lambda: np.sum(_M * 2.0, axis=0) + _V,
     "chain": lambda: ((_V - 1.0) * 3.0 + _V * 2.0) / (_V * 2.0 + 1.0),
+    "0-d operand": lambda: np.sum(_V) * _M,
+    "size-1 axes": lambda: np.ones((1, 5)) * np.ones((4, 1)) + _V,
 }
 
 
@@ -77,6 +82,28 @@ def test_recorded_extent_is_the_plain_walks(name: str) -> None:
     cases = _cases(v, m)  # holds ``y`` too: a live uncomputed operand
     x = cases[name]
     assert history_extent(x.expr) == _plain_extent(x.expr)
+    np.testing.assert_allclose(np.asarray(x), EXPECTED[name](), rtol=1e-12)
+
+
+@pytest.mark.parametrize("name", list(EXPECTED))
+def test_the_builders_count_is_the_walks(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The extent the elementwise builder records, counted as it builds the nodes
+    (``operands_extent``: no walk), is ``history_extent``'s walk at that moment (its
+    temporaries still alive)."""
+    pairs: list[tuple[Any, Any]] = []
+
+    built = LazyArray.__init__
+
+    def checked(self: LazyArray, expr: Subquery, *args: Any, extent: Any = None,
+                **kw: Any) -> None:
+        if extent is not None:
+            pairs.append((extent, history_extent(expr)))
+        built(self, expr, *args, extent=extent, **kw)
+
+    monkeypatch.setattr(LazyArray, "__init__", checked)
+    v, m = xp.asarray(_V), xp.asarray(_M)
+    x = _cases(v, m)[name]
+    assert pairs and all(got == walked for got, walked in pairs), pairs
     np.testing.assert_allclose(np.asarray(x), EXPECTED[name](), rtol=1e-12)
 
 

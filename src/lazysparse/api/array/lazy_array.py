@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import math
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -146,6 +146,26 @@ def history_extent(expr: Subquery) -> tuple[int, int, float]:
     return depth + 1, size, epoch
 
 
+def operands_extent(operands: Sequence[LazyArray], added: int) -> tuple[int, int, float]:
+    """``history_extent`` of a node over the live arrays ``operands`` (each read once,
+    however often it appears) that adds ``added`` plan nodes above their expressions
+    (``plan_nodes.build_mapjoin`` counts them as it builds them): from the operands'
+    recorded extents, O(operands), no walk and no registry lookup."""
+    depth, size, epoch = 0, added, memo.EPOCH
+    seen: list[int] = []  # ids of the operands' subqueries (a Subquery compares deeply)
+    for a in operands:
+        e = id(a._expr)
+        if e in seen:
+            continue
+        seen.append(e)
+        if a._depth > depth:
+            depth = a._depth
+        size += a._size
+        if a._epoch < epoch:
+            epoch = a._epoch
+    return depth + 1, size, epoch
+
+
 _CUDA_SEEN = False
 
 # sparse arrays with more elements than this are summarized by repr/str, not densified
@@ -253,12 +273,15 @@ class LazyArray(ArrayOperators, NumpyMethods, ScipyMethods):
 
     def __init__(self, expr: Subquery, shape: tuple[int, ...], dtype: np.dtype,
                  fill_value: Any, device: Device = CPU, format: str | None = None,
-                 requested_format: FormatSpec | None = None, full: bool | None = None
-                 ) -> None:
+                 requested_format: FormatSpec | None = None, full: bool | None = None,
+                 extent: tuple[int, int, float] | None = None) -> None:
+        """``extent``: the history extent a builder knows (``operands_extent``; it checked
+        its operands' devices too); else found by ``history_extent``'s walk of the new
+        nodes."""
         global _CUDA_SEEN
         if device.name == "cuda":
             _CUDA_SEEN = True
-        if _CUDA_SEEN:  # until a cuda array exists every array is on the cpu
+        if _CUDA_SEEN and extent is None:  # until a cuda array exists all are on the cpu
             check_same_device(device, expr)
         self._expr = expr
         if type(shape) is not tuple or not _plain_shape(shape):
@@ -281,7 +304,7 @@ class LazyArray(ArrayOperators, NumpyMethods, ScipyMethods):
         self._view: ViewState | None = None
         self._version = 0  # bumped by every write into this array (write_through)
         self._strides: tuple[int, ...] | None = None  # a view's NumPy strides (views.py)
-        self._depth, self._size, self._epoch = history_extent(expr)
+        self._depth, self._size, self._epoch = extent or history_extent(expr)
         register(expr.lhs.name, self)
         # an uncomputed array with a history: a value a later compute may keep
         self._pending = held_values.register_pending(self) if self._depth else None

@@ -107,31 +107,42 @@ def access(expr: LogicNode, shape: Sequence[int], out_fields: Sequence[Field],
 
 
 def build_mapjoin(op: object, operands: Sequence[tuple[LogicNode, tuple[int, ...]] | Immediate],
-                  out_shape: tuple[int, ...]) -> tuple[Subquery, tuple[Field, ...]]:
+                  out_shape: tuple[int, ...]) -> tuple[Subquery, int]:
     """``MapJoin(op, ...)`` over broadcast operands (``(expr, shape)`` pairs or scalars).
 
-    Returns the identified expression and the fields of its axes. The result is reordered
-    to ``out_fields`` when the operands' fields (unique concatenation) are not exactly
-    those, in axis order: a field no operand has (pure broadcast) or a later axis that
-    appears first (``ones(3) + ones((2, 1))``).
+    Returns the identified expression and how many plan nodes it adds above its operands'
+    expressions (each node and field once: what ``lazy_array.history_extent`` would count,
+    known here without a walk). The result is reordered to its axes' fields when the
+    operands' fields (unique concatenation) are not exactly those, in axis order: a field
+    no operand has (pure broadcast) or a later axis that appears first
+    (``ones(3) + ones((2, 1))``).
     """
     out_fields = fresh_fields(len(out_shape))
     args: list[LogicNode] = []
     present: dict[Field, None] = {}
     in_order = False  # the first array operand has the result's shape: its fields lead
+    added = 2  # the MapJoin and its operator
+    fresh = 0  # broadcast fields no other node holds
     for operand in operands:
         if type(operand) is Immediate or isinstance(operand, Immediate):
             args.append(operand)
+            added += 1
             continue
         expr, shape = operand
         if shape == out_shape:  # no broadcast (the common case): the result's fields
             args.append(Relabel(expr, out_fields))
+            added += 1
             in_order = in_order or not present
             if not in_order:
                 present.update(dict.fromkeys(out_fields))
             continue
         node = access(expr, shape, out_fields, out_shape)
         args.append(node)
+        added += 1 if type(node) is Relabel else 2
+        labels = node.arg.idxs if type(node) is Reorder else node.idxs  # type: ignore[attr-defined]
+        for f in labels:
+            if f not in out_fields:
+                fresh += 1
         if not in_order:
             present.update(dict.fromkeys(node.idxs))  # the fields it keeps
     body: LogicNode = MapJoin(Immediate(op), tuple(args))
@@ -139,7 +150,9 @@ def build_mapjoin(op: object, operands: Sequence[tuple[LogicNode, tuple[int, ...
         # a field missing (pure broadcast) or the operands' field order (unique
         # concatenation, first appearance first) is not the axis order
         body = Reorder(body, out_fields)
-    return identify(body), out_fields
+        added += 1
+    # every result field is held by some node (an operand's relabel or the reorder)
+    return identify(body), added + fresh + len(out_fields)
 
 
 def build_aggregate(op: object, init: object, expr: LogicNode, ndim: int | Sequence[int],

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from lazysparse.api.array.lazy_array import LazyArray, computed_scalar
+from lazysparse.api.array.lazy_array import LazyArray, computed_scalar, operands_extent
 from lazysparse.api.array.operands import as_array, as_operand, operand_names
 from lazysparse.api.array.plan_nodes import broadcast_shapes, build_mapjoin
 from lazysparse.formats import Tensor
@@ -207,9 +207,9 @@ def apply_operator(op: Operator, *args: Any, fname: str | None = None,
     parts: list[Any] = []
     for a, s in zip(operands, facts.scalars, strict=True):
         parts.append((a._expr, a._shape) if s is None else Immediate(s))
-    expr, _ = build_mapjoin(op, parts, facts.shape)
+    expr, added = build_mapjoin(op, parts, facts.shape)
     return LazyArray(expr, facts.shape, facts.dtype, facts.fill, _same_device(arrays, name),
-                     full=facts.full)
+                     full=facts.full, extent=operands_extent(arrays, added))
 
 
 def astype(x: LazyArray, dtype: Any, /, *, copy: bool = True, device: Any = None) -> LazyArray:
