@@ -58,6 +58,10 @@ def _cases(v: Any, m: Any) -> dict[str, Any]:
         "chain": ((v - 1.0) * 3.0 + y) / (y + 1.0),
         "0-d operand": xp.sum(v) * m,
         "size-1 axes": xp.ones((1, 5)) * xp.ones((4, 1)) + v,
+        "sum": xp.sum(v * 2.0),
+        "keepdims": xp.sum(m, axis=1, keepdims=True) * m,
+        "size-1 sum": xp.sum(m[:1], axis=0) + xp.sum(m[:, :1], axis=1, keepdims=True),
+        "column sums": xp.sum(m * m, axis=0),
         "y": y,
     }
 
@@ -73,6 +77,10 @@ EXPECTED = {
     "chain": lambda: ((_V - 1.0) * 3.0 + _V * 2.0) / (_V * 2.0 + 1.0),
     "0-d operand": lambda: np.sum(_V) * _M,
     "size-1 axes": lambda: np.ones((1, 5)) * np.ones((4, 1)) + _V,
+    "sum": lambda: np.sum(_V * 2.0),
+    "keepdims": lambda: np.sum(_M, axis=1, keepdims=True) * _M,
+    "size-1 sum": lambda: np.sum(_M[:1], axis=0) + np.sum(_M[:, :1], axis=1, keepdims=True),
+    "column sums": lambda: np.sum(_M * _M, axis=0),
 }
 
 

@@ -158,7 +158,15 @@ def build_mapjoin(op: object, operands: Sequence[tuple[LogicNode, tuple[int, ...
 def build_aggregate(op: object, init: object, expr: LogicNode, ndim: int | Sequence[int],
                     axes: Sequence[int], keepdims: bool = False,
                     dense: bool = False) -> Subquery:
-    """``Aggregate(op, init, expr, reduced)`` over ``axes`` of an ``ndim``-d expression.
+    """:func:`counted_aggregate`'s expression alone."""
+    return counted_aggregate(op, init, expr, ndim, axes, keepdims, dense)[0]
+
+
+def counted_aggregate(op: object, init: object, expr: LogicNode, ndim: int | Sequence[int],
+                      axes: Sequence[int], keepdims: bool = False,
+                      dense: bool = False) -> tuple[Subquery, int]:
+    """``Aggregate(op, init, expr, reduced)`` over ``axes`` of an ``ndim``-d expression, and
+    how many plan nodes it adds above ``expr`` (as ``build_mapjoin`` counts them).
 
     ``ndim`` may be the expression's shape (else it is looked up when ``expr`` is a live
     array's): size-1 axes are then dropped (a ``Reorder``) before the aggregate instead of
@@ -178,6 +186,9 @@ def build_aggregate(op: object, init: object, expr: LogicNode, ndim: int | Seque
         reduced_list.append(fields[a])
     reduced = tuple(reduced_list)
     arg: LogicNode = Relabel(expr, fields)
+    # the relabel and its fields, the aggregate with its operator and init, a Reformat
+    # with its spec
+    added = 1 + n + 3 + (2 if dense else 0)
     if shape is not None and 1 in shape:
         unit = {f for f, d in zip(fields, shape, strict=True) if d == 1}
         arg = Reorder(arg, tuple(f for f in fields if f not in unit))
@@ -193,10 +204,12 @@ def build_aggregate(op: object, init: object, expr: LogicNode, ndim: int | Seque
         if dense:
             kept = sum(1 for f in fields if f not in unit and f not in reduced)
             agg = Reformat(Immediate(format_spec("dense", kept)), agg)
-        return identify(Reorder(agg, tuple(out)))
+        fresh = sum(1 for f in out if f not in fields)
+        return identify(Reorder(agg, tuple(out))), added + 2 + fresh  # the two reorders
     body: LogicNode = Aggregate(Immediate(op), Immediate(init), arg, reduced)
     if dense:
         body = Reformat(Immediate(format_spec("dense", n - len(reduced))), body)
     if keepdims and reduced:
         body = Reorder(body, tuple(fresh_field() if f in reduced else f for f in fields))
-    return identify(body)
+        added += 1 + len(reduced)
+    return identify(body), added

@@ -1,7 +1,7 @@
 """LazyArray-level plan builders for the computational functions: pointwise maps, casts and
 reductions whose result dtype and fill value come from the operator registry.
 
-Everything here stays lazy: it wraps ``building.build_mapjoin`` / ``build_aggregate`` and
+Everything here stays lazy: it wraps ``building.build_mapjoin`` / ``counted_aggregate`` and
 returns a new :class:`LazyArray`; nothing is computed.
 """
 
@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from lazysparse.api.array.lazy_array import LazyArray
+from lazysparse.api.array.lazy_array import LazyArray, operands_extent
 from lazysparse.api.array.operands import as_array
-from lazysparse.api.array.plan_nodes import build_aggregate
+from lazysparse.api.array.plan_nodes import counted_aggregate
 from lazysparse.api.building.elementwise import apply_operator, value_key
 from lazysparse.formats.config import get_densify_limit
 from lazysparse.logic import dtypes as _dt
@@ -157,9 +157,9 @@ def lazy_reduce(o: Operator, x: LazyArray, axes: Sequence[int], keepdims: bool =
     # only a vector may be dense (the operand's stored bound, a walk, asked only then)
     dense = len(found.kept) == 1 and reduction_is_dense(found.kept, found.dtype,
                                                         stored_bound(x))
-    expr = build_aggregate(o, found.init, x.expr, x.shape, axes, keepdims, dense)
+    expr, added = counted_aggregate(o, found.init, x.expr, x.shape, axes, keepdims, dense)
     return LazyArray(expr, found.shape, found.dtype, found.fill, x.device,
-                     full=True if dense else None)
+                     full=True if dense else None, extent=operands_extent((x,), added))
 
 
 # an axis reduction's result up to this many entries is dense whatever its operand stores
