@@ -78,9 +78,10 @@ def compute_arrays(arrays: tuple[LazyArray, ...]) -> None:
     Reductions the user still holds inside their histories, or sharing them, are computed
     in the same plan when keeping them costs no more than recomputing them
     (``api.held_values``). ValueError when the arrays live on several devices."""
-    devices = {a._device.name for a in arrays}  # loops below, not comprehensions: per call
-    if len(devices) > 1:
-        raise device_mix_error(devices)
+    if len(arrays) > 1:  # loops below, not comprehensions: per call
+        devices = {a._device.name for a in arrays}
+        if len(devices) > 1:
+            raise device_mix_error(devices)
     todo_by_id: dict[int, LazyArray] = {}
     for a in arrays:
         if a.result is None:

@@ -110,6 +110,13 @@ def _evaluator(info: KernelInfo, node: PNode) -> Evaluator:
                 # both operands arrive at their operand dtypes: only the result is cast
                 fn, (first, second) = op.numpy, parts
                 return lambda data: cast_to(fn(first(data), second(data)), dt)
+            if len(parts) == 2 and _typed(args[0], ods[0]) and isinstance(args[1], PConst):
+                # an array and a constant (``0.5 * p`` with p first): the constant is cast
+                fn, (first, second), d1 = op.numpy, parts, ods[1]
+                return lambda data: cast_to(fn(first(data), cast_to(second(data), d1)), dt)
+            if len(parts) == 2 and isinstance(args[0], PConst) and _typed(args[1], ods[1]):
+                fn, (first, second), d0 = op.numpy, parts, ods[0]
+                return lambda data: cast_to(fn(cast_to(first(data), d0), second(data)), dt)
             apply = op.apply_quiet
             if len(parts) == 2:
                 first, second = parts
