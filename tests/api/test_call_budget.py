@@ -54,22 +54,24 @@ _SB = sp.random_array((100, 100), density=0.05, format="csr", rng=_RNG)
 
 def _cases() -> dict[str, tuple[Callable[[], Any], Callable[[], Any], int]]:
     """Each case: (the user's call, NumPy/scipy's answer, its call budget). The budgets sit
-    about 5% above what the code reaches (181, 190, 205, 244, 235 calls on CPython 3.11
-    with ``LAZYSPARSE_COMPILE=sync``, after the kernels' host facts, the NumPy runner's
-    decoded folds, the contraction's cached inference and the recipes' input slots;
-    194, 219, 228, 332, 258 before them; 296, 318, 306, 367, 337 before precomputed
-    subquery keys; the first commit measured made 435, 437, 425, 417, 394:
-    benchmarks/results/per-call-2026-12-01.md)."""
+    about 5% above what the code reaches (170, 179, 190, 235, 226 calls on CPython 3.11
+    with ``LAZYSPARSE_COMPILE=sync``, after the environment settings parsed once per value,
+    the builders' counted history extents and the NumPy runner's direct array-and-constant
+    ufunc calls; 182, 191, 206, 245, 236 before them; 181, 190, 205, 244, 235 after the
+    kernels' host facts, the NumPy runner's decoded folds, the contraction's cached
+    inference and the recipes' input slots; 194, 219, 228, 332, 258 before them; 296,
+    318, 306, 367, 337 before precomputed subquery keys; the first commit measured made
+    435, 437, 425, 417, 394: benchmarks/results/per-call-2026-12-01.md)."""
     v, p = xp.asarray(_VN), xp.asarray(_PN)
     b, c = xp.asarray(_BN), xp.asarray(_CN)
     A, B = xp.asarray(_SA), xp.asarray(_SB)
     return {
-        "v + 0.5 * p": (lambda: xp.compute(v + 0.5 * p), lambda: _VN + 0.5 * _PN, 190),
-        "sum(b * c)": (lambda: xp.compute(xp.sum(b * c)), lambda: (_BN * _CN).sum(), 200),
+        "v + 0.5 * p": (lambda: xp.compute(v + 0.5 * p), lambda: _VN + 0.5 * _PN, 179),
+        "sum(b * c)": (lambda: xp.compute(xp.sum(b * c)), lambda: (_BN * _CN).sum(), 188),
         "float(sum(v * 2.0))": (lambda: float(xp.sum(v * 2.0)), lambda: (_VN * 2.0).sum(),
-                                215),
-        "A @ b": (lambda: xp.compute(A @ b), lambda: _SA @ _BN, 256),
-        "A + B": (lambda: xp.compute(A + B), lambda: (_SA + _SB).toarray(), 247),
+                                200),
+        "A @ b": (lambda: xp.compute(A @ b), lambda: _SA @ _BN, 247),
+        "A + B": (lambda: xp.compute(A + B), lambda: (_SA + _SB).toarray(), 237),
     }
 
 
