@@ -62,6 +62,12 @@ def _cases(v: Any, m: Any) -> dict[str, Any]:
         "keepdims": xp.sum(m, axis=1, keepdims=True) * m,
         "size-1 sum": xp.sum(m[:1], axis=0) + xp.sum(m[:, :1], axis=1, keepdims=True),
         "column sums": xp.sum(m * m, axis=0),
+        "matvec": m @ v + 1.0,
+        "matmul": m.T @ (m * 2.0),
+        "vecdot": xp.vecdot(v, v * 3.0),
+        "tensordot": xp.tensordot(m, m, axes=([0], [0])),
+        "outer": xp.linalg.outer(v, y),
+        "batched": xp.matmul(xp.ones((3, 4, 5)), m.T),
         "y": y,
     }
 
@@ -81,6 +87,12 @@ EXPECTED = {
     "keepdims": lambda: np.sum(_M, axis=1, keepdims=True) * _M,
     "size-1 sum": lambda: np.sum(_M[:1], axis=0) + np.sum(_M[:, :1], axis=1, keepdims=True),
     "column sums": lambda: np.sum(_M * _M, axis=0),
+    "matvec": lambda: _M @ _V + 1.0,
+    "matmul": lambda: _M.T @ (_M * 2.0),
+    "vecdot": lambda: np.vecdot(_V, _V * 3.0),
+    "tensordot": lambda: np.tensordot(_M, _M, axes=([0], [0])),
+    "outer": lambda: np.outer(_V, _V * 2.0),
+    "batched": lambda: np.matmul(np.ones((3, 4, 5)), _M.T),
 }
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from lazysparse.api.array.lazy_array import LazyArray
+from lazysparse.api.array.lazy_array import LazyArray, operands_extent
 from lazysparse.api.array.plan_nodes import (
     access,
     broadcast_shapes,
@@ -70,7 +70,45 @@ def contract(x1: LazyArray, f1: Sequence[Field], x2: LazyArray, f2: Sequence[Fie
         fill = mul.apply(x1.fill_value, x2.fill_value)
     if fields != tuple(out_fields):
         body = Reorder(body, tuple(out_fields))
-    return LazyArray(identify(body), out_shape, dtype, fill, x1.device)
+    return LazyArray(identify(body), out_shape, dtype, fill, x1.device,
+                     extent=_contract_extent(x1, left, x2, right, body))
+
+
+def _access_nodes(node: LogicNode, x: LazyArray, seen: set[int]) -> int | None:
+    """The plan nodes of an operand access (relabels and reorders down to ``x``'s
+    expression), each field once (``seen``: the ids of those counted); None for an access
+    of another form."""
+    n = 0
+    while type(node) is Relabel or type(node) is Reorder:
+        n += 1
+        for f in node.idxs:
+            if id(f) not in seen:
+                seen.add(id(f))
+                n += 1
+        node = node.arg
+    return n if node is x._expr else None
+
+
+def _contract_extent(x1: LazyArray, left: LogicNode, x2: LazyArray, right: LogicNode,
+                     body: LogicNode) -> tuple[int, int, float] | None:
+    """The history extent of a contraction, counted over the nodes ``contract`` made above
+    its operands' accesses (``lazy_array.operands_extent``); None (the constructor walks)
+    for an access of another form or operands on two devices (the walk raises)."""
+    if x1._device != x2._device:
+        return None
+    seen: set[int] = set()
+    a1, a2 = _access_nodes(left, x1, seen), _access_nodes(right, x2, seen)
+    if a1 is None or a2 is None:
+        return None
+    added = a1 + a2 + 2  # the product's MapJoin and its operator
+    top = body
+    if type(top) is Reorder:
+        added += 1 + sum(1 for f in top.idxs if id(f) not in seen)
+        seen.update(id(f) for f in top.idxs)
+        top = top.arg
+    if type(top) is Aggregate:  # its reduced fields are the product's: counted
+        added += 3 + sum(1 for f in top.idxs if id(f) not in seen)
+    return operands_extent((x1, x2), added)
 
 
 # per pair of operand dtypes: (the product's dtype, the sum's init, its fill), inferred
