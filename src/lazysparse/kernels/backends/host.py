@@ -19,7 +19,8 @@ from lazysparse.formats.specs import FormatSpec
 from lazysparse.kernels.compile.planning.analysis import KernelInfo, QueryData
 from lazysparse.kernels.compile.planning.output_plan import OutputMode, OutputPlan
 from lazysparse.kernels.compile.planning.params import scalar
-from lazysparse.logic.nodes import Alias, Immediate, Plan, Produces, Query, Table
+from lazysparse.logic.nodes import Alias, Plan, Query
+from lazysparse.logic.plan_loop import run_statements
 
 INT32_MAX = 2**31 - 1
 
@@ -79,27 +80,19 @@ def _assemble_written(info: KernelInfo, data: QueryData, out: OutputPlan,
 def run_plan(plan: Plan, run_query: RunQuery, check_input: CheckInput,
              caller: str = "execute_plan") -> tuple[Any, ...]:
     """Run a normal-form plan: bind its inputs (checked by ``check_input``), evaluate each
-    compute query with ``run_query``; returns the tensors its ``Produces`` names."""
+    compute query with ``run_query`` (the one plan loop, ``logic.plan_loop``); returns the
+    tensors its ``Produces`` names."""
     if not isinstance(plan, Plan):
         raise TypeError(f"{caller} expects a Plan, got {type(plan).__name__}")
-    env: dict[Alias, Any] = {}
-    for body in plan.bodies:
-        match body:
-            case Query(lhs=lhs, rhs=Table(tns=Immediate(val=t))):
-                check_input(lhs, t)
-                env[lhs] = t
-            case Query(lhs=lhs):
-                env[lhs] = run_query(body, env)
-            case Produces(args=args):
-                out = []
-                for a in args:
-                    if a not in env:
-                        raise ValueError(f"Produces names unbound alias {a!r}")
-                    out.append(env[a])
-                return tuple(out)
-            case _:
-                raise ValueError(f"not a normal-form plan statement: {body!r}")
-    raise ValueError("plan has no Produces statement")
+
+    def bind(alias: Alias, t: Any) -> Any:
+        check_input(alias, t)
+        return t
+
+    out = run_statements(plan, {}, run_query, bind)
+    if out is None:
+        raise ValueError("plan has no Produces statement")
+    return out
 
 
 __all__ = ["CheckInput", "MakeTensor", "RunQuery", "assemble", "run_plan"]
