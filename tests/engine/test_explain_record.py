@@ -92,3 +92,22 @@ def test_explain_run_runs_each_query_on_its_recorded_runner(counts: Counter[str]
     assert all(k.estimate is not None and k.estimate.actual_entries is not None
                for k in e.kernels)
     np.testing.assert_allclose(np.asarray(xp.compute(expr)), a.T @ x)
+
+
+def test_explain_run_after_a_compute_runs_the_record_on_the_new_data(
+        counts: Counter[str]) -> None:
+    """The record is bound to the explained call's data: ``A * B2`` after a compute of
+    ``A * B1`` (one plan-cache entry) reports B2's stored entries, deciding nothing."""
+    a, b1, b2 = _csr(25), _csr(26), _csr(27)
+    A = xp.asarray(a)
+    np.testing.assert_allclose(np.asarray(xp.compute(A * xp.asarray(b1))),
+                               a.multiply(b1).toarray())
+    counts.clear()
+    before = _optimized()
+    e = xp.explain(A * xp.asarray(b2), run=True)
+    assert _optimized() == before
+    assert counts["analyses"] == counts["plans"] == counts["lowerings"] == 0
+    (k,) = e.kernels
+    assert k.estimate is not None
+    assert k.estimate.actual_entries == np.count_nonzero(a.multiply(b2).toarray())
+    assert np.count_nonzero(a.multiply(b1).toarray()) != k.estimate.actual_entries

@@ -36,7 +36,7 @@ from lazysparse.kernels.compile.planning.analysis import (
     decisions_hold,
     eval_fill,
 )
-from lazysparse.kernels.compile.planning.decisions import QueryDecisions
+from lazysparse.kernels.compile.planning.decisions import DecisionsRecord, QueryDecisions
 from lazysparse.logic.nodes import (
     Aggregate,
     Alias,
@@ -275,9 +275,10 @@ class Program:
     def __init__(self, entry: Any) -> None:
         self.entry = entry
         self.recipes: dict[int, Recipe | None] = {}
-        # per query, the decisions its first run took and its compiled kernel (None: a host
-        # runner's): the record ``xp.explain`` prints (:meth:`recorded`)
-        self.decided: dict[int, tuple[QueryDecisions, Kernel | None]] = {}
+        # per query, the decisions its first run took (without that run's data) and its
+        # compiled kernel (None: a host runner's): the record ``xp.explain`` prints
+        # (:meth:`recorded`)
+        self.decided: dict[int, tuple[DecisionsRecord, Kernel | None]] = {}
         # per query whose operands are all plan inputs, each operand's input slot: its
         # recipe's tensors are read from the inputs directly (no alias lookups per call)
         self.slots: dict[int, tuple[int, ...]] = {}
@@ -336,12 +337,17 @@ class Program:
 
     def recorded(self, j: int, env: dict[Alias, Any], params: tuple[Any, ...]
                  ) -> tuple[QueryDecisions, Kernel | None] | None:
-        """Query ``j``'s recorded decisions and kernel where a run on ``env`` and ``params``
-        would use them (its recipe binds that data), else None: it would decide again."""
+        """Query ``j``'s recorded decisions over the data of ``env`` and ``params``, and its
+        kernel, where a run on them would use that record (its recipe binds the data), else
+        None: a run would decide again."""
         recipe = self.recipes.get(j)
-        if j not in self.decided or recipe is None or recipe.data(env, params) is None:
+        if j not in self.decided or recipe is None:
             return None
-        return self.decided[j]
+        data = recipe.data(env, params)
+        if data is None:
+            return None
+        record, kernel = self.decided[j]
+        return record.bound(data), kernel
 
     def _env(self, env: dict[Alias, Any] | None, inputs: list[Any],
              out: dict[Alias, Any]) -> dict[Alias, Any]:
@@ -357,7 +363,7 @@ class Program:
         a query whose recipe failed its checks keeps the full path)."""
         d, kernel = decide_query(query, env)
         if j not in self.recipes:
-            self.decided[j] = (d, kernel)
+            self.decided[j] = (d.record(), kernel)
             host = None if kernel is not None else host_runner(d.runner)  # type: ignore[arg-type]
             aliases = {a.name: a for _, a in (*self.inputs, *self.queries)}
             recipe = self.recipes[j] = _recipe(template, d.info, d.data, kernel, host, params,
