@@ -145,16 +145,41 @@ def _schedule_line(body: Query, schedules: dict[Any, Any], d: QueryDecisions) ->
     return "; ".join(parts) if parts else None
 
 
-# per plan-cache entry, how the optimizer chose its kernels' loop orders (the passes run
-# again once per entry, not per explain: ``optimizer.reports.schedule_reports``)
-_SCHEDULES: weakref.WeakKeyDictionary[CachedPlan, dict[Any, Any]] = weakref.WeakKeyDictionary()
+@dataclass(frozen=True)
+class _Reports:
+    """The loop-order reports of one plan-cache entry on the inputs (held weakly: a cache
+    keeps no user data alive) and parameters they were made for."""
+
+    inputs: tuple[weakref.ref[Any], ...]
+    params: tuple[Any, ...]
+    reports: dict[Any, Any]
+
+    def hold(self, inputs: list[Any], params: tuple[Any, ...]) -> bool:
+        """Whether these are the reports of ``inputs`` and ``params`` (the same objects)."""
+        return (len(inputs) == len(self.inputs) and len(params) == len(self.params)
+                and all(r() is t for r, t in zip(self.inputs, inputs, strict=True))
+                and all(a is b for a, b in zip(self.params, params, strict=True)))
 
 
-def _schedules(entry: CachedPlan, plan: Plan) -> dict[Any, Any]:
-    """The loop-order reports of ``entry``'s kernels (``plan``: the plan it optimized)."""
-    reports = _SCHEDULES.get(entry)
-    if reports is None:
-        reports = _SCHEDULES[entry] = schedule_reports(plan)
+# per plan-cache entry, how the optimizer chose its kernels' loop orders for the inputs
+# last explained (``optimizer.reports.schedule_reports`` runs the passes again: an
+# expression explained again over the same arrays runs none)
+_SCHEDULES: weakref.WeakKeyDictionary[CachedPlan, _Reports] = weakref.WeakKeyDictionary()
+
+
+def _schedules(entry: CachedPlan, plan: Plan, inputs: list[Any], params: tuple[Any, ...]
+               ) -> dict[Any, Any]:
+    """The loop-order reports of ``plan`` (``entry``'s, filled with ``inputs`` and
+    ``params``), made once for those inputs."""
+    kept = _SCHEDULES.get(entry)
+    if kept is not None and kept.hold(inputs, params):
+        return kept.reports
+    reports = schedule_reports(plan)
+    try:
+        refs = tuple(weakref.ref(t) for t in inputs)
+    except TypeError:  # an input no weak reference can follow: not kept
+        return reports
+    _SCHEDULES[entry] = _Reports(refs, params, reports)
     return reports
 
 
@@ -186,7 +211,7 @@ def explain_plan(plan: Plan, run: bool = False) -> Explanation:
 
     entry, inputs, params = lookup(plan)  # what a compute of the plan runs, optimized once
     after = entry.plan(inputs, params)
-    schedules = _schedules(entry, plan)
+    schedules = _schedules(entry, plan, inputs, params)
     infos = plan_infos(after)
     env: dict[Alias, Any] = {}
     kernels = []
