@@ -19,17 +19,13 @@ from lazysparse.formats.specs import FormatSpec
 from lazysparse.kernels.compile.planning.analysis import KernelInfo, QueryData
 from lazysparse.kernels.compile.planning.output_plan import OutputMode, OutputPlan
 from lazysparse.kernels.compile.planning.params import scalar
-from lazysparse.logic.nodes import Alias, Plan, Query
-from lazysparse.logic.plan_loop import run_statements
+from lazysparse.logic.nodes import Plan
+from lazysparse.logic.plan_loop import CheckInput, RunQuery, run_statements
 
 INT32_MAX = 2**31 - 1
 
 # (shape, levels, mode order, values, fill value, format) -> a tensor of the backend
 MakeTensor = Callable[[tuple[int, ...], list[Any], Sequence[int], Any, Any, FormatSpec], Any]
-# (query, environment) -> the query's result tensor
-RunQuery = Callable[[Query, dict[Alias, Any]], Any]
-# (alias, bound value) -> raises unless the value is an input this backend runs on
-CheckInput = Callable[[Alias, Any], None]
 
 
 def assemble(info: KernelInfo, data: QueryData, out: OutputPlan, res: tuple[Any, ...],
@@ -84,12 +80,7 @@ def run_plan(plan: Plan, run_query: RunQuery, check_input: CheckInput,
     tensors its ``Produces`` names."""
     if not isinstance(plan, Plan):
         raise TypeError(f"{caller} expects a Plan, got {type(plan).__name__}")
-
-    def bind(alias: Alias, t: Any) -> Any:
-        check_input(alias, t)
-        return t
-
-    out = run_statements(plan, {}, run_query, bind)
+    out = run_statements(plan, {}, run_query, check_input)
     if out is None:
         raise ValueError("plan has no Produces statement")
     return out
