@@ -8,12 +8,13 @@ chosen format, which is all code generation looks at.
 from __future__ import annotations
 
 import dataclasses
+import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from lazysparse.engine.plan_cache import lookup
+from lazysparse.engine.plan_cache import CachedPlan, lookup
 from lazysparse.engine.tiers import tier_line
 from lazysparse.formats import FormatSpec, Tensor
 from lazysparse.formats.levels.registry import level_class
@@ -23,6 +24,7 @@ from lazysparse.optimizer.analysis import plan_infos
 from lazysparse.optimizer.reports import KernelEstimate, kernel_estimate, schedule_reports
 
 if TYPE_CHECKING:
+    from lazysparse.kernels.backends.numba.kernel import Kernel
     from lazysparse.kernels.compile.planning.decisions import QueryDecisions
 
 
@@ -143,23 +145,77 @@ def _schedule_line(body: Query, schedules: dict[Any, Any], d: QueryDecisions) ->
     return "; ".join(parts) if parts else None
 
 
+@dataclass(frozen=True)
+class _Reports:
+    """The loop-order reports of one plan-cache entry on the inputs (held weakly: a cache
+    keeps no user data alive) and parameters they were made for."""
+
+    inputs: tuple[weakref.ref[Any], ...]
+    params: tuple[Any, ...]
+    reports: dict[Any, Any]
+
+    def hold(self, inputs: list[Any], params: tuple[Any, ...]) -> bool:
+        """Whether these are the reports of ``inputs`` and ``params`` (the same objects)."""
+        return (len(inputs) == len(self.inputs) and len(params) == len(self.params)
+                and all(r() is t for r, t in zip(self.inputs, inputs, strict=True))
+                and all(a is b for a, b in zip(self.params, params, strict=True)))
+
+
+# per plan-cache entry, how the optimizer chose its kernels' loop orders for the inputs
+# last explained (``optimizer.reports.schedule_reports`` runs the passes again: an
+# expression explained again over the same arrays runs none)
+_SCHEDULES: weakref.WeakKeyDictionary[CachedPlan, _Reports] = weakref.WeakKeyDictionary()
+
+
+def _schedules(entry: CachedPlan, plan: Plan, inputs: list[Any], params: tuple[Any, ...]
+               ) -> dict[Any, Any]:
+    """The loop-order reports of ``plan`` (``entry``'s, filled with ``inputs`` and
+    ``params``), made once for those inputs."""
+    kept = _SCHEDULES.get(entry)
+    if kept is not None and kept.hold(inputs, params):
+        return kept.reports
+    reports = schedule_reports(plan)
+    try:
+        refs = tuple(weakref.ref(t) for t in inputs)
+    except TypeError:  # an input no weak reference can follow: not kept
+        return reports
+    _SCHEDULES[entry] = _Reports(refs, params, reports)
+    return reports
+
+
+def _decided(entry: CachedPlan, j: int, body: Query, env: dict[Alias, Any],
+             params: tuple[Any, ...]) -> tuple[QueryDecisions, Kernel, Kernel | None]:
+    """Query ``j``'s decisions, the kernel whose source explain shows and the one that runs
+    it (None: a host runner): as a compute of the entry recorded them where a run on this
+    data would use that record (``program.recorded``), else decided once now."""
+    from lazysparse.kernels.backends import execute, program  # loaded on first use
+    from lazysparse.kernels.backends.numba.kernel import cached_kernel
+    from lazysparse.kernels.compile.planning.runners import Runner
+
+    rec = program.recorded(entry, j, env, params)
+    if rec is not None:
+        d, run = rec
+        return d, run if run is not None else cached_kernel(d), run
+    d, shown = execute.explain_query(body, env)
+    return d, shown, shown if d.runner is Runner.COMPILED else None
+
+
 def explain_plan(plan: Plan, run: bool = False) -> Explanation:
-    """Optimize ``plan`` and describe every kernel of the result (each query decided once,
-    ``kernels.backends.execute.explain_query``; its record is the explanation's ``decisions``).
-    ``run``: run each query too (on its runner, ``kernels.backends.execute.run_query``), so that
-    later kernels read real results and each estimate shows its actual stored entries."""
-    from lazysparse.kernels.backends.execute import (  # the backend loads on first use
-        explain_query,
-        run_query,
-    )
+    """Optimize ``plan`` (from the plan cache: optimized once) and describe every kernel of
+    the result, printing each query's decisions record: a compute's where one ran it
+    (``kernels.backends.program.recorded``), else decided once here
+    (``kernels.backends.execute.explain_query``). ``run``: run each query too, on its
+    decided runner, so that later kernels read real results and each estimate shows its
+    actual stored entries."""
+    from lazysparse.kernels.backends.execute import run_decided  # loads on first use
 
     entry, inputs, params = lookup(plan)  # what a compute of the plan runs, optimized once
     after = entry.plan(inputs, params)
-    schedules = schedule_reports(plan)
+    schedules = _schedules(entry, plan, inputs, params)
     infos = plan_infos(after)
     env: dict[Alias, Any] = {}
     kernels = []
-    for body in after.bodies:
+    for j, body in enumerate(after.bodies):
         if not isinstance(body, Query):
             continue
         if isinstance(body.rhs, Table):
@@ -167,11 +223,11 @@ def explain_plan(plan: Plan, run: bool = False) -> Explanation:
             continue
         assert isinstance(body.rhs, Reformat)
         spec: FormatSpec = body.rhs.tns.val
-        d, k = explain_query(body, env)
+        d, k, runs = _decided(entry, j, body, env, params)
         estimate = kernel_estimate(body, infos)
         info = infos[body.lhs]
         if run:
-            env[body.lhs] = run_query(body, env)
+            env[body.lhs] = run_decided(d, runs)
             estimate = dataclasses.replace(estimate, actual_entries=int(env[body.lhs].nnz))
         else:
             env[body.lhs] = placeholder(info.shape, spec, d.info.out_dtype, info.fill

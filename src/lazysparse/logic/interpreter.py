@@ -47,6 +47,7 @@ from lazysparse.logic.nodes import (
 )
 from lazysparse.logic.normal_form import epilogue_aggregate
 from lazysparse.logic.operators import Operator, aggregate_dtype, mapjoin_region
+from lazysparse.logic.plan_loop import run_statements
 
 
 @dataclass
@@ -102,27 +103,21 @@ class Interpreter:
 
     # -- statements ---------------------------------------------------------------------
     def run(self, node: LogicNode) -> tuple[Any, ...] | None:
-        match node:
-            case Plan(bodies=bodies):
-                for b in bodies:
-                    out = self.run(b)
-                    if out is not None:
-                        return out
-                return None
-            case Query(lhs=lhs, rhs=rhs):
-                self.sizes = {}
-                v = self.epilogue_axes(rhs, self.eval(rhs))
-                self.values[lhs] = v
-                self.env[lhs] = self.to_tensor(v)
-                return None
-            case Produces(args=args):
-                out = []
-                for a in args:
-                    if not isinstance(a, Alias) or a not in self.env:
-                        raise ValueError(f"produces: {a!r} is not a defined alias")
-                    out.append(self.env[a])
-                return tuple(out)
-        raise TypeError(f"interpret: expected a Plan, Query or Produces, got {node!r}")
+        """Run a plan (or one statement) into :attr:`env` (the one plan loop,
+        ``logic.plan_loop``); the values its ``Produces`` names, None without one."""
+        if isinstance(node, Query | Produces):
+            node = Plan((node,))
+        if not isinstance(node, Plan):
+            raise TypeError(f"interpret: expected a Plan, Query or Produces, got {node!r}")
+        return run_statements(node, self.env, self.query)
+
+    def query(self, q: Query, env: dict[Alias, Any]) -> Any:
+        """One query's value as a tensor (its dense value, with its implicit mask, kept
+        in :attr:`values`)."""
+        self.sizes = {}
+        v = self.epilogue_axes(q.rhs, self.eval(q.rhs))
+        self.values[q.lhs] = v
+        return self.to_tensor(v)
 
     def epilogue_axes(self, rhs: LogicNode, v: Value) -> Value:
         """A query whose body maps an aggregate (an EPILOGUE of the normal form) has the

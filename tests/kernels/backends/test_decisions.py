@@ -5,6 +5,7 @@ NumPy/scipy."""
 
 from __future__ import annotations
 
+import ast
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,12 +15,16 @@ import pytest
 import scipy.sparse as sp
 
 import lazysparse as xp
+from lazysparse.engine.plan_cache import clear_plan_cache
 from lazysparse.formats.conversion.convert import to_structured
 from lazysparse.kernels.backends import execute
 from lazysparse.kernels.backends.numba import cache
+from lazysparse.kernels.backends.numba import kernel as numba_kernel
 from lazysparse.kernels.compile.lowering import kernel
 from lazysparse.kernels.compile.planning import decisions, ordering, structured_inputs
-from lazysparse.kernels.compile.planning.runners import Runner
+from lazysparse.kernels.compile.planning.runners import Runner, nesting_bounds
+from lazysparse.kernels.compile.planning.structured_inputs import decide_layouts
+from lazysparse.logic.nodes import Query, Table
 
 
 @pytest.fixture(autouse=True)
@@ -174,3 +179,166 @@ def test_explain_analyses_each_query_once(counts: Counts) -> None:
         assert k.decisions is not None and k.decisions.info.loop_order == k.loop_order
         assert ("runs as a relayout" in (k.schedule or "")) == (
             k.decisions.runner is Runner.RELAYOUT)
+
+
+# ---------------------------------------------------------------- the runner before lowering
+
+@pytest.fixture
+def lowerings(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    """Counts ``lower_plan`` calls (every kernel built), by the loop order lowered; the
+    in-memory kernel cache starts empty."""
+    c: Counter[str] = Counter()
+    monkeypatch.setattr(cache, "_MEMORY", {})
+    real = numba_kernel.lower_plan
+
+    def lower(plan: Any) -> Any:
+        c[",".join(plan.info.loop_order)] += 1
+        return real(plan)
+
+    monkeypatch.setattr(numba_kernel, "lower_plan", lower)
+    return c
+
+
+def _decide_all(expr: Any, lowerings: Counter[str]) -> list[Any]:
+    """Each compute query of ``expr``'s optimized plan with its runner chosen (no kernel
+    lowered for that), then run on it, with the counts reset after ``xp.explain``
+    optimized it."""
+    after = xp.explain(expr).after
+    cache._MEMORY.clear()  # noqa: SLF001 - the kernels explain built
+    lowerings.clear()
+    env: dict[Any, Any] = {}
+    out = []
+    for body in after.bodies:
+        if isinstance(body, Query) and isinstance(body.rhs, Table):
+            env[body.lhs] = body.rhs.tns.val
+        elif isinstance(body, Query):
+            d = execute.choose_runner(decide_layouts(body, env))
+            assert not lowerings
+            out.append(d)
+            env[body.lhs] = execute.run_decided(d, None)
+    return out
+
+
+_DEEP = (2,) + (1,) * 19 + (2,)  # 21 axes: a loop each, plus the broadcast's
+
+
+def _cheaper_cases() -> dict[str, tuple[Any, Any, Runner]]:
+    """Queries a cheaper runner takes: (expression, its NumPy value, the runner)."""
+    rng = np.random.default_rng(3)
+    a, b = rng.random((4, 5)), rng.random((4, 5))
+    r = np.repeat(rng.integers(0, 3, (6, 4)), 5, axis=1).astype(float)
+    c = _csr(8)
+    deep_a = np.arange(4.0).reshape(_DEEP)
+    deep_b = np.arange(2.0**21).reshape((2,) * 21)
+    return {
+        "numpy": (xp.asarray(a) * xp.asarray(b) + 1.0, a * b + 1.0, Runner.NUMPY),
+        "run-length": (xp.sum(xp.asformat(xp.asarray(r), "rle"), axis=1), r.sum(axis=1),
+                       Runner.RUN_LENGTH),
+        "relayout": (xp.asformat(xp.asarray(c).T, "csr"), c.toarray().T, Runner.RELAYOUT),
+        "21 nested loops": (xp.asarray(deep_a) + xp.asarray(deep_b), deep_a + deep_b,
+                            Runner.NUMPY),
+    }
+
+
+@pytest.mark.parametrize("case", ["numpy", "run-length", "relayout", "21 nested loops"])
+def test_choosing_a_cheaper_runner_lowers_nothing(case: str, lowerings: Counter[str]) -> None:
+    """NumPy, run-length and relayout queries, and an all-dense kernel deeper than Python
+    compiles (NumPy at any size), are run without a kernel being lowered to choose."""
+    expr, want, runner = _cheaper_cases()[case]
+    (d,) = _decide_all(expr, lowerings)
+    assert d.runner is runner
+    assert not lowerings
+    np.testing.assert_allclose(_dense(xp.compute(expr)), want)
+
+
+def test_a_sparse_kernel_too_deep_is_refused_before_lowering(lowerings: Counter[str]) -> None:
+    """22 nested loops over a sparse operand: the error comes from the analysis alone."""
+    n = 12
+    s = xp.asarray(np.ones((2,) * n), format="coo")
+    d = xp.asarray(np.ones((2,) + (1,) * (n - 2) + (2,)))
+    after = xp.explain(s * d).after
+    cache._MEMORY.clear()  # noqa: SLF001 - the kernel explain printed
+    lowerings.clear()
+    with pytest.raises(NotImplementedError, match="nested loops"):
+        execute.execute_plan(after)
+    assert not lowerings
+
+
+def test_choosing_the_compiled_runner_lowers_nothing(lowerings: Counter[str]) -> None:
+    a = _csr(9)
+    x = np.random.default_rng(2).random(50)
+    (d,) = _decide_all(xp.asarray(a) @ xp.asarray(x), lowerings)
+    assert d.runner is Runner.COMPILED
+    assert list(lowerings.values()) == [1]  # running it lowered it, once
+    np.testing.assert_allclose(_dense(execute.run_decided(d, None)), a @ x)
+    assert list(lowerings.values()) == [1]
+
+
+@pytest.mark.parametrize("path", ["execute_plan", "compute"])
+def test_a_compiled_query_is_lowered_once_per_call_path(path: str,
+                                                        lowerings: Counter[str]) -> None:
+    """``A @ x``'s kernel is lowered once by the plan loop, and once by ``xp.compute``'s
+    cached program (whose second run binds its recipe and lowers nothing)."""
+    a = _csr(10)
+    x = np.random.default_rng(4).random(50)
+    expr = xp.asarray(a) @ xp.asarray(x)
+    if path == "execute_plan":
+        after = xp.explain(expr).after
+        lowerings.clear()
+        cache._MEMORY.clear()  # noqa: SLF001 - the kernel explain built
+        (out,) = execute.execute_plan(after)
+    else:
+        clear_plan_cache()
+        out = xp.compute(expr)
+    np.testing.assert_allclose(_dense(out), a @ x)
+    assert list(lowerings.values()) == [1]
+    if path == "compute":
+        again = xp.asarray(a) @ xp.asarray(2 * x)
+        np.testing.assert_allclose(_dense(xp.compute(again)), a @ (2 * x))
+        assert list(lowerings.values()) == [1]
+
+
+def _block_depth(source: str) -> int:
+    """The most ``for``/``while`` blocks nested in one function of a generated module."""
+    def depth(node: ast.AST) -> int:
+        return max((depth(c) + isinstance(c, ast.For | ast.While)
+                    for c in ast.iter_child_nodes(node)), default=0)
+
+    return max(depth(f) for f in ast.parse(source).body if isinstance(f, ast.FunctionDef))
+
+
+def _kernel_cases() -> dict[str, Any]:
+    """Expressions whose kernels cover each loop kind, walk and output mode."""
+    a, b = _csr(11), _csr(12)
+    x = np.arange(50.0)
+    band = np.zeros((40, 40))
+    for off in (-2, 0, 1):
+        k = np.arange(max(0, -off), min(40, 40 - off))
+        band[k, k + off] = k + 1.0
+    coo = xp.asarray(band, format="coo")
+    r = np.repeat(np.arange(12.0).reshape(6, 2), 5, axis=1)
+    return {
+        "spmv": xp.asarray(a) @ xp.asarray(x),
+        "merge": xp.asarray(a) + xp.asarray(b),
+        "intersect": xp.asarray(a) * xp.asarray(b),
+        "spgemm": xp.asarray(a) @ xp.asarray(b),
+        "coo 3-d": xp.sum(xp.asarray(np.ones((3, 4, 5)), format="coo") * 2.0, axis=1),
+        "dia": xp.asformat(coo, "dia") @ xp.asarray(np.arange(40.0)),
+        "bsr": xp.asarray(to_structured(coo.tensor(), "bsr", blocksize=(2, 2)))
+        @ xp.asarray(np.arange(40.0)),
+        "ell": xp.asformat(coo, "ell") @ xp.asarray(np.arange(40.0)),
+        "rle times sparse": xp.asformat(xp.asarray(r), "rle") * xp.asarray(
+            sp.random_array((6, 10), density=0.3, format="csr", random_state=1)),
+        "dense 6-d": xp.sum(xp.asarray(np.ones((2,) * 6)) * xp.asarray(np.ones((2,) * 6)),
+                            axis=(1, 3)) + 0 * xp.asarray(np.ones((2,) * 4)),
+    }
+
+
+@pytest.mark.parametrize("case", list(_kernel_cases()))
+def test_nesting_bounds_hold_the_lowered_depth(case: str) -> None:
+    """The depth ``runners.nesting`` reads from the analysis bounds what the lowering
+    emits: at least one block per loop, at most the walks' extra and the innermost body's."""
+    for k in xp.explain(_kernel_cases()[case]).kernels:
+        assert k.decisions is not None
+        least, most = nesting_bounds(k.decisions.info)
+        assert least <= _block_depth(k.source) <= most, k.source

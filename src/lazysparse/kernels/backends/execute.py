@@ -22,8 +22,10 @@ from lazysparse.kernels.backends.run_length import run_run_length
 from lazysparse.kernels.compile.planning.analysis import KernelInfo, QueryData
 from lazysparse.kernels.compile.planning.decisions import QueryDecisions
 from lazysparse.kernels.compile.planning.runners import (
+    Nesting,
     Runner,
     is_relayout,
+    nesting,
     numpy_eligible,
     run_length_eligible,
 )
@@ -61,32 +63,53 @@ def _cheaper_runner(info: KernelInfo, data: QueryData, allow_numpy: bool) -> Run
     return None
 
 
-def choose_runner(d: QueryDecisions, *, allow_numpy: bool = True
-                  ) -> tuple[QueryDecisions, Kernel | None]:
-    """What runs a query, recorded in its decisions: NumPy for small all-dense ones,
-    run-length execution, the formats stage for a relayout, else the compiled kernel
-    (returned with it; None otherwise)."""
-    cheaper = _cheaper_runner(d.info, d.data, allow_numpy)
-    if cheaper is not None:
-        return d.with_runner(cheaper), None
-    k = cached_kernel(d)
-    if compiles(k.source):
-        return d.with_runner(Runner.COMPILED), k
-    # Python refuses more than 20 nested blocks in a function (a loop per axis of a ~20-d
-    # array): NumPy runs an all-dense kernel at any size; nothing runs a sparse one
-    if numpy_eligible(d.info, d.data, any_size=True):
-        return d.with_runner(Runner.NUMPY), None
-    raise NotImplementedError(
+def _too_deep(d: QueryDecisions) -> NotImplementedError:
+    """The error for a sparse kernel deeper than Python compiles."""
+    return NotImplementedError(
         f"a kernel of {len(d.info.loop_order)} nested loops is more than Python compiles "
         f"(too many statically nested blocks); compute the sparse operands with fewer "
         f"dimensions (reshape) or as dense arrays")
+
+
+def _compiles(d: QueryDecisions) -> bool:
+    """Whether Python compiles the kernel of ``d``: from its analysis alone
+    (``runners.nesting``), lowering it (into the kernel cache) only where the bounds
+    straddle the limit."""
+    match nesting(d.info):
+        case Nesting.FITS:
+            return True
+        case Nesting.TOO_DEEP:
+            return False
+    return compiles(cached_kernel(d).source)
+
+
+def choose_runner(d: QueryDecisions, *, allow_numpy: bool = True) -> QueryDecisions:
+    """What runs a query, recorded in its decisions: NumPy for small all-dense ones,
+    run-length execution, the formats stage for a relayout, else the compiled kernel.
+    Nothing is lowered to choose (but a kernel whose depth only its source tells)."""
+    cheaper = _cheaper_runner(d.info, d.data, allow_numpy)
+    if cheaper is not None:
+        return d.with_runner(cheaper)
+    if _compiles(d):
+        return d.with_runner(Runner.COMPILED)
+    # Python refuses more than 20 nested blocks in a function (a loop per axis of a ~20-d
+    # array): NumPy runs an all-dense kernel at any size; nothing runs a sparse one
+    if numpy_eligible(d.info, d.data, any_size=True):
+        return d.with_runner(Runner.NUMPY)
+    raise _too_deep(d)
+
+
+def decided_kernel(d: QueryDecisions) -> Kernel | None:
+    """The compiled kernel of a decided query where that runs it (built once, cached)."""
+    return cached_kernel(d) if d.runner is Runner.COMPILED else None
 
 
 def decide_query(query: Query, env: dict[Alias, Any], *, allow_numpy: bool = True
                  ) -> tuple[QueryDecisions, Kernel | None]:
     """Every decision about one compute query, once: its operands' layouts, its runner,
     and its compiled kernel where that runs it."""
-    return choose_runner(decide_layouts(query, env), allow_numpy=allow_numpy)
+    d = choose_runner(decide_layouts(query, env), allow_numpy=allow_numpy)
+    return d, decided_kernel(d)
 
 
 def explain_query(query: Query, env: dict[Alias, Any]) -> tuple[QueryDecisions, Kernel]:
@@ -95,17 +118,18 @@ def explain_query(query: Query, env: dict[Alias, Any]) -> tuple[QueryDecisions, 
     run it."""
     d = decide_layouts(query, env)
     try:
-        d, k = choose_runner(d)
+        d = choose_runner(d)
     except NotImplementedError:
-        k = None
-    return d, k if k is not None else cached_kernel(d)
+        pass
+    return d, cached_kernel(d)
 
 
 def run_decided(d: QueryDecisions, kernel: Kernel | None) -> Tensor:
     """Run a decided query on its runner (``kernel``: the compiled one's)."""
-    if kernel is not None:
-        return kernel(d.data)
-    assert d.runner is not None
+    if d.runner is None:  # nothing runs it (a sparse kernel too deep for Python)
+        raise _too_deep(d)
+    if d.runner is Runner.COMPILED:
+        return (kernel if kernel is not None else cached_kernel(d))(d.data)
     return host_runner(d.runner)(d.info, d.data)
 
 
@@ -130,4 +154,5 @@ def execute_plan(plan: Plan) -> tuple[Tensor, ...]:
 
 
 __all__ = ["HostRunner", "Kernel", "choose_runner", "compile_query", "decide_query",
-           "execute_plan", "explain_query", "host_runner", "run_decided", "run_query"]
+           "decided_kernel", "execute_plan", "explain_query", "host_runner", "run_decided",
+           "run_query"]

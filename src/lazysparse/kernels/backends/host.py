@@ -19,16 +19,13 @@ from lazysparse.formats.specs import FormatSpec
 from lazysparse.kernels.compile.planning.analysis import KernelInfo, QueryData
 from lazysparse.kernels.compile.planning.output_plan import OutputMode, OutputPlan
 from lazysparse.kernels.compile.planning.params import scalar
-from lazysparse.logic.nodes import Alias, Immediate, Plan, Produces, Query, Table
+from lazysparse.logic.nodes import Plan
+from lazysparse.logic.plan_loop import CheckInput, RunQuery, run_statements
 
 INT32_MAX = 2**31 - 1
 
 # (shape, levels, mode order, values, fill value, format) -> a tensor of the backend
 MakeTensor = Callable[[tuple[int, ...], list[Any], Sequence[int], Any, Any, FormatSpec], Any]
-# (query, environment) -> the query's result tensor
-RunQuery = Callable[[Query, dict[Alias, Any]], Any]
-# (alias, bound value) -> raises unless the value is an input this backend runs on
-CheckInput = Callable[[Alias, Any], None]
 
 
 def assemble(info: KernelInfo, data: QueryData, out: OutputPlan, res: tuple[Any, ...],
@@ -79,27 +76,14 @@ def _assemble_written(info: KernelInfo, data: QueryData, out: OutputPlan,
 def run_plan(plan: Plan, run_query: RunQuery, check_input: CheckInput,
              caller: str = "execute_plan") -> tuple[Any, ...]:
     """Run a normal-form plan: bind its inputs (checked by ``check_input``), evaluate each
-    compute query with ``run_query``; returns the tensors its ``Produces`` names."""
+    compute query with ``run_query`` (the one plan loop, ``logic.plan_loop``); returns the
+    tensors its ``Produces`` names."""
     if not isinstance(plan, Plan):
         raise TypeError(f"{caller} expects a Plan, got {type(plan).__name__}")
-    env: dict[Alias, Any] = {}
-    for body in plan.bodies:
-        match body:
-            case Query(lhs=lhs, rhs=Table(tns=Immediate(val=t))):
-                check_input(lhs, t)
-                env[lhs] = t
-            case Query(lhs=lhs):
-                env[lhs] = run_query(body, env)
-            case Produces(args=args):
-                out = []
-                for a in args:
-                    if a not in env:
-                        raise ValueError(f"Produces names unbound alias {a!r}")
-                    out.append(env[a])
-                return tuple(out)
-            case _:
-                raise ValueError(f"not a normal-form plan statement: {body!r}")
-    raise ValueError("plan has no Produces statement")
+    out = run_statements(plan, {}, run_query, check_input)
+    if out is None:
+        raise ValueError("plan has no Produces statement")
+    return out
 
 
 __all__ = ["CheckInput", "MakeTensor", "RunQuery", "assemble", "run_plan"]

@@ -36,6 +36,7 @@ from lazysparse.kernels.compile.planning.analysis import (
     decisions_hold,
     eval_fill,
 )
+from lazysparse.kernels.compile.planning.decisions import DecisionsRecord, QueryDecisions
 from lazysparse.logic.nodes import (
     Aggregate,
     Alias,
@@ -274,6 +275,10 @@ class Program:
     def __init__(self, entry: Any) -> None:
         self.entry = entry
         self.recipes: dict[int, Recipe | None] = {}
+        # per query, the decisions its first run took (without that run's data) and its
+        # compiled kernel (None: a host runner's): the record ``xp.explain`` prints
+        # (:meth:`recorded`)
+        self.decided: dict[int, tuple[DecisionsRecord, Kernel | None]] = {}
         # per query whose operands are all plan inputs, each operand's input slot: its
         # recipe's tensors are read from the inputs directly (no alias lookups per call)
         self.slots: dict[int, tuple[int, ...]] = {}
@@ -330,6 +335,20 @@ class Program:
             produced.append(out[a] if a in out else env[a])  # type: ignore[index]
         return tuple(produced)
 
+    def recorded(self, j: int, env: dict[Alias, Any], params: tuple[Any, ...]
+                 ) -> tuple[QueryDecisions, Kernel | None] | None:
+        """Query ``j``'s recorded decisions over the data of ``env`` and ``params``, and its
+        kernel, where a run on them would use that record (its recipe binds the data), else
+        None: a run would decide again."""
+        recipe = self.recipes.get(j)
+        if j not in self.decided or recipe is None:
+            return None
+        data = recipe.data(env, params)
+        if data is None:
+            return None
+        record, kernel = self.decided[j]
+        return record.bound(data), kernel
+
     def _env(self, env: dict[Alias, Any] | None, inputs: list[Any],
              out: dict[Alias, Any]) -> dict[Alias, Any]:
         """``env``, or the plan's inputs and the results so far by alias when not made yet."""
@@ -344,6 +363,7 @@ class Program:
         a query whose recipe failed its checks keeps the full path)."""
         d, kernel = decide_query(query, env)
         if j not in self.recipes:
+            self.decided[j] = (d.record(), kernel)
             host = None if kernel is not None else host_runner(d.runner)  # type: ignore[arg-type]
             aliases = {a.name: a for _, a in (*self.inputs, *self.queries)}
             recipe = self.recipes[j] = _recipe(template, d.info, d.data, kernel, host, params,
@@ -362,3 +382,11 @@ def run_cached(entry: Any, inputs: list[Any], params: tuple[Any, ...]) -> tuple[
     if entry.program is None:
         entry.program = Program(entry)
     return entry.program.run(inputs, params)
+
+
+def recorded(entry: Any, j: int, env: dict[Alias, Any], params: tuple[Any, ...]
+             ) -> tuple[QueryDecisions, Kernel | None] | None:
+    """Query ``j`` of a plan-cache entry as its :class:`Program` decided it, where a run on
+    ``env`` and ``params`` would use that record (``Program.recorded``), else None."""
+    prog = entry.program
+    return prog.recorded(j, env, params) if isinstance(prog, Program) else None

@@ -51,6 +51,7 @@ from lazysparse.kernels.compile.planning.decisions import QueryDecisions
 from lazysparse.kernels.compile.planning.hash_workspace import prefer_hash_workspace
 from lazysparse.kernels.compile.planning.output_plan import OutputMode
 from lazysparse.kernels.compile.planning.params import bind
+from lazysparse.kernels.compile.planning.runners import MAX_NESTED_BLOCKS
 
 # the dispatcher statistics already counted into cache.STATS, by dispatcher (generated
 # modules live as long as the process, so their dispatchers' ids stay theirs); read and
@@ -238,14 +239,11 @@ def cached_kernel(d: QueryDecisions) -> Kernel:
     return k
 
 
-# Python's limit on statically nested blocks in one function (CPython's CO_MAXBLOCKS)
-MAX_NESTED_BLOCKS = 20
-
-
 @functools.lru_cache(maxsize=1024)
 def compiles(source: str) -> bool:
     """Whether Python compiles a generated module: False only for ``too many statically
-    nested blocks`` (an indentation deeper than the limit is compiled to find out)."""
+    nested blocks`` (an indentation deeper than the limit is compiled to find out; asked
+    only where ``runners.nesting`` cannot tell from the analysis)."""
     depth = max(((len(ln) - len(ln.lstrip(" "))) // 4 for ln in source.splitlines()
                  if ln.strip()), default=0)
     if depth - 1 <= MAX_NESTED_BLOCKS:  # the ``def`` body's level is not a block

@@ -66,5 +66,26 @@ class QueryDecisions:
         """This record with the chosen runner."""
         return replace(self, runner=runner)
 
+    def record(self) -> DecisionsRecord:
+        """The decisions without the data they were taken on (what a cache keeps)."""
+        return DecisionsRecord(self.info, self.plan, self.sorted, self.converted, self.runner)
 
-__all__ = ["QueryDecisions"]
+
+@dataclass(frozen=True, eq=False)
+class DecisionsRecord:
+    """A query's decisions kept past its call (``backends.program.Program``): no tensor of
+    that call, so a cached plan holds no user data alive."""
+
+    info: KernelInfo
+    plan: KernelPlan | None
+    sorted: tuple[str, ...]
+    converted: tuple[str, ...]
+    runner: Runner | None
+
+    def bound(self, data: QueryData) -> QueryDecisions:
+        """These decisions over another call's ``data`` (one they hold for)."""
+        return QueryDecisions(self.info, data, self.plan, self.sorted, self.converted,
+                              self.runner)
+
+
+__all__ = ["DecisionsRecord", "QueryDecisions"]

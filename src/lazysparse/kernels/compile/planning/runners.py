@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from lazysparse.formats.levels.registry import all_located
+from lazysparse.formats.levels.base import Walk
+from lazysparse.formats.levels.registry import all_located, walk_of_kind
 from lazysparse.formats.specs import FormatSpec
 from lazysparse.kernels.compile.planning.analysis import (
     DENSE_FILL,
@@ -42,6 +43,49 @@ class Runner(enum.Enum):
 
 # the iteration count up to which an all-dense kernel runs on NumPy
 NUMPY_MAX_ITERATIONS = 1 << 14
+
+# Python's limit on statically nested blocks in one function (CPython's CO_MAXBLOCKS: each
+# ``for``/``while`` is one, an ``if`` none)
+MAX_NESTED_BLOCKS = 20
+
+# the blocks a walk's driving loop nests beyond the loop's own, per operand level of that
+# walk (``compile.lowering.level_walks``: a block row's dense inner loop, a run's
+# coordinates; the storage-major nests of ``band_major``/``block_major`` over two loops)
+_WALK_BLOCKS = {Walk.BLOCKS: 2, Walk.RUNS: 1, Walk.BAND: 1}
+
+# the most blocks the lowering nests inside the innermost loop's body (a follower's seek, a
+# non-unique level's run end, a probe, an output's insert or drain: measured at most 2)
+INNER_BLOCKS = 3
+
+
+class Nesting(enum.Enum):
+    """Whether Python compiles a query's kernel, known from its analysis alone."""
+
+    FITS = "fits"  # at most MAX_NESTED_BLOCKS nested blocks in every function
+    TOO_DEEP = "too deep"  # more: one loop per loop field already passes the limit
+    LOWER = "lower"  # between the bounds: only the lowered kernel tells
+
+
+def nesting_bounds(info: KernelInfo) -> tuple[int, int]:
+    """The fewest and the most nested ``for``/``while`` blocks a function of the kernel of
+    ``info`` has: one loop per loop field at least (every ``LoopKind`` and storage-major
+    nest opens one per field), plus at most the walks' extra loops and the innermost
+    body's (:data:`INNER_BLOCKS`)."""
+    extra = 0
+    for op in info.operands:
+        for lv in op.levels:
+            extra += _WALK_BLOCKS.get(walk_of_kind(lv.kind), 0)
+    k = len(info.loop_order)
+    return k, k + extra + INNER_BLOCKS
+
+
+def nesting(info: KernelInfo) -> Nesting:
+    """Whether the kernel of ``info`` fits Python's block limit (see :func:`nesting_bounds`),
+    decided before anything is lowered."""
+    least, most = nesting_bounds(info)
+    if most <= MAX_NESTED_BLOCKS:
+        return Nesting.FITS
+    return Nesting.TOO_DEEP if least > MAX_NESTED_BLOCKS else Nesting.LOWER
 
 # reductions NumPy folds by keeping a value, not with a ufunc: ``overwrite`` keeps the last
 # value (True), ``first`` the accumulator (False)
@@ -179,5 +223,6 @@ def result_spec(info: KernelInfo) -> FormatSpec:
     return info.stored_spec if info.stored_spec is not None else info.out_spec
 
 
-__all__ = ["NUMPY_MAX_ITERATIONS", "Runner", "body_slots", "is_relayout", "numpy_eligible",
+__all__ = ["INNER_BLOCKS", "MAX_NESTED_BLOCKS", "NUMPY_MAX_ITERATIONS", "Nesting", "Runner",
+           "body_slots", "is_relayout", "nesting", "nesting_bounds", "numpy_eligible",
            "result_spec", "rle_slots", "run_length_eligible"]
