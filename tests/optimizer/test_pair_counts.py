@@ -19,7 +19,7 @@ from lazysparse.optimizer import exact_counts
 from lazysparse.optimizer.exact_counts import COUNT_WORK_RATIO, CountKind
 from tests.optimizer.skewed_data import chung_lu, community_terms, row_normalized, zipf_terms
 
-# three communities: the heavy terms of one never meet another's documents (30 % dense
+# three communities: the heavy terms of one never meet another's documents (33 % dense
 # against all, an estimate assuming independence says 61 %)
 COMMUNITY = community_terms(2000, 3000, 30_000, 3, seed=1)
 # one vocabulary, flatter zipf: the same plan key as COMMUNITY (shape, density bucket and
