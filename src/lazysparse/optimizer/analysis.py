@@ -658,9 +658,9 @@ def _exact_count(expr: LogicNode, axes: tuple[Field, ...], sizes: dict[Field, in
         if not pattern or any(infos[a.arg].stats is None for a in pattern):  # type: ignore[index]
             return None
         items = [(a.idxs, infos[a.arg].stats) for a in pattern]  # type: ignore[index]
-        if len({id(v.stats) for _, v in items}) > 1 and _degree_probability(  # type: ignore
-                expr, set(axes), sizes, infos, memo) is None:
-            return None  # independent uniform operands: the estimate and its thresholds
+        if len({id(v.stats) for _, v in items}) > 1 and not _pair_estimated_dense(  # type: ignore
+                expr, axes, sizes, infos, memo):
+            return None
         return product_count(items, axes, sizes)  # type: ignore[arg-type]
     reads = {(a.arg, a.idxs) for a in accesses(e)}
     if pattern is not None or len(reads) != 1:
@@ -677,6 +677,17 @@ def _exact_count(expr: LogicNode, axes: tuple[Field, ...], sizes: dict[Field, in
         return map_count(e, view, fill, size)
     except TypeError:  # an unhashable constant in the map
         return None
+
+
+def _pair_estimated_dense(expr: LogicNode, axes: tuple[Field, ...], sizes: dict[Field, int],
+                          infos: dict[Alias, AliasInfo], memo: dict[Any, Any]) -> bool:
+    """Whether a product of two different stored tensors is worth counting: degree
+    statistics sized it (uniform operands keep the estimate and its thresholds) and dense.
+    The degree model's misses on skewed data are clustered rows and columns (communities,
+    topics), which meet fewer distinct pairs than it assumes: a pair it sizes sparse stays
+    sparse, one it sizes dense is counted."""
+    p = _degree_probability(expr, set(axes), sizes, infos, memo)
+    return p is not None and p > SKEWED_DENSE_THRESHOLD
 
 
 def output_estimate(rhs: LogicNode, infos: dict[Alias, AliasInfo]
