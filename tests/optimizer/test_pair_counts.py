@@ -15,6 +15,7 @@ import lazysparse as xp
 from lazysparse.engine.plan_cache import clear_plan_cache
 from lazysparse.formats import Tensor
 from lazysparse.formats.pattern_counts import native_axis
+from lazysparse.kernels.compile.planning.output_plan import OutputMode
 from lazysparse.optimizer import exact_counts
 from lazysparse.optimizer.exact_counts import COUNT_WORK_RATIO, CountKind
 from tests.optimizer.skewed_data import chung_lu, community_terms, row_normalized, zipf_terms
@@ -52,6 +53,15 @@ def test_a_block_of_community_documents_is_counted_sparse() -> None:
     assert est.exact is not None and est.exact.kind is CountKind.PAIR
     assert est.exact.entries == want.count_nonzero() and not est.exact.dense
     _check(x[:300] @ x.T, want, "community block")
+
+
+def test_a_block_counted_sparse_loops_over_its_rows_through_a_row_workspace() -> None:
+    # the loop orders are priced with the count's verdict: the estimate's dense result
+    # would take the documents outermost and scatter every product into a sort buffer
+    x = xp.asarray(COMMUNITY)
+    k = _last_kernel(x[:300] @ x.T)
+    assert k.output_format.name == "csr"
+    assert k.decisions.layout_plan().output.mode is OutputMode.ROWWS
 
 
 def _cases() -> list[tuple[str, Any, sp.sparray]]:

@@ -21,8 +21,9 @@ sizes a product's output:
   fill (which must be the tensor's): O(nnz).
 
 A product of two *different* stored tensors (``Tn[:200] @ Tn.T``, ``A[:k] @ B``) is counted
-the same way when degree statistics sized it (skewed operands: the degree model assumes
-the heavy rows and columns independent) and the count is cheap next to the product: its
+the same way when degree statistics sized it dense (skewed operands: the degree model
+assumes the heavy rows and columns independent, and clustered data meets fewer pairs:
+``analysis._pair_estimated_dense``) and the count is cheap next to the product: its
 work ``W = sum_t deg_a(t) deg_b(t)`` (exact from the degrees, what the count walks) is at
 most ``COUNT_WORK_RATIO`` times the result's size, and more than half of it (below, every
 entry needing a product, the result is surely sparse). Past the ratio the count would cost
