@@ -44,3 +44,20 @@ def chung_lu(n: int, mean_degree: float, seed: int = 0, beta: float = 2.5) -> sp
     g.sum_duplicates()
     g.data[:] = 1.0
     return g
+
+
+def community_terms(docs: int, terms: int, nnz: int, groups: int, seed: int = 0,
+                    exponent: float = 1.1) -> sp.csr_array:
+    """Zipf term counts in ``groups`` communities: document ``d`` draws its terms only from
+    vocabulary ``d % groups`` (terms ``t`` with ``t % groups == d % groups``), zipf within
+    it; the heavy terms of one community never meet another's documents, which an
+    estimate assuming the documents and terms independent does not see."""
+    rng = np.random.default_rng(seed)
+    per = terms // groups
+    p = 1.0 / np.arange(1, per + 1) ** exponent
+    p /= p.sum()
+    rows = rng.integers(0, docs, nnz)
+    cols = rng.choice(per, nnz, p=p) * groups + rows % groups
+    t = sp.csr_array((np.ones(nnz), (rows, cols)), shape=(docs, terms))
+    t.sum_duplicates()
+    return t

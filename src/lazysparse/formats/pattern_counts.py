@@ -9,7 +9,8 @@ sizes a product's output:
   scipy stores them), row by row with one marker per column: O(work + n);
 * :func:`adjacency`: a 2-d tensor's pattern as lists from the coordinates of one axis to the
   other's (a csr-like tensor's own arrays along its outer axis; otherwise one counting
-  sort), what the product count walks;
+  sort, O(nnz + extent) as scipy's ``tocsc``), what the product count walks;
+  :func:`native_axis` says which axis needs no sort;
 * :func:`stored_values`: the values at a tensor's stored positions, what a map's count
   evaluates.
 """
@@ -28,6 +29,16 @@ if TYPE_CHECKING:
     from lazysparse.formats.tensor import Tensor
 
 
+def native_axis(t: Tensor) -> int | None:
+    """The axis of 2-d ``t`` whose lists :func:`adjacency` reads without a sort (a csr-like
+    tensor's outer axis), else None."""
+    lv = t.levels
+    if t.ndim == 2 and len(lv) == 2 and isinstance(lv[0], Dense) and isinstance(
+            lv[1], Compressed):
+        return int(t.mode_order[0])
+    return None
+
+
 def adjacency(t: Tensor, axis: int) -> tuple[np.ndarray, np.ndarray]:
     """``(ptr, idx)``: the coordinates along the other axis of 2-d ``t`` stored at each
     coordinate ``c`` of ``axis`` are ``idx[ptr[c]:ptr[c + 1]]`` (every stored position,
@@ -36,17 +47,27 @@ def adjacency(t: Tensor, axis: int) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"adjacency needs a 2-d tensor and axis 0 or 1, got {t.ndim}-d "
                          f"and axis {axis}")
     lv = t.levels
-    if (len(lv) == 2 and isinstance(lv[0], Dense) and isinstance(lv[1], Compressed)
-            and t.mode_order[0] == axis):
+    if native_axis(t) == axis:
         return np.asarray(lv[1].ptr, dtype=np.int64), np.asarray(lv[1].idx, dtype=np.int64)
     coords, _ = expand(t)
     by_axis = dict(zip(t.mode_order, coords, strict=True))
     outer = np.asarray(by_axis[axis], dtype=np.int64)
     inner = np.asarray(by_axis[1 - axis], dtype=np.int64)
-    order = np.argsort(outer, kind="stable")
     ptr = np.zeros(t.shape[axis] + 1, dtype=np.int64)
     np.cumsum(np.bincount(outer, minlength=t.shape[axis]), out=ptr[1:])
-    return ptr, inner[order]
+    return ptr, _bucketed(outer, inner, ptr)
+
+
+@helper_jit(nogil=True)
+def _bucketed(outer, inner, ptr):  # type: ignore[no-untyped-def]
+    """``inner`` grouped by ``outer`` (a stable counting sort into ``ptr``'s segments)."""
+    nxt = ptr[:-1].copy()
+    out = np.empty(inner.size, dtype=np.int64)
+    for k in range(inner.size):
+        c = outer[k]
+        out[nxt[c]] = inner[k]
+        nxt[c] += 1
+    return out
 
 
 def stored_values(t: Tensor) -> np.ndarray:
@@ -82,4 +103,4 @@ def _product_count(a_ptr, a_idx, b_ptr, b_idx, ncols):  # type: ignore[no-untype
     return total
 
 
-__all__ = ["adjacency", "product_pattern_entries", "stored_values"]
+__all__ = ["adjacency", "native_axis", "product_pattern_entries", "stored_values"]

@@ -635,8 +635,9 @@ def choose_level_kinds(rhs: LogicNode, infos: dict[Alias, AliasInfo],
 def exact_count(expr: LogicNode, axes: tuple[Field, ...], sizes: dict[Field, int],
                 infos: dict[Alias, AliasInfo], memo: dict[Any, Any]) -> ExactCount | None:
     """The exact stored entries of a query's result over ``axes`` (``exact_counts.py``):
-    a product of one stored tensor with itself (``A @ A``), or a map of one stored tensor
-    whose values decide its pattern (``X * (X > 8)``); None for anything else."""
+    a product of stored tensors (``A @ A``; ``A[:k] @ B`` of skewed operands, where cheap),
+    or a map of one stored tensor whose values decide its pattern (``X * (X > 8)``); None
+    for anything else."""
     key = ("exact", id(expr), axes)
     if key not in memo:
         memo[key] = _exact_count(expr, axes, sizes, infos, memo)
@@ -657,6 +658,9 @@ def _exact_count(expr: LogicNode, axes: tuple[Field, ...], sizes: dict[Field, in
         if not pattern or any(infos[a.arg].stats is None for a in pattern):  # type: ignore[index]
             return None
         items = [(a.idxs, infos[a.arg].stats) for a in pattern]  # type: ignore[index]
+        if len({id(v.stats) for _, v in items}) > 1 and not _pair_estimated_dense(  # type: ignore
+                expr, axes, sizes, infos, memo):
+            return None
         return product_count(items, axes, sizes)  # type: ignore[arg-type]
     reads = {(a.arg, a.idxs) for a in accesses(e)}
     if pattern is not None or len(reads) != 1:
@@ -673,6 +677,17 @@ def _exact_count(expr: LogicNode, axes: tuple[Field, ...], sizes: dict[Field, in
         return map_count(e, view, fill, size)
     except TypeError:  # an unhashable constant in the map
         return None
+
+
+def _pair_estimated_dense(expr: LogicNode, axes: tuple[Field, ...], sizes: dict[Field, int],
+                          infos: dict[Alias, AliasInfo], memo: dict[Any, Any]) -> bool:
+    """Whether a product of two different stored tensors is worth counting: degree
+    statistics sized it (uniform operands keep the estimate and its thresholds) and dense.
+    The degree model's misses on skewed data are clustered rows and columns (communities,
+    topics), which meet fewer distinct pairs than it assumes: a pair it sizes sparse stays
+    sparse, one it sizes dense is counted."""
+    p = _degree_probability(expr, set(axes), sizes, infos, memo)
+    return p is not None and p > SKEWED_DENSE_THRESHOLD
 
 
 def output_estimate(rhs: LogicNode, infos: dict[Alias, AliasInfo]
@@ -704,19 +719,18 @@ def counted_formats(plan: Plan) -> tuple[tuple[str, bool], ...]:
     out = []
     for body in plan.bodies:
         if (isinstance(body, Query) and not isinstance(body.rhs, Table)
-                and _one_stored_tensor(body.rhs, infos)):
+                and _stored_tensors(body.rhs, infos)):
             exact = output_estimate(body.rhs, infos)[1]
             if exact is not None:
                 out.append((body.lhs.name, exact.dense))
     return tuple(out)
 
 
-def _one_stored_tensor(rhs: LogicNode, infos: dict[Alias, AliasInfo]) -> bool:
-    """Whether the sparse operands ``rhs`` reads are all one stored tensor (what an exact
-    count can read: ``exact_counts.py``)."""
+def _stored_tensors(rhs: LogicNode, infos: dict[Alias, AliasInfo]) -> bool:
+    """Whether the sparse operands ``rhs`` reads all have a stored tensor's statistics
+    (what an exact count can read: ``exact_counts.py``)."""
     views = [infos[a.arg].stats for a in accesses(rhs) if infos[a.arg].sparse]  # type: ignore[index]
-    return bool(views) and all(v is not None and v.stats is views[0].stats  # type: ignore[union-attr]
-                               for v in views)
+    return bool(views) and all(v is not None for v in views)
 
 
 def check_dense_result(rhs: LogicNode, infos: dict[Alias, AliasInfo],

@@ -20,25 +20,41 @@ sizes a product's output:
 * the map evaluates itself on the stored values and counts those unequal to the result's
   fill (which must be the tensor's): O(nnz).
 
+A product of two *different* stored tensors (``Tn[:200] @ Tn.T``, ``A[:k] @ B``) is counted
+the same way when degree statistics sized it dense (skewed operands: the degree model
+assumes the heavy rows and columns independent, and clustered data meets fewer pairs:
+``analysis._pair_estimated_dense``) and the count is cheap next to the product: its
+work ``W = sum_t deg_a(t) deg_b(t)`` (exact from the degrees, what the count walks) is at
+most ``COUNT_WORK_RATIO`` times the result's size, and more than half of it (below, every
+entry needing a product, the result is surely sparse). Past the ratio the count would cost
+about the product itself and the degree estimate decides. The count walks the rows of
+whichever operand lets both read their lists with the fewer sorted entries.
+
 A counted result is dense past ``EXACT_DENSE_THRESHOLD`` (0.5, where a sparse library keeps
-sparse up to the break-even density). Products of independent operands keep the estimate
-and its thresholds (the uniform model is right about them). Counts are memoized with the
-tensor's statistics (weakly keyed), so the loop-order candidates and a repeated call count
-once.
+sparse up to the break-even density). Products of independent uniform operands keep the
+estimate and its thresholds (the uniform model is right about them). Counts are memoized
+with the tensor's statistics (a pair's with both, weakly keyed), so the loop-order
+candidates and a repeated call count once.
 """
 
 from __future__ import annotations
 
 import enum
+import math
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from lazysparse.formats.dtypes import is_nan_scalar
-from lazysparse.formats.pattern_counts import adjacency, product_pattern_entries, stored_values
+from lazysparse.formats.pattern_counts import (
+    adjacency,
+    native_axis,
+    product_pattern_entries,
+    stored_values,
+)
 from lazysparse.formats.statistics import TensorStats
 from lazysparse.logic.nodes import (
     Alias,
@@ -51,6 +67,9 @@ from lazysparse.logic.nodes import (
 )
 from lazysparse.optimizer.degrees import Access, StatsView
 
+if TYPE_CHECKING:
+    from lazysparse.formats.tensor import Tensor
+
 # a counted result is stored dense past this density
 EXACT_DENSE_THRESHOLD = 0.5
 # the count decides when the estimated density is at least this factor below the threshold
@@ -61,6 +80,7 @@ class CountKind(enum.Enum):
     """How an exact count was taken."""
 
     PRODUCT = "symbolic product count"
+    PAIR = "symbolic product count of two tensors"
     MAP = "count of the map over stored values"
 
 
@@ -89,13 +109,22 @@ def unsure(p: float) -> bool:
     return p >= EXACT_DENSE_THRESHOLD / COUNT_BAND
 
 
+# a product of two different stored tensors is counted only while its work (``sum_t
+# deg_a(t) deg_b(t)``, exact from the degrees: what the count walks) is at most this many
+# times the result's size; past it the count would cost about the product itself, and the
+# degree estimate decides
+COUNT_WORK_RATIO = 2.0
+
 # counts by what they read (axes, the map), kept with the tensor's statistics (weakly keyed)
 _MEMO: weakref.WeakKeyDictionary[TensorStats, dict[Any, int]] = weakref.WeakKeyDictionary()
+# counts of products of two tensors, by the first's and then the second's statistics
+_PAIR_MEMO: weakref.WeakKeyDictionary[
+    TensorStats, weakref.WeakKeyDictionary[TensorStats, dict[Any, int]]]
+_PAIR_MEMO = weakref.WeakKeyDictionary()
 
 
-def _memoized(stats: TensorStats, key: Any, count: Callable[[], int | None]) -> int | None:
-    """``count()`` once per ``key`` and tensor statistics (None: not countable)."""
-    memo = _MEMO.setdefault(stats, {})
+def _memoized(memo: dict[Any, int], key: Any, count: Callable[[], int | None]) -> int | None:
+    """``count()`` once per ``key`` in ``memo`` (None: not countable, not kept)."""
     n = memo.get(key)
     if n is None:
         n = count()
@@ -104,11 +133,51 @@ def _memoized(stats: TensorStats, key: Any, count: Callable[[], int | None]) -> 
     return n
 
 
+def _stats_memo(stats: TensorStats, other: TensorStats | None = None) -> dict[Any, int]:
+    """The counts kept with ``stats`` (with the pair ``stats``, ``other`` when given)."""
+    if other is None:
+        return _MEMO.setdefault(stats, {})
+    return _PAIR_MEMO.setdefault(stats, weakref.WeakKeyDictionary()).setdefault(other, {})
+
+
+@dataclass(frozen=True)
+class _Side:
+    """One operand of a counted product ``sum_t A[i, t] B[t, j]``: its stored tensor, the
+    tensor axis of its result coordinate (``i`` or ``j``) and of the contracted ``t``."""
+
+    tensor: Tensor
+    stats: TensorStats
+    free: int
+    shared: int
+
+
 def product_count(accs: Sequence[Access], axes: tuple[Field, ...],
                   sizes: dict[Field, int]) -> ExactCount | None:
-    """The exact entries of a product of one stored tensor with itself: two accesses
-    sharing one field, reduced, whose other fields are the result's two axes; None for any
-    other shape and for independent operands (the estimate is right about those)."""
+    """The exact entries of a product of two stored tensors' accesses sharing one field,
+    reduced, whose other fields are the result's two axes; None for any other shape. A
+    tensor with itself is always counted; two different tensors only while the count is
+    cheap next to the product (``COUNT_WORK_RATIO``) and a sparse result is not already
+    certain (work at most half the result's size: each entry takes a product)."""
+    sides = _product_sides(accs, axes)
+    if sides is None:
+        return None
+    a, b = sides
+    size = math.prod(sizes[f] for f in axes)
+    if a.stats is b.stats:
+        n = _memoized(_stats_memo(a.stats), ("product", a.free, b.shared),
+                      lambda: _count(a, b))
+        return None if n is None else ExactCount(CountKind.PRODUCT, n, size)
+    work = _product_work(a, b)
+    if work is None or not EXACT_DENSE_THRESHOLD * size < work <= COUNT_WORK_RATIO * size:
+        return None
+    n = _memoized(_stats_memo(a.stats, b.stats), ("pair", a.free, a.shared, b.shared, b.free),
+                  lambda: _count(a, b))
+    return None if n is None else ExactCount(CountKind.PAIR, n, size)
+
+
+def _product_sides(accs: Sequence[Access], axes: tuple[Field, ...]
+                   ) -> tuple[_Side, _Side] | None:
+    """The two operands of a countable product (``product_count``), or None."""
     if len(accs) != 2 or len(axes) != 2 or any(len(f) != 2 for f, _ in accs):
         return None
     (fa, va), (fb, vb) = accs
@@ -119,16 +188,35 @@ def product_count(accs: Sequence[Access], axes: tuple[Field, ...],
     (la,), (lb,) = set(fa) - {t}, set(fb) - {t}
     if la == lb or {la, lb} != set(axes) or t in axes:
         return None
-    tensor = va.stats.tensor() if va.stats is vb.stats else None
-    if tensor is None:
+    ta, tb = va.stats.tensor(), vb.stats.tensor()
+    if ta is None or tb is None or ta.ndim != 2 or tb.ndim != 2:
         return None
-    row_axis, mid_axis = va.axes[fa.index(la)], vb.axes[fb.index(t)]
-    if tensor.shape[va.axes[fa.index(t)]] != tensor.shape[mid_axis]:
+    a = _Side(ta, va.stats, va.axes[fa.index(la)], va.axes[fa.index(t)])
+    b = _Side(tb, vb.stats, vb.axes[fb.index(lb)], vb.axes[fb.index(t)])
+    return (a, b) if ta.shape[a.shared] == tb.shape[b.shared] else None
+
+
+def _product_work(a: _Side, b: _Side) -> float | None:
+    """``sum_t deg_a(t) deg_b(t)``: the products (and the count's steps), None when a
+    degree vector is unknown."""
+    da, db = a.stats.degrees(a.shared), b.stats.degrees(b.shared)
+    if da is None or db is None or da.size != db.size:
         return None
-    ncols = int(tensor.shape[vb.axes[fb.index(lb)]])
-    n = _memoized(va.stats, ("product", row_axis, mid_axis), lambda: product_pattern_entries(
-        adjacency(tensor, row_axis), adjacency(tensor, mid_axis), ncols))
-    return None if n is None else ExactCount(CountKind.PRODUCT, n, sizes[la] * sizes[lb])
+    return float(np.dot(da.astype(np.float64), db.astype(np.float64)))
+
+
+def _count(a: _Side, b: _Side) -> int:
+    """The distinct ``(i, j)`` of ``a``'s and ``b``'s product, row by row over whichever
+    side's result coordinate lets both operands' lists be read with the fewer sorted
+    entries (``pattern_counts.adjacency``: a csr-like tensor's own arrays need none)."""
+    def sorted_entries(rows: _Side, cols: _Side) -> int:
+        return sum(int(s.tensor.nnz) for s, axis in ((rows, rows.free), (cols, cols.shared))
+                   if native_axis(s.tensor) != axis)
+
+    if sorted_entries(b, a) < sorted_entries(a, b):
+        a, b = b, a
+    return product_pattern_entries(adjacency(a.tensor, a.free),
+                                   adjacency(b.tensor, b.shared), int(b.tensor.shape[b.free]))
 
 
 def map_count(expr: LogicNode, view: StatsView, fill: Any, size: int) -> ExactCount | None:
@@ -151,7 +239,7 @@ def map_count(expr: LogicNode, view: StatsView, fill: Any, size: int) -> ExactCo
         return int(np.count_nonzero(differs)) if differs.ndim else int(bool(differs)) * \
             int(t.nnz)
 
-    n = _memoized(view.stats, ("map", view.axes, expr), count)
+    n = _memoized(_stats_memo(view.stats), ("map", view.axes, expr), count)
     return None if n is None else ExactCount(CountKind.MAP, n, size)
 
 
@@ -171,5 +259,5 @@ def _evaluate(expr: LogicNode, values: np.ndarray) -> Any:
     return None
 
 
-__all__ = ["COUNT_BAND", "EXACT_DENSE_THRESHOLD", "CountKind", "ExactCount", "map_count",
-           "product_count", "unsure"]
+__all__ = ["COUNT_BAND", "COUNT_WORK_RATIO", "EXACT_DENSE_THRESHOLD", "CountKind", "ExactCount",
+           "map_count", "product_count", "unsure"]

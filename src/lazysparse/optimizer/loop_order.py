@@ -28,6 +28,7 @@ read out of its storage order, stored in the order the consumer needs.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from dataclasses import dataclass
@@ -63,6 +64,7 @@ from lazysparse.optimizer.analysis import (
     compute_queries,
     computed_info,
     dense_threshold,
+    exact_count,
     expr_dtype,
     expr_fill,
     field_sizes,
@@ -70,6 +72,7 @@ from lazysparse.optimizer.analysis import (
     query_parts,
 )
 from lazysparse.optimizer.asymptotic import LOCATE, STEP, undominated
+from lazysparse.optimizer.exact_counts import unsure
 from lazysparse.optimizer.rewrite import (
     Namer,
     accesses,
@@ -390,13 +393,31 @@ class _Pricer:
             in_order += 1
         if len(storage) - in_order < 2:
             return 0.0
-        space = math.prod(self.sizes[f] for f in self.outputs)
-        out = frozenset(self.outputs)
-        if space == 0 or self.cost.tasks(out) / space > dense_threshold(
-                self.body, set(out), self.sizes, self.infos, self.cost.algebra):
+        if self.result_dense:
             return 0.0
         t = self.cost.tasks(frozenset(order))
         return SORT_WEIGHT * t * math.log2(t + 2.0)
+
+    @functools.cached_property
+    def result_dense(self) -> bool:
+        """Whether the result is stored dense (it takes scattered writes in place): an
+        exact count's verdict where the estimate is unsure and one decides
+        (``exact_counts.py``: a product counted sparse sorts or gathers its writes), else
+        the estimate against ``dense_threshold``."""
+        space = math.prod(self.sizes[f] for f in self.outputs)
+        if space == 0:
+            return True
+        out = frozenset(self.outputs)
+        p = self.cost.tasks(out) / space
+        expr = self.body if self.agg is None else Aggregate(
+            self.agg.op, self.agg.init, self.body, self.agg.idxs)
+        self.cost.algebra[("kept", id(expr))] = expr  # its id keys the memo: not reused
+        exact = exact_count(expr, self.outputs, self.sizes, self.infos,
+                            self.cost.algebra) if unsure(p) else None
+        if exact is not None:
+            return exact.dense
+        return p > dense_threshold(self.body, set(out), self.sizes, self.infos,
+                                   self.cost.algebra)
 
     def total(self, order: tuple[Field, ...], read: bool = False) -> float:
         """The estimated cost of ``order`` (``read``: with the driving operands' reads)."""

@@ -107,7 +107,7 @@ def permute_dims(x: LazyArray, /, axes: tuple[int, ...]) -> LazyArray:
         return x
     f = fresh_fields(x.ndim)
     body = Reorder(Relabel(x.expr, f), tuple(f[a] for a in perm))
-    inverse = tuple(int(a) for a in np.argsort(perm))
+    inverse = tuple(sorted(range(len(perm)), key=perm.__getitem__))  # no NumPy call per .T
     link = WholeLink(partial(_permuted, axes=perm), partial(_permuted, axes=inverse))
     strides = strides_of(x)
     return _wrap(x, body, tuple(x.shape[a] for a in perm)).view_of(
