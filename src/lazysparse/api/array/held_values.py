@@ -32,7 +32,6 @@ compute keeps only held arrays built on its own thread.
 from __future__ import annotations
 
 import itertools
-import math
 import threading
 import weakref
 from collections.abc import Mapping
@@ -41,7 +40,7 @@ from enum import Enum
 from typing import TYPE_CHECKING
 
 from lazysparse.api.array.memo import memoized
-from lazysparse.api.array.plan_nodes import alias_serial
+from lazysparse.api.array.plan_nodes import SERIALS, alias_serial
 from lazysparse.formats.compiled.sync import Counters
 from lazysparse.logic.nodes import Aggregate, LogicNode, Reformat, Relabel, Reorder, Subquery, Table
 
@@ -92,30 +91,27 @@ class Kept:
 # thread's array may be under a write at that moment, and a result stored into it would
 # undo the write.
 #
-# Each entry also holds the newest alias serial registered up to it (``_NEWEST``: its own
-# serial or an earlier entry's, whichever is larger; unbounded for an alias of another
-# kind): nondecreasing in registration order, so a scan from the newest entry stops at the
-# first whose bound is older than every uncomputed subquery of the plan (no entry before
-# it can read one), and a compute looks only at the arrays built since its plan's
-# uncomputed history began, however many older ones are held.
-_PENDING: dict[int, tuple[weakref.ref[LazyArray], int, float]] = {}
+# Each entry also holds a serial bound drawn under ``_LOCK`` when it registers
+# (``plan_nodes.SERIALS``): larger than the alias serial of every node its history holds
+# (they were all made before) and nondecreasing in registration order, so a scan from the
+# newest entry stops at the first whose bound is not newer than every uncomputed subquery
+# of the plan (no entry before it can read one): a compute looks only at the arrays built
+# since its plan's uncomputed history began, however many older ones are held.
+_PENDING: dict[int, tuple[weakref.ref[LazyArray], int, int]] = {}
 _DEAD: list[int] = []
 _LOCK = threading.Lock()
 _ORDER = itertools.count()  # next() on a count is atomic
-_NEWEST = [-1.0]  # the largest alias serial registered so far (changed under ``_LOCK``)
 STATS = Counters("scanned")  # held arrays the search for shared histories looked at
 
 
 def register_pending(array: LazyArray) -> int:
     """Record a new uncomputed array with a history (a candidate to keep); its key."""
     key = next(_ORDER)
-    serial = alias_serial(array._expr.lhs)
     ref = weakref.ref(array, lambda _ref: _DEAD.append(key))
     with _LOCK:
         if _DEAD:
             _drop_dead()
-        newest = _NEWEST[0] = max(_NEWEST[0], math.inf if serial is None else serial)
-        _PENDING[key] = (ref, threading.get_ident(), newest)
+        _PENDING[key] = (ref, threading.get_ident(), next(SERIALS))
     return key
 
 
@@ -168,12 +164,12 @@ def _newest_keys(count: int | None) -> list[int]:
 def _keys_since(oldest: int | None, count: int) -> list[int]:
     """The keys of the (at most ``count``) newest registered arrays that may read a
     subquery of serial ``oldest`` or newer, newest first: the scan stops at the first entry
-    whose serial bound is older (every entry before it is older too; None: no bound)."""
+    whose serial bound is not newer (every entry before it is older too; None: no bound)."""
     out: list[int] = []
     with _LOCK:
         _drop_dead()
         for key in reversed(_PENDING):
-            if len(out) == count or oldest is not None and _PENDING[key][2] < oldest:
+            if len(out) == count or oldest is not None and _PENDING[key][2] <= oldest:
                 break
             out.append(key)
     return out
