@@ -43,9 +43,22 @@ def _is_scalar(val: Any) -> bool:
     return isinstance(val, bool | int | float | complex | np.generic)
 
 
+# the parameter kinds of Python's scalars and of NumPy's fixed-size scalar types, by type
+# (a dict lookup instead of a dtype built and its text formatted for every new constant);
+# a NumPy type whose dtype varies (``str_``, ``void``, datetimes) is not in it
+_KINDS: dict[type, str] = {t: f"py-{t.__name__}" for t in (bool, int, float, complex)}
+_KINDS.update({t: np.dtype(t).str for t in (
+    np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
+    np.uint64, np.float16, np.float32, np.float64, np.longdouble, np.complex64,
+    np.complex128, np.clongdouble)})
+
+
 def scalar_kind(val: Any) -> str:
     """The parameter kind of a scalar: its dtype for NumPy scalars, ``py-<type>`` for Python's
     (weakly typed)."""
+    kind = _KINDS.get(type(val))
+    if kind is not None:
+        return kind
     if isinstance(val, np.generic):
         return val.dtype.str
     return f"py-{type(val).__name__}"
@@ -195,11 +208,15 @@ def _mapjoin_key(node: Subquery, data_key_fn: Callable[[Any], Any]) -> SubqueryK
     for a in operands:
         t = type(a)
         if t is Immediate:
-            if not _is_scalar(a.val):
-                return None
-            params.append(a.val)
+            val = a.val
+            kind = _KINDS.get(type(val))  # scalar_kind's common case, inlined (per node)
+            if kind is None:
+                if not _is_scalar(val):
+                    return None
+                kind = scalar_kind(val)
+            params.append(val)
             nodes.append(a)
-            out.append(("param", scalar_kind(a.val)))
+            out.append(("param", kind))
             continue
         if t is Reorder:
             nums = []
