@@ -189,10 +189,9 @@ def _heads(body: LogicNode, out: list[Any], fields: dict[str, int],
 
 
 def _mapjoin_key(node: Subquery, data_key_fn: Callable[[Any], Any]) -> SubqueryKey | None:
-    """``_walked_key``'s answer, token for token, for the bodies operations build
-    (:func:`_heads` over scalars and relabeled, maybe reordered, subqueries) without a
-    walker; None for any other body or when two operands share a subquery inside (the walk
-    shows that). Loops, not comprehensions: this runs per new array."""
+    """``_walked_key``'s answer, token for token, for the bodies operations build (:func:`_heads`
+    over scalars and relabeled, maybe reordered, subqueries) without a walker; None for any
+    other body or for operands sharing a subquery inside (the walk shows it). Per new array."""
     out: list[Any] = []
     fields: dict[str, int] = {}
     operands = _heads(node.arg, out, fields, data_key_fn)
@@ -207,14 +206,11 @@ def _mapjoin_key(node: Subquery, data_key_fn: Callable[[Any], Any]) -> SubqueryK
     inner: list[SubqueryKey] = []
     for a in operands:
         t = type(a)
-        if t is Immediate:
-            val = a.val
-            kind = _KINDS.get(type(val))  # scalar_kind's common case, inlined (per node)
-            if kind is None:
-                if not _is_scalar(val):
-                    return None
-                kind = scalar_kind(val)
-            params.append(val)
+        if t is Immediate:  # scalar_kind's common case inlined: no call per constant
+            kind = _KINDS.get(type(a.val)) or _is_scalar(a.val) and scalar_kind(a.val)
+            if not kind:
+                return None
+            params.append(a.val)
             nodes.append(a)
             out.append(("param", kind))
             continue
