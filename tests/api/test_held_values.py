@@ -217,3 +217,26 @@ def test_history_behind_a_kept_result_is_not_run() -> None:
     assert id(old_w) not in hist.nodes and id(t._expr) not in hist.nodes
     assert hist.largest == 6  # w's stored result, the input the plan reads
     assert float(xp.sum(s)) == pytest.approx(3 * np.exp(np.arange(6.0) * 2).sum())
+
+
+def test_shared_history_search_skips_arrays_built_before_the_plan() -> None:
+    """A compute looks only at the held arrays built since its plan's uncomputed history
+    began (issue 34): 3,000 older held reductions cost no scan, and a held array sharing
+    the plan's history, built after them, is still kept."""
+    from lazysparse.api.array import held_values
+
+    rng = np.random.default_rng(7)
+    a_np, v_np = sp.random_array((50, 50), density=0.1, format="csr", rng=rng), rng.random(50)
+    A, v = xp.asarray(a_np), xp.asarray(v_np)
+    old = [A @ (v * float(k)) for k in range(3000)]  # held, uncomputed, older than the plan
+    p = v * 3.0 + 1.0
+    w = A @ (p - v)  # reads p's history and runs a reduction of its own
+    before = held_values.STATS["scanned"]
+    got = float(xp.sum(p * 2.0))
+    scanned = held_values.STATS["scanned"] - before
+    np.testing.assert_allclose(got, np.sum((v_np * 3.0 + 1.0) * 2.0), rtol=1e-12)
+    assert w.result is not None  # kept: found among the arrays built since p
+    assert scanned <= 3, scanned  # the sum, w and p: not 64 of the 3,000 older ones
+    np.testing.assert_allclose(np.asarray(w), a_np @ (v_np * 2.0 + 1.0), rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(old[5]), a_np @ (v_np * 5.0), rtol=1e-12)
+    assert len(old) == 3000

@@ -165,3 +165,15 @@ def test_operations_key_without_the_walker(name: str, monkeypatch: pytest.Monkey
     monkeypatch.setattr(SK, "_walked_key", lambda n, f: walked.append(1) or real(n, f))
     _key(True, name, monkeypatch)
     assert walked == []
+
+
+def test_scalar_kinds_by_type_agree_with_dtypes() -> None:
+    """A constant's parameter kind read from the by-type table is its dtype's text (NumPy
+    scalars) or ``py-<type>`` (Python's), as computed without it."""
+    from lazysparse.logic.structural_key import _KINDS, scalar_kind
+
+    for t, kind in _KINDS.items():
+        val = t(1)
+        want = val.dtype.str if isinstance(val, np.generic) else f"py-{t.__name__}"
+        assert kind == want == scalar_kind(val)
+    assert scalar_kind(np.datetime64("2026-01-01")) == np.dtype("datetime64[D]").str

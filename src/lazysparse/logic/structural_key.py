@@ -43,9 +43,22 @@ def _is_scalar(val: Any) -> bool:
     return isinstance(val, bool | int | float | complex | np.generic)
 
 
+# the parameter kinds of Python's scalars and of NumPy's fixed-size scalar types, by type
+# (a dict lookup instead of a dtype built and its text formatted for every new constant);
+# a NumPy type whose dtype varies (``str_``, ``void``, datetimes) is not in it
+_KINDS: dict[type, str] = {t: f"py-{t.__name__}" for t in (bool, int, float, complex)}
+_KINDS.update({t: np.dtype(t).str for t in (
+    np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
+    np.uint64, np.float16, np.float32, np.float64, np.longdouble, np.complex64,
+    np.complex128, np.clongdouble)})
+
+
 def scalar_kind(val: Any) -> str:
     """The parameter kind of a scalar: its dtype for NumPy scalars, ``py-<type>`` for Python's
     (weakly typed)."""
+    kind = _KINDS.get(type(val))
+    if kind is not None:
+        return kind
     if isinstance(val, np.generic):
         return val.dtype.str
     return f"py-{type(val).__name__}"
@@ -176,10 +189,9 @@ def _heads(body: LogicNode, out: list[Any], fields: dict[str, int],
 
 
 def _mapjoin_key(node: Subquery, data_key_fn: Callable[[Any], Any]) -> SubqueryKey | None:
-    """``_walked_key``'s answer, token for token, for the bodies operations build
-    (:func:`_heads` over scalars and relabeled, maybe reordered, subqueries) without a
-    walker; None for any other body or when two operands share a subquery inside (the walk
-    shows that). Loops, not comprehensions: this runs per new array."""
+    """``_walked_key``'s answer, token for token, for the bodies operations build (:func:`_heads`
+    over scalars and relabeled, maybe reordered, subqueries) without a walker; None for any
+    other body or for operands sharing a subquery inside (the walk shows it). Per new array."""
     out: list[Any] = []
     fields: dict[str, int] = {}
     operands = _heads(node.arg, out, fields, data_key_fn)
@@ -194,12 +206,13 @@ def _mapjoin_key(node: Subquery, data_key_fn: Callable[[Any], Any]) -> SubqueryK
     inner: list[SubqueryKey] = []
     for a in operands:
         t = type(a)
-        if t is Immediate:
-            if not _is_scalar(a.val):
+        if t is Immediate:  # scalar_kind's common case inlined: no call per constant
+            kind = _KINDS.get(type(a.val)) or _is_scalar(a.val) and scalar_kind(a.val)
+            if not kind:
                 return None
             params.append(a.val)
             nodes.append(a)
-            out.append(("param", scalar_kind(a.val)))
+            out.append(("param", kind))
             continue
         if t is Reorder:
             nums = []

@@ -19,8 +19,9 @@ cost more than recomputing it), that are
   (gradient descent's new ``w``, built before the loop observes its loss: left lazy, the
   next iterations would run its ``X.T @ (p - y)`` again, and every earlier one with it),
   found within a walk budget; a held array built before all of the plan's uncomputed part
-  cannot read it and is ruled out without a walk (a loop holding one lazy result per
-  iteration pays no walk per compute).
+  cannot read it and is ruled out without a walk or a look (the scan of held arrays
+  stops at the first one built before it: a loop holding one lazy result per iteration
+  pays neither per compute).
 
 A held elementwise expression of stored data read once (``Y = X * 2``) stays fused: running
 it again costs one pass over its inputs, as reading it would. Temporaries of an expression
@@ -39,7 +40,8 @@ from enum import Enum
 from typing import TYPE_CHECKING
 
 from lazysparse.api.array.memo import memoized
-from lazysparse.api.array.plan_nodes import alias_serial
+from lazysparse.api.array.plan_nodes import SERIALS, alias_serial
+from lazysparse.formats.compiled.sync import Counters
 from lazysparse.logic.nodes import Aggregate, LogicNode, Reformat, Relabel, Reorder, Subquery, Table
 
 if TYPE_CHECKING:
@@ -88,20 +90,28 @@ class Kept:
 # (an atomic ``list.append``). A compute keeps only arrays its own thread built: another
 # thread's array may be under a write at that moment, and a result stored into it would
 # undo the write.
-_PENDING: dict[int, tuple[weakref.ref[LazyArray], int]] = {}
+#
+# Each entry also holds a serial bound drawn under ``_LOCK`` when it registers
+# (``plan_nodes.SERIALS``): larger than the alias serial of every node its history holds
+# (they were all made before) and nondecreasing in registration order, so a scan from the
+# newest entry stops at the first whose bound is not newer than every uncomputed subquery
+# of the plan (no entry before it can read one): a compute looks only at the arrays built
+# since its plan's uncomputed history began, however many older ones are held.
+_PENDING: dict[int, tuple[weakref.ref[LazyArray], int, int]] = {}
 _DEAD: list[int] = []
 _LOCK = threading.Lock()
 _ORDER = itertools.count()  # next() on a count is atomic
+STATS = Counters("scanned")  # held arrays the search for shared histories looked at
 
 
 def register_pending(array: LazyArray) -> int:
     """Record a new uncomputed array with a history (a candidate to keep); its key."""
     key = next(_ORDER)
-    entry = (weakref.ref(array, lambda _ref: _DEAD.append(key)), threading.get_ident())
+    ref = weakref.ref(array, lambda _ref: _DEAD.append(key))
     with _LOCK:
         if _DEAD:
             _drop_dead()
-        _PENDING[key] = entry
+        _PENDING[key] = (ref, threading.get_ident(), next(SERIALS))
     return key
 
 
@@ -149,6 +159,20 @@ def _newest_keys(count: int | None) -> list[int]:
     with _LOCK:
         _drop_dead()
         return list(itertools.islice(reversed(_PENDING), count))
+
+
+def _keys_since(oldest: int | None, count: int) -> list[int]:
+    """The keys of the (at most ``count``) newest registered arrays that may read a
+    subquery of serial ``oldest`` or newer, newest first: the scan stops at the first entry
+    whose serial bound is not newer (every entry before it is older too; None: no bound)."""
+    out: list[int] = []
+    with _LOCK:
+        _drop_dead()
+        for key in reversed(_PENDING):
+            if len(out) == count or oldest is not None and _PENDING[key][2] <= oldest:
+                break
+            out.append(key)
+    return out
 
 
 @dataclass
@@ -266,12 +290,14 @@ def _others_pending(todo: set[int]) -> bool:
 
 def _sharing_history(hist: _History, skip: set[int], same: set[int]) -> list[LazyArray]:
     """Held uncomputed arrays outside the plan whose histories read one of its uncomputed
-    subqueries and run a reduction besides (the ``SHARED_SCAN_ARRAYS`` newest, within
-    ``SHARED_WALK_BUDGET`` visited nodes)."""
+    subqueries and run a reduction besides (the ``SHARED_SCAN_ARRAYS`` newest of those
+    built since its oldest uncomputed subquery, within ``SHARED_WALK_BUDGET`` visited
+    nodes)."""
     found: list[LazyArray] = []
     budget = SHARED_WALK_BUDGET
     oldest = _oldest_serial(hist)
-    for key in _newest_keys(SHARED_SCAN_ARRAYS):
+    for key in _keys_since(oldest, SHARED_SCAN_ARRAYS):
+        STATS.bump("scanned")
         arr = _pending(key)
         if arr is None or id(arr) in skip or id(arr._expr) in hist.nodes \
                 or id(arr._expr) in same or not arr.runs_reduction() \

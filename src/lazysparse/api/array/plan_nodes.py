@@ -26,6 +26,9 @@ from lazysparse.logic.nodes import (
 )
 
 _counter = itertools.count()
+# the counter fresh names draw from: a value it gives is larger than the serial of every
+# alias made before (``held_values`` bounds what a held array can read with one, in C)
+SERIALS = _counter
 
 
 def fresh_field() -> Field:
