@@ -38,6 +38,7 @@ MAPS: dict[str, tuple[Callable[[Any, Any], Any], bool]] = {
     "rsubtract": (lambda r, d: d - r, False),
 }
 FORMATS = (None, "dense", "csr")  # the optimizer's choice, or a requested output layout
+OPERAND_FORMATS = ("csr", "csr", "csc", "coo", "dense")
 
 
 @dataclass(frozen=True)
@@ -67,8 +68,8 @@ class Case:
         red, reached = self.reduced()
         with np.errstate(all="ignore"):
             v = np.asarray(f(red, self.dense))
-        if not annihilated or self.kind != "matmul":
-            return v
+        if not annihilated or self.kind != "matmul" or self.fmt == "dense":
+            return v  # a product of dense operands has no implicit region
         return np.where(np.broadcast_to(reached, v.shape), v, 0.0)
 
     def build(self) -> Any:
@@ -105,9 +106,9 @@ def cases(draw: st.DrawFn) -> Case:
                                    max_size=size)), dtype=np.float64).reshape(shape)
     out = draw(st.sampled_from(FORMATS)) if kind == "matmul" else draw(
         st.sampled_from((None, "dense")))
-    # csr operands only: coo/csc ones are relaid out first, and that intermediate query still
-    # loses the product's implicit region (test_relaid_out_operands_lose_the_region below)
-    return Case(kind, left, right, draw(st.sampled_from(("csr",))), dense,
+    # coo/csc operands are relaid out first (a relayout keeps the implicit region); dense
+    # ones give a product without one (NumPy's map everywhere)
+    return Case(kind, left, right, draw(st.sampled_from(OPERAND_FORMATS)), dense,
                 draw(st.sampled_from(tuple(MAPS))), out)
 
 
@@ -142,27 +143,23 @@ def test_map_of_a_product_through_a_hash_workspace(case: Case,
     _check(case)
 
 
-@pytest.mark.parametrize("out", [
-    None, "csr", pytest.param("dense", marks=pytest.mark.xfail(strict=True, reason=(
-        "a dense result asked for: the product is stored sparse first, and its kernel "
-        "drops the cancelled entry as scipy does (0, not 0 / 0)")))])
-def test_cancelling_product_over_a_zero_divisor(out: str | None) -> None:
+@pytest.mark.parametrize("fmt", ["csr", "csc", "coo"])
+@pytest.mark.parametrize("out", [None, "csr", "dense"])
+def test_cancelling_product_over_a_zero_divisor(out: str | None, fmt: str) -> None:
     """The issue's case: a sum reached and cancelling to 0 is 0 / 0 = NaN; the entries no
-    product reached stay 0 (compiled as the reference says, in one kernel)."""
+    product reached stay 0 (compiled as the reference says; with a dense result asked for,
+    the product is stored first and keeps its cancelled entry: ``keeps_fills``)."""
     case = Case("matmul", np.array([[1.0, 1.0], [0.0, 0.0]]),
-                np.array([[1.0, 0.0], [-1.0, 0.0]]), "csr", np.zeros((2, 2)), "divide", out)
+                np.array([[1.0, 0.0], [-1.0, 0.0]]), fmt, np.zeros((2, 2)), "divide", out)
     np.testing.assert_array_equal(case.expected(), [[np.nan, 0.0], [0.0, 0.0]])
     _check(case)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "known bug: a coo/csc operand is relaid out to dcsr first, the product then becomes its "
-    "own query stored dense (its operand is no stored table, so optimizer/unreached.py does "
-    "not keep it sparse) and the division meets its unreached 0s: 0 / 0 = NaN"))
 @pytest.mark.parametrize("fmt", ["coo", "csc"])
-def test_relaid_out_operands_lose_the_region(fmt: str) -> None:
-    """Found by the hypothesis family above: an empty row of the left operand must give 0
-    (annihilated), as the reference gives."""
+def test_relaid_out_operands_keep_the_region(fmt: str) -> None:
+    """Found by the hypothesis family above: a coo/csc operand is relaid out first (and the
+    product read through a transposed copy), and an empty row of the left operand still
+    gives 0 (annihilated), as the reference gives."""
     case = Case("matmul", np.array([[0.0, 0.0, 0.0], [0.0, 1.0, 1.0]]),
                 np.array([[0.0], [0.0], [1.0]]), fmt, np.zeros((2, 1)), "divide", None)
     np.testing.assert_array_equal(case.expected(), [[0.0], [np.inf]])
@@ -187,6 +184,20 @@ def test_product_read_twice_keeps_its_implicit_region() -> None:
     got, twice = xp.compute(p / xp.asarray(np.zeros((2, 2))), p * 2)
     np.testing.assert_array_equal(np.asarray(got), [[np.inf, 0.0], [0.0, 0.0]])
     np.testing.assert_array_equal(np.asarray(twice), (a @ b) * 2)
+
+
+def test_product_read_twice_keeps_its_cancelled_entries() -> None:
+    """As above with a sum that cancels: the stored product keeps its reached 0 (not
+    dropped as scipy's SpGEMM would), so the division gives 0 / 0 = NaN there, as the
+    reference does, while the product's other reader sees the same values."""
+    a = np.array([[1.0, 1.0], [0.0, 0.0]])
+    b = np.array([[1.0, 0.0], [-1.0, 0.0]])
+    for executor in (None, "reference"):
+        with _executor(executor), np.errstate(all="ignore"):
+            p = xp.asarray(a, format="csr") @ xp.asarray(b, format="csr")
+            got, twice = xp.compute(p / xp.asarray(np.zeros((2, 2))), p * 2)
+            np.testing.assert_array_equal(np.asarray(got), [[np.nan, 0.0], [0.0, 0.0]])
+            np.testing.assert_array_equal(np.asarray(twice), (a @ b) * 2)
 
 
 def test_product_of_dense_operands_divides_every_entry() -> None:

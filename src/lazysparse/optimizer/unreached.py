@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from lazysparse.formats.dtypes import same_value
+from lazysparse.formats.levels.registry import DENSE_KIND, PLAIN_KIND, all_located
 from lazysparse.logic.nodes import (
     Aggregate,
     Alias,
@@ -101,6 +102,27 @@ def _table_region(rhs: LogicNode) -> Region:
     return np.asarray(t.fill_value)[()], bool(getattr(t, "full", True))
 
 
+def _dense_spec(spec: Any) -> bool:
+    """Whether a Reformat's layout (a spec or a prototype tensor) stores every entry."""
+    return all_located(getattr(getattr(spec, "spec", spec), "level_kinds", ("?",)))
+
+
+def _query_region(rhs: LogicNode, regions: Callable[[Alias], Region]) -> Region:
+    """The region of a query: a stored table's, or that of a map stored in a layout of its
+    own (a relayout of a sparse operand keeps its implicit region, as the reference says;
+    a dense layout stores every entry); None for anything else (an aggregate, a map whose
+    format is not chosen yet)."""
+    if isinstance(rhs, Table):
+        return _table_region(rhs)
+    body = map_body(rhs) if isinstance(rhs, Reformat) else None
+    if body is None:
+        return None
+    r, _ = map_region(body, None, None, regions)
+    if r is None:
+        return None
+    return (r[0], True) if _dense_spec(rhs.tns.val) else r  # type: ignore[attr-defined]
+
+
 def _has_region(agg: Aggregate, tables: Callable[[Alias], Region]) -> bool:
     """Whether ``agg`` (over stored tables) has an implicit region: its argument has one
     and folding the argument's fill keeps the init (``op(init, fill) == init``), as the
@@ -118,35 +140,95 @@ def _has_region(agg: Aggregate, tables: Callable[[Alias], Region]) -> bool:
         return False
 
 
-def region_readers(plan: Plan) -> set[Alias]:
-    """The aggregate queries of ``plan`` without a format of their own read by a map query
-    that their implicit region decides (:func:`annihilated_reader`, the map's other
-    operands stored tables), and those map queries when they have no format of their own
-    either: their chosen formats keep that region (sparse)."""
+def sparse_kinds(n: int) -> tuple[str, ...]:
+    """CSR-like levels for ``n`` axes (a dense first level above compressed ones): what an
+    aggregate whose implicit region a reader's map needs is stored in."""
+    return (DENSE_KIND,) + (PLAIN_KIND,) * (n - 1) if n > 1 else (PLAIN_KIND,)
+
+
+def _aggregate_query(rhs: LogicNode) -> tuple[Aggregate | None, bool]:
+    """The aggregate a query computes (None if it computes none) and whether the query has a
+    format of its own; an aggregate stored dense by its own format has no implicit region."""
+    own = isinstance(rhs, Reformat)
+    inner = rhs.arg if isinstance(rhs, Reformat) else rhs
+    agg = inner.arg if isinstance(inner, Reorder) else inner
+    if not isinstance(agg, Aggregate) or not isinstance(agg.init, Immediate) or \
+            (own and _dense_spec(rhs.tns.val)):  # type: ignore[attr-defined]
+        return None, own
+    return agg, own
+
+
+def _relayout_source(rhs: LogicNode) -> Alias | None:
+    """The alias a query copies into a sparse layout of its own (``Reformat(spec,
+    Reorder(Relabel(a)))``, a concordizing transpose), else None."""
+    if not isinstance(rhs, Reformat) or _dense_spec(rhs.tns.val):
+        return None
+    arg = rhs.arg.arg if isinstance(rhs.arg, Reorder) else rhs.arg
+    if isinstance(arg, Relabel) and isinstance(arg.arg, Alias):
+        return arg.arg
+    return None
+
+
+def region_uses(plan: Plan) -> list[tuple[Alias, bool, Query]]:
+    """Each ``(aggregate, whether it has a format of its own, map query)`` of ``plan`` where
+    the map reads the aggregate's result and the aggregate's implicit region decides the map
+    (:func:`annihilated_reader`; the map's other operands are stored tables, or maps of
+    them stored in a layout of their own, a relayout included). A sparse copy of an
+    aggregate (a transpose) keeps its region: its readers are listed for the copy (with a
+    format of its own) and for the aggregate it copies."""
     readers: dict[Alias, list[Query]] = {}
-    aggs: dict[Alias, Aggregate] = {}
-    tables: dict[Alias, Region] = {}
+    aggs: dict[Alias, tuple[Aggregate, bool]] = {}
+    origin: dict[Alias, Alias] = {}
+    regions: dict[Alias, Region] = {}
     for body in plan.bodies:
         if not isinstance(body, Query):
             continue
-        rhs = body.rhs
-        agg = rhs.arg if isinstance(rhs, Reorder) else rhs
-        if isinstance(agg, Aggregate) and isinstance(agg.init, Immediate):
-            aggs[body.lhs] = agg
-        tables[body.lhs] = _table_region(rhs)
-        for acc in accesses(rhs):
+        agg, own = _aggregate_query(body.rhs)
+        src = _relayout_source(body.rhs)
+        if agg is None and src in aggs:
+            agg, origin[body.lhs] = aggs[src][0], src  # type: ignore[index]
+        if agg is not None:
+            aggs[body.lhs] = (agg, own)
+        regions[body.lhs] = _query_region(body.rhs, regions.get)
+        for acc in accesses(body.rhs):
             readers.setdefault(acc.arg, []).append(body)  # type: ignore[arg-type]
-    out: set[Alias] = set()
-    for a, agg in aggs.items():
-        if not _has_region(agg, tables.get):
+    out: list[tuple[Alias, bool, Query]] = []
+    for a, (agg, _) in aggs.items():
+        if not _has_region(agg, regions.get):
             continue
         for use in readers.get(a, []):
             body = map_body(use.rhs)
-            if body is not None and annihilated_reader(body, a, agg.init.val, tables.get):
-                out.add(a)
-                if not isinstance(use.rhs, Reformat):
-                    out.add(use.lhs)
+            if body is None or not annihilated_reader(body, a, agg.init.val,  # type: ignore[attr-defined]
+                                                      regions.get):
+                continue
+            x: Alias | None = a
+            while x is not None:  # the aggregate and every copy between it and the map
+                out.append((x, aggs[x][1], use))
+                x = origin.get(x)
     return out
 
 
-__all__ = ["Region", "annihilated_reader", "map_body", "map_region", "region_readers"]
+def region_readers(uses: list[tuple[Alias, bool, Query]]) -> set[Alias]:
+    """The aggregate queries of :func:`region_uses` without a format of their own, and their
+    map queries when they have no format of their own either: their chosen formats keep
+    that region (sparse)."""
+    out: set[Alias] = set()
+    for a, own, use in uses:
+        if own:
+            continue
+        out.add(a)
+        if not isinstance(use.rhs, Reformat):
+            out.add(use.lhs)
+    return out
+
+
+def reached_keepers(uses: list[tuple[Alias, bool, Query]]) -> set[Alias]:
+    """The aggregate queries of :func:`region_uses`: stored sparse, they keep every entry
+    they reach (``FormatSpec.keeps_fills``), since their map tells a reached sum that
+    cancels to the init (``0 / 0``: NaN) from an unreached entry (the map's fill, 0), as
+    the reference interpreter does; fused into that map they are never stored."""
+    return {a for a, _, _ in uses}
+
+
+__all__ = ["Region", "annihilated_reader", "map_body", "map_region", "reached_keepers",
+           "region_readers", "region_uses", "sparse_kinds"]
