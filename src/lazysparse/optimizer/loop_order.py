@@ -70,7 +70,6 @@ from lazysparse.optimizer.analysis import (
     query_parts,
 )
 from lazysparse.optimizer.asymptotic import LOCATE, STEP, undominated
-from lazysparse.optimizer.unreached import region_readers, region_uses, sparse_kinds
 from lazysparse.optimizer.rewrite import (
     Namer,
     accesses,
@@ -79,6 +78,7 @@ from lazysparse.optimizer.rewrite import (
     subsequence,
     substitute_access,
 )
+from lazysparse.optimizer.unreached import region_readers, region_uses, sparse_kinds
 
 # cost of materializing a transposed copy, per stored entry (sort + scatter)
 TRANSPOSE_WEIGHT = 4.0
