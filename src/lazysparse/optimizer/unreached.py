@@ -13,6 +13,7 @@ reached.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -57,6 +58,19 @@ def annihilated_reader(body: LogicNode, alias: Alias, init: Any,
     map's fill, not the map of ``init``. ``other``: the region of every other alias read."""
     r, reads_full = map_region(body, alias, init, other)
     return r is not None and not r[1] and reads_full
+
+
+def region_decides(body: LogicNode, alias: Alias, init: Any,
+                   other: Callable[[Alias], Region]) -> bool:
+    """Whether the aggregate ``alias``'s implicit region decides some operation of the map
+    ``body`` reading it (:func:`annihilated_reader` of ``body`` or of a sub-expression:
+    ``maximum(P, D) + P / D`` is full, but its division is 0 where ``P`` is implicit); a
+    kernel that maps every entry, ``init`` where nothing was reached, would compute that
+    operation by IEEE there."""
+    if not isinstance(body, MapJoin) or alias not in {a.arg for a in accesses(body)}:
+        return False
+    return annihilated_reader(body, alias, init, other) or \
+        any(region_decides(x, alias, init, other) for x in body.args)
 
 
 def map_region(body: LogicNode, alias: Alias | None, init: Any,
@@ -169,66 +183,113 @@ def _relayout_source(rhs: LogicNode) -> Alias | None:
     return None
 
 
-def region_uses(plan: Plan) -> list[tuple[Alias, bool, Query]]:
-    """Each ``(aggregate, whether it has a format of its own, map query)`` of ``plan`` where
-    the map reads the aggregate's result and the aggregate's implicit region decides the map
-    (:func:`annihilated_reader`; the map's other operands are stored tables, or maps of
-    them stored in a layout of their own, a relayout included). A sparse copy of an
-    aggregate (a transpose) keeps its region: its readers are listed for the copy (with a
-    format of its own) and for the aggregate it copies."""
-    readers: dict[Alias, list[Query]] = {}
-    aggs: dict[Alias, tuple[Aggregate, bool]] = {}
-    origin: dict[Alias, Alias] = {}
-    regions: dict[Alias, Region] = {}
+@dataclass
+class _Facts:
+    """What :func:`region_uses` reads off a plan, per query alias."""
+
+    readers: dict[Alias, list[Query]] = field(default_factory=dict)
+    defs: dict[Alias, Query] = field(default_factory=dict)
+    aggs: dict[Alias, tuple[Aggregate, bool]] = field(default_factory=dict)
+    origin: dict[Alias, Alias] = field(default_factory=dict)  # a copy -> what it copies
+    regions: dict[Alias, Region] = field(default_factory=dict)
+
+
+def _plan_facts(plan: Plan) -> _Facts:
+    """Readers, aggregates (and sparse copies of them) and regions of ``plan``'s queries;
+    an aggregate with an implicit region holds its init there (the reference's)."""
+    f = _Facts()
     for body in plan.bodies:
         if not isinstance(body, Query):
             continue
+        f.defs[body.lhs] = body
         agg, own = _aggregate_query(body.rhs)
         src = _relayout_source(body.rhs)
-        if agg is None and src in aggs:
-            agg, origin[body.lhs] = aggs[src][0], src  # type: ignore[index]
         if agg is not None:
-            aggs[body.lhs] = (agg, own)
-        regions[body.lhs] = _query_region(body.rhs, regions.get)
+            f.aggs[body.lhs] = (agg, own)
+            f.regions[body.lhs] = (np.asarray(agg.init.val)[()], False) \
+                if _has_region(agg, f.regions.get) else None  # type: ignore[attr-defined]
+        else:
+            if src in f.aggs:
+                f.aggs[body.lhs], f.origin[body.lhs] = (f.aggs[src][0], True), src  # type: ignore[index]
+            f.regions[body.lhs] = _query_region(body.rhs, f.regions.get)
         for acc in accesses(body.rhs):
-            readers.setdefault(acc.arg, []).append(body)  # type: ignore[arg-type]
-    out: list[tuple[Alias, bool, Query]] = []
-    for a, (agg, _) in aggs.items():
-        if not _has_region(agg, regions.get):
-            continue
-        for use in readers.get(a, []):
-            body = map_body(use.rhs)
-            if body is None or not annihilated_reader(body, a, agg.init.val,  # type: ignore[attr-defined]
-                                                      regions.get):
-                continue
-            x: Alias | None = a
-            while x is not None:  # the aggregate and every copy between it and the map
-                out.append((x, aggs[x][1], use))
-                x = origin.get(x)
+            f.readers.setdefault(acc.arg, []).append(body)  # type: ignore[arg-type]
+    return f
+
+
+def _chain(f: _Facts, a: Alias, use: Query, whole: bool) -> list[tuple[Alias, bool, Query, bool]]:
+    """``a`` and every aggregate or copy it copies, each with ``use``."""
+    out: list[tuple[Alias, bool, Query, bool]] = []
+    x: Alias | None = a
+    while x is not None:
+        out.append((x, f.aggs[x][1], use, whole))
+        x = f.origin.get(x)
     return out
 
 
-def region_readers(uses: list[tuple[Alias, bool, Query]]) -> set[Alias]:
+def _feeders(f: _Facts, a: Alias) -> list[Alias]:
+    """The aggregates (or their copies) with an implicit region that aggregate ``a``'s
+    argument reads: their regions make ``a``'s (no product reaches past an unreached entry)."""
+    agg, _ = _aggregate_query(f.defs[a].rhs)
+    if agg is None:
+        return []
+    return [x.arg for x in accesses(agg.arg) if x.arg in f.aggs  # type: ignore[misc]
+            and (r := f.regions.get(x.arg)) is not None and not r[1]]  # type: ignore[arg-type]
+
+
+def region_uses(plan: Plan) -> list[tuple[Alias, bool, Query, bool]]:
+    """Each ``(aggregate, whether it has a format of its own, reader query, whether the
+    whole map is annihilated there)`` of ``plan`` where the reader is a map whose operation
+    the aggregate's implicit region decides (:func:`region_decides`; the map's other
+    operands are stored tables, maps of them stored in a layout of their own, a relayout
+    included, or aggregates), or an aggregate listed already whose product reads it. A
+    sparse copy of an aggregate (a transpose) keeps its region: its readers are listed for
+    the copy (with a format of its own) and for the aggregate it copies."""
+    f = _plan_facts(plan)
+    out: list[tuple[Alias, bool, Query, bool]] = []
+    for a, (agg, _) in f.aggs.items():
+        r = f.regions.get(a)
+        if r is None or r[1]:
+            continue
+        init = agg.init.val  # type: ignore[attr-defined]
+        for use in f.readers.get(a, []):
+            body = map_body(use.rhs)
+            if body is not None and region_decides(body, a, init, f.regions.get):
+                out += _chain(f, a, use, annihilated_reader(body, a, init, f.regions.get))
+    todo = [u[0] for u in out]
+    seen = set(todo)
+    while todo:
+        a = todo.pop()
+        for b in _feeders(f, a):
+            if b not in seen:
+                seen.add(b)
+                chain = _chain(f, b, f.defs[a], False)
+                out += chain
+                todo += [c[0] for c in chain]
+    return out
+
+
+def region_readers(uses: list[tuple[Alias, bool, Query, bool]]) -> set[Alias]:
     """The aggregate queries of :func:`region_uses` without a format of their own, and their
-    map queries when they have no format of their own either: their chosen formats keep
-    that region (sparse)."""
+    map queries annihilated as a whole when they have no format of their own either: their
+    chosen formats keep that region (sparse)."""
     out: set[Alias] = set()
-    for a, own, use in uses:
+    for a, own, use, whole in uses:
         if own:
             continue
         out.add(a)
-        if not isinstance(use.rhs, Reformat):
+        if whole and not isinstance(use.rhs, Reformat):
             out.add(use.lhs)
     return out
 
 
-def reached_keepers(uses: list[tuple[Alias, bool, Query]]) -> set[Alias]:
+def reached_keepers(uses: list[tuple[Alias, bool, Query, bool]]) -> set[Alias]:
     """The aggregate queries of :func:`region_uses`: stored sparse, they keep every entry
     they reach (``FormatSpec.keeps_fills``), since their map tells a reached sum that
     cancels to the init (``0 / 0``: NaN) from an unreached entry (the map's fill, 0), as
     the reference interpreter does; fused into that map they are never stored."""
-    return {a for a, _, _ in uses}
+    return {use[0] for use in uses}
 
 
 __all__ = ["Region", "annihilated_reader", "map_body", "map_region", "reached_keepers",
-           "region_readers", "region_uses", "sparse_kinds"]
+           "region_decides", "region_readers", "region_uses", "sparse_kinds"]
