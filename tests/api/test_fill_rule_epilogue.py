@@ -209,3 +209,68 @@ def test_product_of_dense_operands_divides_every_entry() -> None:
         with _executor(executor), np.errstate(all="ignore"):
             got = np.asarray(xp.compute((xp.asarray(a) @ xp.asarray(b)) / xp.asarray(d)))
             np.testing.assert_array_equal(got, (a @ b) / d)
+
+
+def _both(build: Callable[[], Any]) -> list[np.ndarray]:
+    """``build()`` computed compiled and by the reference interpreter."""
+    out = []
+    for executor in (None, "reference"):
+        with _executor(executor), np.errstate(all="ignore"):
+            out.append(np.asarray(xp.compute(build())))
+    return out
+
+
+def test_full_map_with_an_annihilated_part() -> None:
+    """``maximum(A @ B, D) + (x @ y) / D0``: the map is full (dense), but its division is 0
+    where no product reached (found by a random hunt; that product was fused into a dense
+    kernel that divided its init there: 0 / NaN = NaN)."""
+    a = np.array([[1.0, 1.0, 1.0, 0.0], [-1.0, 1.0, 1.0, 0.0]])
+    b = np.array([[0.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 1.0, 1.0], [0.0, 0.0, 1.0]])
+    d = np.array([[np.inf, -np.inf, 1.0], [1.0, 0.0, np.nan]])
+    x, y = np.array([[1.0], [0.0]]), np.array([[0.0, 0.0, 1.0]])
+    d0 = np.array([[np.nan, 0.0, 0.0], [0.0, 1.0, -2.0]])
+    reached = np.broadcast_to(y != 0, d0.shape)  # x is dense: every row reaches y's entries
+    with np.errstate(all="ignore"):
+        want = np.maximum(a @ b, d) + np.where(reached, (x @ y) / d0, 0.0)
+    for got in _both(lambda: xp.maximum(xp.asarray(a, format="csr") @ xp.asarray(b, format="coo"),
+                                        xp.asarray(d)) + (xp.asarray(x) @ xp.asarray(
+                                            y, format="csc")) / xp.asarray(d0)):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_product_of_a_product_keeps_the_region() -> None:
+    """``(A @ (B @ C)) / D``: the inner product's unreached entries are not stored, so the
+    outer one reaches nothing past them and its division stays 0 there (found by a random
+    hunt: the inner product was stored dense)."""
+    a = np.array([[0.0, 1.0], [1.0, 0.0]])
+    b = np.array([[0.0, 0.0, 1.0], [0.0, -1.0, 0.0]])
+    c = np.array([[-1.0, -1.0, 1.0], [1.0, 0.0, -1.0], [1.0, 0.0, 1.0]])
+    d = np.array([[-np.inf, np.nan, -np.inf], [np.inf, np.nan, -2.0]])
+    inner = ((b != 0) * 1 @ (c != 0) * 1) > 0
+    reached = ((a != 0) * 1 @ inner * 1) > 0
+    with np.errstate(all="ignore"):
+        want = np.where(reached, (a @ (b @ c)) / d, 0.0)
+    for got in _both(lambda: (xp.asarray(a, format="coo") @ (
+            xp.asarray(b, format="csr") @ xp.asarray(c, format="csr"))) / xp.asarray(d)):
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "known gap (docs/status.md): a product whose result another product reads is stored "
+    "as the optimizer predicts (dense here), so its unreached 0s meet the other operand's "
+    "inf: 0 * inf = NaN, where the reference's implicit 0 annihilates (0)"))
+def test_product_of_a_product_next_to_an_infinity() -> None:
+    """Found by a random hunt over csr/csc/coo operands: ``(A @ B) @ (S * D)`` with ``D``
+    holding inf; row 1 of ``A`` stores nothing, so row 1 of ``A @ B`` is implicit."""
+    a = np.array([[1.0, 1.0], [0.0, 0.0]])
+    b = np.ones((2, 2))
+    s = np.ones((2, 2))
+    d = np.array([[np.inf, 1.0], [1.0, 1.0]])
+    got = []
+    for executor in (None, "reference"):
+        with _executor(executor), np.errstate(all="ignore"):
+            e = (xp.asarray(a, format="csr") @ xp.asarray(b, format="csr")) @ (
+                xp.asarray(s, format="csr") * xp.asarray(d))
+            got.append(np.asarray(xp.compute(e)))
+    np.testing.assert_array_equal(got[1], [[np.inf, 4.0], [0.0, 0.0]])
+    np.testing.assert_array_equal(got[0], got[1])
