@@ -274,3 +274,20 @@ def test_product_of_a_product_next_to_an_infinity() -> None:
             got.append(np.asarray(xp.compute(e)))
     np.testing.assert_array_equal(got[1], [[np.inf, 4.0], [0.0, 0.0]])
     np.testing.assert_array_equal(got[0], got[1])
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "known gap (docs/status.md): the map over the inner product is pushed into the outer "
+    "product's argument, where optimizer/unreached.py does not look, so the inner product "
+    "is stored dense and its unreached 0 is divided: 0 / 0 = NaN"))
+def test_map_of_a_product_inside_another_product() -> None:
+    """Found by a random hunt: ``(a @ X) * ((B @ c.T).T / D0 / D0)``; entry 0 of the
+    transposed product is unreached (the reference: 0, so the result there is 0 * 0)."""
+    a, x = np.array([[1.0, 0.0, 0.0]]), np.array([[0.0, -1.0], [0.0, -1.0], [0.0, 0.0]])
+    b, c = np.array([[0.0, 0.0, 0.0], [1.0, 1.0, 0.0]]), np.array([[1.0, -1.0, 0.0]])
+    d0 = np.zeros((1, 2))
+    got = _both(lambda: (xp.asarray(a, format="coo") @ xp.asarray(x)) * (
+        (xp.asarray(b, format="csc") @ xp.asarray(c, format="csc").T).T /
+        xp.asarray(d0) / xp.asarray(d0)))
+    np.testing.assert_array_equal(got[1], [[0.0, np.nan]])  # (b @ c.T).T = [[0 (unreached), 0]]
+    np.testing.assert_array_equal(got[0], got[1])
