@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from lazysparse.formats.levels.base import LevelCapabilities, LevelProperties
@@ -36,11 +36,15 @@ _FIXED_2D = {"csr": (0, 1), "csc": (1, 0), "dia": (0, 1), "bsr": (0, 1)}
 
 @dataclass(frozen=True)
 class FormatSpec:
-    """A layout: ``level_kinds[k]`` stores axis ``mode_order[k]``; ``name`` is the format's name."""
+    """A layout: ``level_kinds[k]`` stores axis ``mode_order[k]``; ``name`` is the format's name.
+    ``keeps_fills``: a kernel writing this layout stores every entry it reaches, those that
+    compute the fill included (the optimizer asks it where a reader tells a reached fill from
+    an implicit one: ``optimizer.unreached``); a tensor's own spec never has it."""
 
     name: str
     level_kinds: tuple[str, ...]
     mode_order: tuple[int, ...]
+    keeps_fills: bool = False
 
     def __post_init__(self) -> None:
         kinds, order = tuple(self.level_kinds), tuple(int(m) for m in self.mode_order)
@@ -92,14 +96,23 @@ class FormatSpec:
         """Whether every level keeps siblings in ascending order (canonical storage)."""
         return all(p.ordered for p in self.level_properties())
 
+    def keeping_fills(self) -> FormatSpec:
+        """This layout written with every reached entry kept (see the class doc)."""
+        return self if self.keeps_fills else replace(self, keeps_fills=True)
+
+    @property
+    def layout(self) -> FormatSpec:
+        """This spec without ``keeps_fills``: the layout a written tensor has."""
+        return replace(self, keeps_fills=False) if self.keeps_fills else self
+
     def ordered_spec(self) -> FormatSpec:
         """The same layout with every unordered level replaced by its ordered kind."""
         if self.ordered:
             return self
         kinds = tuple(UNORDERED_KINDS.get(k, k) for k in self.level_kinds)
         if any(k in RENAMED_KINDS for k in self.level_kinds):  # a sorted hash is no hash
-            return infer_spec(kinds, self.mode_order)
-        return FormatSpec(self.name, kinds, self.mode_order)
+            return replace(infer_spec(kinds, self.mode_order), keeps_fills=self.keeps_fills)
+        return FormatSpec(self.name, kinds, self.mode_order, self.keeps_fills)
 
     def unordered_last(self) -> FormatSpec:
         """The same layout with its last level unordered when it is compressed (what a
@@ -107,7 +120,7 @@ class FormatSpec:
         if not self.level_kinds or self.level_kinds[-1] != PLAIN_KIND:
             return self
         kinds = self.level_kinds[:-1] + (UNORDERED_KIND,)
-        return FormatSpec(self.name, kinds, self.mode_order)
+        return FormatSpec(self.name, kinds, self.mode_order, self.keeps_fills)
 
 
 def _chains(kind: str) -> bool:

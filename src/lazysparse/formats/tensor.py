@@ -57,7 +57,7 @@ class Tensor:
         if format is None:
             spec = infer_spec(kinds, order)
         elif isinstance(format, FormatSpec):
-            spec = format
+            spec = format.layout
             if spec.mode_order != order:
                 raise ValueError(f"mode_order {order} does not match format spec {spec}")
         else:

@@ -35,6 +35,7 @@ def format_value(val: Any) -> str:
         order = tuple(val.mode_order)
         natural = order == tuple(range(len(order)))
         name = val.name if val.ordered else f"{val.name} unordered"
+        name += " keeps fills" if getattr(val, "keeps_fills", False) else ""
         return f"<{name}>" if natural or val.name in ("csr", "csc") else f"<{name} {order}>"
     return _scalar_text(val)
 

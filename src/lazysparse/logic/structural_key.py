@@ -68,7 +68,8 @@ def spec_key(spec: Any) -> tuple[Any, ...]:
     """A format spec as the tuple of what tells specs apart (its fields): a key token that
     hashes in C, where the spec's dataclass ``__hash__`` runs Python code on every lookup
     of a cached leaf's key."""
-    return (spec.name, spec.level_kinds, spec.mode_order)
+    key = (spec.name, spec.level_kinds, spec.mode_order)
+    return (*key, "keeps fills") if getattr(spec, "keeps_fills", False) else key
 
 
 def data_key(val: Any) -> Any:

@@ -43,7 +43,7 @@ from lazysparse.optimizer.rewrite import (
     produced,
     substitute_access,
 )
-from lazysparse.optimizer.unreached import map_region
+from lazysparse.optimizer.unreached import map_region, region_decides
 
 
 def _all_dense(spec: object) -> bool:
@@ -120,15 +120,18 @@ def _fusable(body: LogicNode, alias: Alias, agg: Aggregate, dense: set[Alias],
     annihilated where the aggregate is implicit (``(A @ B) + D``: dense) needs a dense
     result, and one that is (``(A @ B) / D``) a sparse result when the aggregate is
     sparse (its unreached entries are the map's fill: 0, even where ``D`` is 0); a
-    dense-stored aggregate (``sum(S, axis=1)``, dense as in NumPy) has no implicit region."""
+    dense-stored aggregate (``sum(S, axis=1)``, dense as in NumPy) has no implicit region.
+    A full map with a part the region annihilates (``maximum(P, D) + P / D``) is fused
+    only over a dense-stored aggregate: neither result kernel computes that part right."""
     if not isinstance(agg.init, Immediate):
         return True
-    r, reads_full = map_region(body, alias, agg.init.val,
-                               lambda a: (0.0, True) if a in dense else None)
+    other = lambda a: (0.0, True) if a in dense else None  # noqa: E731
+    r, reads_full = map_region(body, alias, agg.init.val, other)
     if r is None or not reads_full:  # constants only, or a region not known: as before
         return True
     if r[1]:
-        return dense_out
+        return dense_out and (alias in dense or
+                              not region_decides(body, alias, agg.init.val, other))
     return alias in dense or not dense_out
 
 

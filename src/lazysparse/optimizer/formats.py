@@ -16,7 +16,7 @@ through a workspace; a last level that alone receives scattered writes is left u
 
 from __future__ import annotations
 
-from lazysparse.formats.levels.registry import DENSE_KIND, PLAIN_KIND, all_located
+from lazysparse.formats.levels.registry import all_located
 from lazysparse.formats.specs import infer_spec
 from lazysparse.logic.nodes import (
     Alias,
@@ -42,7 +42,12 @@ from lazysparse.optimizer.push_fields import rename_fields
 from lazysparse.optimizer.rewrite import accesses, expr_fields, substitute_access
 from lazysparse.optimizer.scatter import scatter_level_kinds
 from lazysparse.optimizer.structure import structured_kinds
-from lazysparse.optimizer.unreached import region_readers
+from lazysparse.optimizer.unreached import (
+    reached_keepers,
+    region_readers,
+    region_uses,
+    sparse_kinds,
+)
 
 
 def choose_formats(plan: Plan) -> Plan:
@@ -60,13 +65,14 @@ def choose_ordered_formats(plan: Plan) -> Plan:
 def _choose_formats(plan: Plan, unordered: bool) -> Plan:
     infos: dict[Alias, AliasInfo] = {}
     out: list[LogicNode] = []
-    keep_region = region_readers(plan)
+    uses = region_uses(plan)
+    keep_region, keep_fills = region_readers(uses), reached_keepers(uses)
     for body in compute_queries(plan, infos, out):
         rhs = body.rhs
         if not isinstance(rhs, Reformat):
             kinds = choose_level_kinds(rhs, infos)
             if body.lhs in keep_region and kinds and all_located(kinds):
-                kinds = _sparse_kinds(len(kinds))
+                kinds = sparse_kinds(len(kinds))
             check_dense_result(rhs, infos, kinds)
             kinds = structured_kinds(rhs, kinds, infos)
             if unordered:
@@ -75,15 +81,11 @@ def _choose_formats(plan: Plan, unordered: bool) -> Plan:
         elif all_located(getattr(rhs.tns.val, "level_kinds", ("?",))):
             # a dense result asked for (an axis reduction): the same limits as a chosen one
             check_dense_result(rhs, infos, tuple(rhs.tns.val.level_kinds))
+        if body.lhs in keep_fills and not all_located(rhs.tns.val.level_kinds):
+            rhs = Reformat(Immediate(rhs.tns.val.keeping_fills()), rhs.arg)
         infos[body.lhs] = computed_info(rhs, infos)
         out.append(Query(body.lhs, rhs))
     return Plan(tuple(out))
-
-
-def _sparse_kinds(n: int) -> tuple[str, ...]:
-    """CSR-like levels for ``n`` axes (a dense first level above compressed ones): an
-    aggregate a reader's map needs the implicit region of (``optimizer.unreached``)."""
-    return (DENSE_KIND,) + (PLAIN_KIND,) * (n - 1) if n > 1 else (PLAIN_KIND,)
 
 
 def normal_form(plan: Plan) -> Plan:

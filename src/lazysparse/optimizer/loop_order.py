@@ -81,6 +81,7 @@ from lazysparse.optimizer.rewrite import (
     subsequence,
     substitute_access,
 )
+from lazysparse.optimizer.unreached import region_readers, region_uses, sparse_kinds
 
 # cost of materializing a transposed copy, per stored entry (sort + scatter)
 TRANSPOSE_WEIGHT = 4.0
@@ -574,9 +575,13 @@ def _choose(plan: Plan, result_reorders: bool = True
     return Plan(tuple(out)), reports
 
 
-def _copy_kinds(info: AliasInfo) -> tuple[str, ...]:
-    """Level kinds of a transposed copy: the source's, with COO made compressed."""
+def _copy_kinds(info: AliasInfo, keeps_region: bool = False) -> tuple[str, ...]:
+    """Level kinds of a transposed copy: the source's, with COO made compressed; sparse
+    for an aggregate whose implicit region a reader's map needs (``keeps_region``: the
+    source will be stored sparse, ``optimizer.unreached``), whatever its predicted ones."""
     kinds = info.level_kinds or (DENSE_KIND,) * len(info.shape)
+    if keeps_region and all(is_located(k) for k in kinds):
+        return sparse_kinds(len(kinds))
     if any(is_coo_kind(k) for k in kinds):
         return (PLAIN_KIND,) * len(kinds)
     # a relayout sorts anyway; a bytemap copy would span every position of a new order; a
@@ -590,6 +595,7 @@ def concordize(plan: Plan) -> Plan:
     infos: dict[Alias, AliasInfo] = {}
     copies: dict[tuple[Alias, tuple[int, ...]], Alias] = {}
     out: list[LogicNode] = []
+    keep_region = region_readers(region_uses(plan))
     for body in compute_queries(plan, infos, out):
         _, _, loop = query_parts(body.rhs)
         order = loop.idxs
@@ -605,7 +611,7 @@ def concordize(plan: Plan) -> Plan:
                 h = tuple(namer.field() for _ in acc.idxs)
                 lc = tuple(h[m] for m in info.mode_order)
                 mode = tuple(lc.index(h[m]) for m in want)
-                spec = infer_spec(_copy_kinds(info), mode)
+                spec = infer_spec(_copy_kinds(info, src in keep_region), mode)
                 alias = namer.alias()
                 rhs = Reformat(Immediate(spec), Reorder(Relabel(src, h), lc))
                 out.append(Query(alias, rhs))

@@ -13,11 +13,13 @@ reached.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from lazysparse.formats.dtypes import same_value
+from lazysparse.formats.levels.registry import DENSE_KIND, PLAIN_KIND, all_located
 from lazysparse.logic.nodes import (
     Aggregate,
     Alias,
@@ -56,6 +58,19 @@ def annihilated_reader(body: LogicNode, alias: Alias, init: Any,
     map's fill, not the map of ``init``. ``other``: the region of every other alias read."""
     r, reads_full = map_region(body, alias, init, other)
     return r is not None and not r[1] and reads_full
+
+
+def region_decides(body: LogicNode, alias: Alias, init: Any,
+                   other: Callable[[Alias], Region]) -> bool:
+    """Whether the aggregate ``alias``'s implicit region decides some operation of the map
+    ``body`` reading it (:func:`annihilated_reader` of ``body`` or of a sub-expression:
+    ``maximum(P, D) + P / D`` is full, but its division is 0 where ``P`` is implicit); a
+    kernel that maps every entry, ``init`` where nothing was reached, would compute that
+    operation by IEEE there."""
+    if not isinstance(body, MapJoin) or alias not in {a.arg for a in accesses(body)}:
+        return False
+    return annihilated_reader(body, alias, init, other) or \
+        any(region_decides(x, alias, init, other) for x in body.args)
 
 
 def map_region(body: LogicNode, alias: Alias | None, init: Any,
@@ -101,6 +116,27 @@ def _table_region(rhs: LogicNode) -> Region:
     return np.asarray(t.fill_value)[()], bool(getattr(t, "full", True))
 
 
+def _dense_spec(spec: Any) -> bool:
+    """Whether a Reformat's layout (a spec or a prototype tensor) stores every entry."""
+    return all_located(getattr(getattr(spec, "spec", spec), "level_kinds", ("?",)))
+
+
+def _query_region(rhs: LogicNode, regions: Callable[[Alias], Region]) -> Region:
+    """The region of a query: a stored table's, or that of a map stored in a layout of its
+    own (a relayout of a sparse operand keeps its implicit region, as the reference says;
+    a dense layout stores every entry); None for anything else (an aggregate, a map whose
+    format is not chosen yet)."""
+    if isinstance(rhs, Table):
+        return _table_region(rhs)
+    body = map_body(rhs) if isinstance(rhs, Reformat) else None
+    if body is None:
+        return None
+    r, _ = map_region(body, None, None, regions)
+    if r is None:
+        return None
+    return (r[0], True) if _dense_spec(rhs.tns.val) else r  # type: ignore[attr-defined]
+
+
 def _has_region(agg: Aggregate, tables: Callable[[Alias], Region]) -> bool:
     """Whether ``agg`` (over stored tables) has an implicit region: its argument has one
     and folding the argument's fill keeps the init (``op(init, fill) == init``), as the
@@ -118,35 +154,142 @@ def _has_region(agg: Aggregate, tables: Callable[[Alias], Region]) -> bool:
         return False
 
 
-def region_readers(plan: Plan) -> set[Alias]:
-    """The aggregate queries of ``plan`` without a format of their own read by a map query
-    that their implicit region decides (:func:`annihilated_reader`, the map's other
-    operands stored tables), and those map queries when they have no format of their own
-    either: their chosen formats keep that region (sparse)."""
-    readers: dict[Alias, list[Query]] = {}
-    aggs: dict[Alias, Aggregate] = {}
-    tables: dict[Alias, Region] = {}
+def sparse_kinds(n: int) -> tuple[str, ...]:
+    """CSR-like levels for ``n`` axes (a dense first level above compressed ones): what an
+    aggregate whose implicit region a reader's map needs is stored in."""
+    return (DENSE_KIND,) + (PLAIN_KIND,) * (n - 1) if n > 1 else (PLAIN_KIND,)
+
+
+def _aggregate_query(rhs: LogicNode) -> tuple[Aggregate | None, bool]:
+    """The aggregate a query computes (None if it computes none) and whether the query has a
+    format of its own; an aggregate stored dense by its own format has no implicit region."""
+    own = isinstance(rhs, Reformat)
+    inner = rhs.arg if isinstance(rhs, Reformat) else rhs
+    agg = inner.arg if isinstance(inner, Reorder) else inner
+    if not isinstance(agg, Aggregate) or not isinstance(agg.init, Immediate) or \
+            (own and _dense_spec(rhs.tns.val)):  # type: ignore[attr-defined]
+        return None, own
+    return agg, own
+
+
+def _relayout_source(rhs: LogicNode) -> Alias | None:
+    """The alias a query copies into a sparse layout of its own (``Reformat(spec,
+    Reorder(Relabel(a)))``, a concordizing transpose), else None."""
+    if not isinstance(rhs, Reformat) or _dense_spec(rhs.tns.val):
+        return None
+    arg = rhs.arg.arg if isinstance(rhs.arg, Reorder) else rhs.arg
+    if isinstance(arg, Relabel) and isinstance(arg.arg, Alias):
+        return arg.arg
+    return None
+
+
+@dataclass
+class _Facts:
+    """What :func:`region_uses` reads off a plan, per query alias."""
+
+    readers: dict[Alias, list[Query]] = field(default_factory=dict)
+    defs: dict[Alias, Query] = field(default_factory=dict)
+    aggs: dict[Alias, tuple[Aggregate, bool]] = field(default_factory=dict)
+    origin: dict[Alias, Alias] = field(default_factory=dict)  # a copy -> what it copies
+    regions: dict[Alias, Region] = field(default_factory=dict)
+
+
+def _plan_facts(plan: Plan) -> _Facts:
+    """Readers, aggregates (and sparse copies of them) and regions of ``plan``'s queries;
+    an aggregate with an implicit region holds its init there (the reference's)."""
+    f = _Facts()
     for body in plan.bodies:
         if not isinstance(body, Query):
             continue
-        rhs = body.rhs
-        agg = rhs.arg if isinstance(rhs, Reorder) else rhs
-        if isinstance(agg, Aggregate) and isinstance(agg.init, Immediate):
-            aggs[body.lhs] = agg
-        tables[body.lhs] = _table_region(rhs)
-        for acc in accesses(rhs):
-            readers.setdefault(acc.arg, []).append(body)  # type: ignore[arg-type]
-    out: set[Alias] = set()
-    for a, agg in aggs.items():
-        if not _has_region(agg, tables.get):
-            continue
-        for use in readers.get(a, []):
-            body = map_body(use.rhs)
-            if body is not None and annihilated_reader(body, a, agg.init.val, tables.get):
-                out.add(a)
-                if not isinstance(use.rhs, Reformat):
-                    out.add(use.lhs)
+        f.defs[body.lhs] = body
+        agg, own = _aggregate_query(body.rhs)
+        src = _relayout_source(body.rhs)
+        if agg is not None:
+            f.aggs[body.lhs] = (agg, own)
+            f.regions[body.lhs] = (np.asarray(agg.init.val)[()], False) \
+                if _has_region(agg, f.regions.get) else None  # type: ignore[attr-defined]
+        else:
+            if src in f.aggs:
+                f.aggs[body.lhs], f.origin[body.lhs] = (f.aggs[src][0], True), src  # type: ignore[index]
+            f.regions[body.lhs] = _query_region(body.rhs, f.regions.get)
+        for acc in accesses(body.rhs):
+            f.readers.setdefault(acc.arg, []).append(body)  # type: ignore[arg-type]
+    return f
+
+
+def _chain(f: _Facts, a: Alias, use: Query, whole: bool) -> list[tuple[Alias, bool, Query, bool]]:
+    """``a`` and every aggregate or copy it copies, each with ``use``."""
+    out: list[tuple[Alias, bool, Query, bool]] = []
+    x: Alias | None = a
+    while x is not None:
+        out.append((x, f.aggs[x][1], use, whole))
+        x = f.origin.get(x)
     return out
 
 
-__all__ = ["Region", "annihilated_reader", "map_body", "map_region", "region_readers"]
+def _feeders(f: _Facts, a: Alias) -> list[Alias]:
+    """The aggregates (or their copies) with an implicit region that aggregate ``a``'s
+    argument reads: their regions make ``a``'s (no product reaches past an unreached entry)."""
+    agg, _ = _aggregate_query(f.defs[a].rhs)
+    if agg is None:
+        return []
+    return [x.arg for x in accesses(agg.arg) if x.arg in f.aggs  # type: ignore[misc]
+            and (r := f.regions.get(x.arg)) is not None and not r[1]]  # type: ignore[arg-type]
+
+
+def region_uses(plan: Plan) -> list[tuple[Alias, bool, Query, bool]]:
+    """Each ``(aggregate, whether it has a format of its own, reader query, whether the
+    whole map is annihilated there)`` of ``plan`` where the reader is a map whose operation
+    the aggregate's implicit region decides (:func:`region_decides`; the map's other
+    operands are stored tables, maps of them stored in a layout of their own, a relayout
+    included, or aggregates), or an aggregate listed already whose product reads it. A
+    sparse copy of an aggregate (a transpose) keeps its region: its readers are listed for
+    the copy (with a format of its own) and for the aggregate it copies."""
+    f = _plan_facts(plan)
+    out: list[tuple[Alias, bool, Query, bool]] = []
+    for a, (agg, _) in f.aggs.items():
+        r = f.regions.get(a)
+        if r is None or r[1]:
+            continue
+        init = agg.init.val  # type: ignore[attr-defined]
+        for use in f.readers.get(a, []):
+            body = map_body(use.rhs)
+            if body is not None and region_decides(body, a, init, f.regions.get):
+                out += _chain(f, a, use, annihilated_reader(body, a, init, f.regions.get))
+    todo = [u[0] for u in out]
+    seen = set(todo)
+    while todo:
+        a = todo.pop()
+        for b in _feeders(f, a):
+            if b not in seen:
+                seen.add(b)
+                chain = _chain(f, b, f.defs[a], False)
+                out += chain
+                todo += [c[0] for c in chain]
+    return out
+
+
+def region_readers(uses: list[tuple[Alias, bool, Query, bool]]) -> set[Alias]:
+    """The aggregate queries of :func:`region_uses` without a format of their own, and their
+    map queries annihilated as a whole when they have no format of their own either: their
+    chosen formats keep that region (sparse)."""
+    out: set[Alias] = set()
+    for a, own, use, whole in uses:
+        if own:
+            continue
+        out.add(a)
+        if whole and not isinstance(use.rhs, Reformat):
+            out.add(use.lhs)
+    return out
+
+
+def reached_keepers(uses: list[tuple[Alias, bool, Query, bool]]) -> set[Alias]:
+    """The aggregate queries of :func:`region_uses`: stored sparse, they keep every entry
+    they reach (``FormatSpec.keeps_fills``), since their map tells a reached sum that
+    cancels to the init (``0 / 0``: NaN) from an unreached entry (the map's fill, 0), as
+    the reference interpreter does; fused into that map they are never stored."""
+    return {use[0] for use in uses}
+
+
+__all__ = ["Region", "annihilated_reader", "map_body", "map_region", "reached_keepers",
+           "region_decides", "region_readers", "region_uses", "sparse_kinds"]

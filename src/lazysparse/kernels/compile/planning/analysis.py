@@ -254,7 +254,7 @@ def written_spec(spec: FormatSpec) -> FormatSpec:
         return spec
     last = len(kinds) - 1
     out = tuple(written_kind(k, m == last) for m, k in enumerate(kinds))
-    return FormatSpec(spec.name, out, spec.mode_order)
+    return FormatSpec(spec.name, out, spec.mode_order, spec.keeps_fills)
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,10 @@ NaN in either part of a complex counts). Which results, and where the test runs:
 - **computed values only**: a query whose value is a bare read of one sparse operand (no
   arithmetic, no reduction, no epilogue: a copy into another layout) keeps the operand's
   stored entries as they are, explicit fills included (scipy's conversions keep them too);
+- **unless a reader needs them**: a layout that ``keeps_fills`` (the optimizer's choice for a
+  sparse result that a map reads where its implicit entries annihilate while a reached one
+  does not: ``(A @ B) / D`` with the product stored first, ``optimizer.unreached``) keeps
+  every entry its kernel reaches, a sum that cancels to the fill included;
 - **appends and workspaces** (``OutputMode.sparse``): the fill phase tests each entry as it
   is emitted (one compare, :func:`keep_expr`), so nothing equal to the fill is written and
   an ancestor group opens only for a child that is kept. The count phase stays
@@ -66,7 +70,7 @@ def fill_test(info: KernelInfo, mode: OutputMode, out_fill: Any) -> FillTest | N
     structured layouts, copies)."""
     if not (mode.sparse or mode is OutputMode.SHARED):
         return None
-    if is_structured(info.out_spec) or copies_operand(info):
+    if is_structured(info.out_spec) or copies_operand(info) or info.out_spec.keeps_fills:
         return None
     if info.out_dtype.kind not in "fc":
         return FillTest.EQUAL
