@@ -341,6 +341,7 @@ _CHILD = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # a fresh process building large blocks under an address-space cap
 def test_large_blocks_stay_sparse_in_a_capped_address_space() -> None:
     proc = subprocess.run([sys.executable, "-c", _CHILD], capture_output=True, text=True,
                           timeout=600)

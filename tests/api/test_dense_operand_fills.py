@@ -201,6 +201,7 @@ _CAPPED = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # a fresh process at the issue's sizes
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS and /proc: Linux")
 def test_issue_sizes_under_a_memory_cap() -> None:
     """20k x 50k with 1M stored (a dense result: 8 GB) and a 200k-node graph (320 GB dense),

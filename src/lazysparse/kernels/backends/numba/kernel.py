@@ -34,6 +34,7 @@ from lazysparse.kernels.backends.numba.cpu_host import (
     run_chunks,
 )
 from lazysparse.kernels.backends.numba.fill_compaction import drop_stored_fills
+from lazysparse.kernels.compile.ir.dead_code import drop_dead_assigns
 from lazysparse.kernels.compile.ir.loop_ir import Alloc, format_function
 from lazysparse.kernels.compile.lowering.kernel import Lowered, lower_plan
 from lazysparse.kernels.compile.planning.analysis import (
@@ -213,11 +214,13 @@ def build_kernel(d: QueryDecisions, key: tuple[Any, ...]) -> Kernel:
     info = d.info
     lowered = lower_plan(d.kernel_plan(fold=bool(key[2]), hash_ws=bool(key[3]),
                                        drop_fill=True))
-    text = "\n\n".join(format_function(f) for f in lowered.functions)
+    # the lowering's unread bookkeeping goes before printing: Numba would type and lower it
+    pruned = tuple(drop_dead_assigns(f) for f in lowered.functions)
+    text = "\n\n".join(format_function(f) for f in pruned)
     # only a scalar accumulator's loop can become a vector reduction; in-place scatters
     # (A^T x) measured no faster, so they keep strict order
     fast = reassoc_ok(info) and lowered.output.acc_depth is not None
-    fns, host_ws = hoist_workspaces(lowered.functions, lowered.signature.extent_names())
+    fns, host_ws = hoist_workspaces(pruned, lowered.signature.extent_names())
     digest = cache.source_hash(module_src(fns, "", fast))
     source = module_src(fns, digest, fast)
     cache.STATS.bump("generated")
