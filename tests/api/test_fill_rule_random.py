@@ -177,10 +177,6 @@ def test_every_annihilating_operand_guards_its_product(case: str, fmt: str) -> N
     assert not np.isnan(results[0]).any()  # every NaN would be an unstored 0 times inf
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "known gap (docs/status.md): the compiled kernel lets S0's implicit 0 annihilate the "
-    "whole division, where the reference computes the product of two implicit fills first "
-    "(0 * NaN = NaN, implicit) and then divides it (NaN)"))
 @pytest.mark.parametrize("fmt", ["csr", "csc"])
 def test_product_of_two_implicit_fills_under_a_division(fmt: str) -> None:
     """Found by a random hunt with NaN fills: ``(S0 * Snan) / D``, neither sparse operand
@@ -194,5 +190,23 @@ def test_product_of_two_implicit_fills_under_a_division(fmt: str) -> None:
             results.append(np.asarray(xp.compute((s0.build() * snan) / xp.asarray(d))))
     with np.errstate(all="ignore"):
         want = (np.zeros((1, 3)) * np.nan) / d
+    np.testing.assert_array_equal(results[1], want)
+    np.testing.assert_array_equal(results[0], want)
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc"])
+def test_two_implicit_fills_next_to_stored_entries(fmt: str) -> None:
+    """``(S0 * Snan) / D`` where each sparse operand stores some entries: an implicit 0
+    annihilates where the other stores (0 * 5 is 0), and where neither stores the value is
+    the fills' product (0 * NaN, NaN) divided by ``D``, in both tiers."""
+    a0, a1 = np.array([[0.0, 2.0, 0.0, 3.0]]), np.array([[5.0, np.nan, np.nan, 4.0]])
+    d = np.array([[1.0, -np.inf, 2.0, 0.0]])
+    results = []
+    for executor in (None, "reference"):
+        with _executor(executor), np.errstate(all="ignore"):
+            s0 = xp.asarray(a0, format=fmt)
+            snan = xp.asarray(a1, format=fmt, fill_value=np.nan)
+            results.append(np.asarray(xp.compute((s0 * snan) / xp.asarray(d))))
+    want = np.array([[0.0, np.nan, np.nan, np.inf]])
     np.testing.assert_array_equal(results[1], want)
     np.testing.assert_array_equal(results[0], want)

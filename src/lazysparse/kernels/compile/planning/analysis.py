@@ -652,16 +652,29 @@ def fill_time_value(node: PNode, tensors: Any, consts: Any) -> Any:
         case PField() | PResult():
             return None
     assert isinstance(node, PApply)
-    op, opds = node.op, node.operand_dtypes
+    op = node.op
     with np.errstate(all="ignore"):
         if node.annihilates:
-            v = op.annihilator_at(node.annihilates[0], opds[node.annihilates[0]])
+            v = _annihilated_fill(node, tensors, consts)
         elif node.selects:
             v = fill_time_value(node.args[node.selects[0][1]], tensors, consts)
         else:
             vals = [fill_time_value(a, tensors, consts) for a in node.args]
             v = None if any(x is None for x in vals) else op.apply(*vals)
         return None if v is None else np.asarray(v).astype(node.dtype)[()]
+
+
+def _annihilated_fill(node: PApply, tensors: Any, consts: Any) -> Any:
+    """The fill-time value of an op an implicit argument annihilates: the annihilator ``z``
+    where another argument holds data, but ``op(fills)`` where every argument is a known
+    fill (``0 * NaN`` is NaN for two implicit fills 0 and NaN), as ``coiterate.region_of``
+    and the lowering's ``_annihilated`` see it."""
+    i = node.annihilates[0]
+    vals = [fill_time_value(a, tensors, consts) for a in node.args]
+    if any(v is None for v in vals):
+        return node.op.annihilator_at(i, node.operand_dtypes[i])
+    return node.op.apply(*(np.asarray(v).astype(od)[()]  # type: ignore[attr-defined]
+                           for v, od in zip(vals, node.operand_dtypes, strict=True)))
 
 
 def eval_fill(expr: PNode, tensors: list[Any], consts: list[Any], result: Any = None) -> Any:

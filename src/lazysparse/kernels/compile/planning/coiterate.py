@@ -82,6 +82,8 @@ def region_of(node: PNode, fld: str, info: KernelInfo, fills: tuple[Any, ...],
                 if z is not None and same_value(np.asarray(miss.value).astype(od)[()], z):
                     ann_regions.append(reg)
                     zval = z
+            if ann_regions and not _absent_everywhere_is(op, subs, opds, zval):
+                ann_regions = []  # where no argument stores, op(fills) is not the annihilator
             if ann_regions:
                 if zval is None:
                     return intersect(ann_regions), DATA
@@ -100,6 +102,22 @@ def region_of(node: PNode, fld: str, info: KernelInfo, fills: tuple[Any, ...],
                 return region, Known(np.asarray(v)[()])
             return region, FILL_EXPR
     raise TypeError(f"unknown pointwise node {node!r}")
+
+
+def _absent_everywhere_is(op: Any, subs: list[tuple[Region, Missing]],
+                          opds: tuple[Any, ...], z: Any) -> bool:
+    """Whether the annihilator ``z`` is also the value where no argument holds data.
+
+    An implicit annihilating argument forces ``z`` only where another argument holds data
+    (the lowering's ``_annihilated``); where every argument is at its known outside value
+    the value is ``op(fills)`` (``0 * NaN`` is NaN for two implicit fills 0 and NaN), so
+    the region may be the annihilators' intersection only when that value is ``z`` too."""
+    if z is None or not all(m.known for _, m in subs):
+        return True  # data somewhere, or constants decided by analysis
+    with np.errstate(all="ignore"):
+        v = op.apply(*(np.asarray(m.value).astype(od)[()]  # type: ignore[attr-defined]
+                       for (_, m), od in zip(subs, opds, strict=True)))
+    return same_value(np.asarray(v)[()], np.asarray(z)[()])
 
 
 def _selected_region(node: PApply, subs: list[tuple[Region, Missing]]
