@@ -82,8 +82,10 @@ def region_of(node: PNode, fld: str, info: KernelInfo, fills: tuple[Any, ...],
                 if z is not None and same_value(np.asarray(miss.value).astype(od)[()], z):
                     ann_regions.append(reg)
                     zval = z
-            if ann_regions and not _absent_everywhere_is(op, subs, opds, zval):
-                ann_regions = []  # where no argument stores, op(fills) is not the annihilator
+            absent = _value_of_fills(op, subs, opds)  # where no argument holds data
+            if ann_regions and absent is not None and zval is not None \
+                    and not same_value(absent, np.asarray(zval)[()]):
+                ann_regions = []  # 0 * NaN: op(fills) there is not the annihilator
             if ann_regions:
                 if zval is None:
                     return intersect(ann_regions), DATA
@@ -95,29 +97,23 @@ def region_of(node: PNode, fld: str, info: KernelInfo, fills: tuple[Any, ...],
             region = union([r for r, _ in subs])
             if any(m.data for _, m in subs):
                 return region, DATA
-            if all(m.known for _, m in subs):
-                with np.errstate(all="ignore"):
-                    v = op.apply(*(np.asarray(m.value).astype(od)[()]  # type: ignore
-                                   for (_, m), od in zip(subs, opds, strict=True)))
-                return region, Known(np.asarray(v)[()])
+            if absent is not None:
+                return region, Known(absent)
             return region, FILL_EXPR
     raise TypeError(f"unknown pointwise node {node!r}")
 
 
-def _absent_everywhere_is(op: Any, subs: list[tuple[Region, Missing]],
-                          opds: tuple[Any, ...], z: Any) -> bool:
-    """Whether the annihilator ``z`` is also the value where no argument holds data.
-
-    An implicit annihilating argument forces ``z`` only where another argument holds data
-    (the lowering's ``_annihilated``); where every argument is at its known outside value
-    the value is ``op(fills)`` (``0 * NaN`` is NaN for two implicit fills 0 and NaN), so
-    the region may be the annihilators' intersection only when that value is ``z`` too."""
-    if z is None or not all(m.known for _, m in subs):
-        return True  # data somewhere, or constants decided by analysis
+def _value_of_fills(op: Any, subs: list[tuple[Region, Missing]],
+                    opds: tuple[Any, ...]) -> Any:
+    """``op`` of every argument's known outside value: the value where no argument holds
+    data (an implicit annihilating argument forces its annihilator only where another one
+    does: the lowering's ``_annihilated``); None where some value is not known now."""
+    if not all(m.known for _, m in subs):
+        return None
     with np.errstate(all="ignore"):
         v = op.apply(*(np.asarray(m.value).astype(od)[()]  # type: ignore[attr-defined]
                        for (_, m), od in zip(subs, opds, strict=True)))
-    return same_value(np.asarray(v)[()], np.asarray(z)[()])
+    return np.asarray(v)[()]
 
 
 def _selected_region(node: PApply, subs: list[tuple[Region, Missing]]
