@@ -88,13 +88,23 @@ def test_a_new_process_runs_a_known_shape_compiled_at_once(tmp_path: Path) -> No
     np.testing.assert_allclose(fresh["values"], _WANT)
 
 
-def test_a_shape_that_only_ran_eager_is_not_kept_on_disk(tmp_path: Path) -> None:
-    """Its kernels were never compiled: a new process optimizes it again (≤ a few ms) and
-    runs it eager, rather than waiting on a compile that a plan on disk would promise."""
+def test_a_shape_that_only_ran_eager_is_kept_on_disk_as_eager(tmp_path: Path) -> None:
+    """Its plan is kept, marked eager-only: a new process reads it instead of optimizing
+    it again, and still runs it eager (its kernels were never compiled, so nothing waits on
+    a compile); once a process runs it compiled, the file says so and a later process
+    runs it compiled at once."""
     first = _fresh_process(tmp_path, mode="eager")
-    assert first["eager"] == 2 and _entries(tmp_path) == []
-    again = _fresh_process(tmp_path, mode="eager")
-    assert again["optimized"] == 2 and again["disk_hits"] == 0
+    assert first["eager"] == 2 and first["optimized"] == 2 and len(_entries(tmp_path)) == 2
+    again = _fresh_process(tmp_path, mode="background")
+    assert again["optimized"] == 0 and again["disk_hits"] == 2
+    assert again["eager"] == 2 and again["compiled_tier"] == 0
+    np.testing.assert_allclose(again["values"], _WANT)
+    synced = _fresh_process(tmp_path, mode="sync")  # compiles in process: marked compiled
+    assert synced["optimized"] == 0 and synced["compiled_tier"] == 2
+    hot = _fresh_process(tmp_path, mode="background")
+    assert hot["optimized"] == 0 and hot["eager"] == 0 and hot["compiled_tier"] == 2
+    assert hot["kernels_compiled"] == 0
+    np.testing.assert_allclose(hot["values"], _WANT)
 
 
 def test_a_corrupt_entry_falls_back_to_the_optimizer_and_is_rewritten(tmp_path: Path) -> None:

@@ -77,8 +77,10 @@ class _Param:
 class CachedPlan:
     """An optimized plan with ``_Slot`` inputs and ``_Param`` constants, and what an
     executor derived from it once (``program``: e.g. ``kernels.backends.program.Program``).
-    ``store_key``: the key it goes on disk under once it ran compiled (:func:`persist`);
-    ``from_disk``: read from ``plan_store``, so its kernels are in the kernel cache."""
+    ``store_key``: the key it goes on disk under (None once it is there as a plan that ran
+    compiled: :func:`persist`); ``eager_saved``: on disk as a plan that ran eager only
+    (:func:`persist_eager`); ``from_disk``: read from ``plan_store`` as a plan that ran
+    compiled, so its kernels are in the kernel cache."""
 
     template: Plan
     slots: frozenset[int]
@@ -86,6 +88,7 @@ class CachedPlan:
     program: Any = field(default=None, repr=False)
     store_key: Any = field(default=None, repr=False)
     from_disk: bool = False
+    eager_saved: bool = False
 
     def fill(self, inputs: list[Any], params: tuple[Any, ...]) -> Plan:
         """The optimized plan of a call with ``inputs`` and ``params``."""
@@ -370,14 +373,20 @@ def _value_key(key: _HashedKey, params: tuple[Any, ...]) -> _HashedKey:
 
 def _stored(key: _HashedKey, by_value: bool) -> CachedPlan | None:
     """The entry a process left on disk for ``key`` (``plan_store``), or None; a shape
-    cached by its constants' values is never on disk (one file per shape, not per value)."""
+    cached by its constants' values is never on disk (one file per shape, not per value).
+    A plan that only ran eager there keeps its ``store_key``: it is written again, as
+    compiled, once its kernels are (:func:`persist`)."""
     if by_value:
         return None
     found = plan_store.load(key.key)
-    if isinstance(found, tuple) and len(found) == 2 and isinstance(found[0], Plan):
-        STATS.bump("disk_hits")
-        return CachedPlan(found[0], frozenset(found[1]), from_disk=True)
-    return None
+    if not (isinstance(found, tuple) and len(found) == 3 and isinstance(found[0], Plan)
+            and isinstance(found[2], bool)):
+        return None
+    STATS.bump("disk_hits")
+    plan, slots, compiled = found
+    if compiled:
+        return CachedPlan(plan, frozenset(slots), from_disk=True)
+    return CachedPlan(plan, frozenset(slots), store_key=key.key, eager_saved=True)
 
 
 def _optimized(plan: Plan, device: str, key: _HashedKey, inputs: list[Any],
@@ -409,12 +418,23 @@ def _optimized(plan: Plan, device: str, key: _HashedKey, inputs: list[Any],
 
 def persist(entry: CachedPlan) -> None:
     """Keep a shape that ran compiled on disk for later processes, once: a plan on disk
-    means its kernels are in the kernel cache too, so a new process runs it compiled at
-    once (``engine.tiers``) without optimizing it again."""
+    marked compiled means its kernels are in the kernel cache too, so a new process runs it
+    compiled at once (``engine.tiers``) without optimizing it again."""
     key = entry.store_key
     if key is not None:
         entry.store_key = None
-        plan_store.save(key, (entry.template, tuple(sorted(entry.slots))))
+        entry.eager_saved = True
+        plan_store.save(key, (entry.template, tuple(sorted(entry.slots)), True))
+
+
+def persist_eager(entry: CachedPlan) -> None:
+    """Keep a shape that ran eager on disk for later processes, once, marked eager-only: a
+    new process reads its plan instead of optimizing it again, and runs it eager (its
+    kernels may never have compiled); :func:`persist` marks it compiled later."""
+    key = entry.store_key
+    if key is not None and not entry.eager_saved:
+        entry.eager_saved = True
+        plan_store.save(key, (entry.template, tuple(sorted(entry.slots)), False))
 
 
 def _optimize(plan: Plan, device: str) -> Plan:

@@ -34,7 +34,7 @@ from typing import Any
 
 from lazysparse.engine import background
 from lazysparse.engine.background import Job, JobState
-from lazysparse.engine.plan_cache import CachedPlan, persist
+from lazysparse.engine.plan_cache import CachedPlan, persist, persist_eager
 from lazysparse.formats.compiled.sync import Counters
 from lazysparse.formats.env_settings import EnvSetting
 from lazysparse.formats.tensor import Tensor
@@ -253,6 +253,9 @@ def run_tiered(entry: CachedPlan, inputs: list[Any], params: tuple[Any, ...],
             st.eager_runs += 1
             st.eager_seconds += time.perf_counter() - start
             STATS.bump("eager")
+            if entry.store_key is not None and not entry.eager_saved:
+                # a new process reads this plan instead of optimizing it again
+                persist_eager(entry)
             return out
         st.eager_refused = True
         STATS.bump("eager_refused")
