@@ -20,6 +20,7 @@ from lazysparse.engine import background, eager_sparse, plan_store, tiers
 from lazysparse.engine.plan_cache import clear_plan_cache, lookup
 from lazysparse.formats import DensifyError, set_densify_limit
 from lazysparse.kernels.backends.numba import cache
+from lazysparse.logic.nodes import Field
 
 RNG = np.random.default_rng(11)
 ROWS, COLS = 40, 30
@@ -287,3 +288,32 @@ def test_densify_limit_as_the_compiled_tier(stored_tier: Callable[[str], None]) 
         assert got_fmt == want_fmt, (name, got_fmt, want_fmt)
         if want is not None:
             np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, err_msg=name)
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc"])
+def test_products_read_a_tables_row_counts_from_its_statistics(
+        stored_tier: Callable[[str], None], fmt: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``S @ v`` and ``S.T @ u`` in a loop: which rows of the product sum nothing (its
+    implicit entries) comes from the table's degree statistics, computed once per tensor,
+    not from a count of its entries on every call; the values, with the empty rows and
+    columns of S, are NumPy's."""
+    s_np = DATA["uniform"][0]
+    assert (s_np != 0).any(axis=0).sum() < COLS or (s_np != 0).any(axis=1).sum() < ROWS
+    s, v, u = xp.asarray(s_np, format=fmt), xp.asarray(V_NP), xp.asarray(U_NP)
+    stored_tier("eager")
+    counted: list[int] = []
+    real = eager_sparse._row_counts
+    monkeypatch.setattr(eager_sparse, "_row_counts", lambda m: counted.append(1) or real(m))
+    for _ in range(3):
+        got_sv = xp.compute(s @ v)
+        got_tu = xp.compute(s.T @ u)
+        np.testing.assert_allclose(np.asarray(got_sv), s_np @ V_NP, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(np.asarray(got_tu), s_np.T @ U_NP, rtol=1e-12, atol=1e-12)
+    assert counted == []
+    st = eager_sparse.stored_table(s.tensor())
+    assert st is not None and st.stats is not None
+    i, j = Field("i"), Field("j")
+    st.fields = (i, j)
+    for first, m in ((i, st.mat), (j, st.mat.T)):
+        np.testing.assert_array_equal(st.row_counts(first, m), real(m))
+        np.testing.assert_array_equal(st.transposed().row_counts(first, m), real(m))

@@ -31,6 +31,7 @@ import scipy.sparse as sp
 from lazysparse.formats.config import check_allocation
 from lazysparse.formats.dtypes import equals_fill, same_value
 from lazysparse.formats.levels.registry import all_located
+from lazysparse.formats.statistics import TensorStats, statistics
 from lazysparse.formats.tensor import Tensor
 from lazysparse.logic.dtypes import INDEX_DTYPE, scalar_as
 from lazysparse.logic.fields import unique_fields
@@ -67,7 +68,9 @@ class Stored:
     axes are ``fields``, its unstored entries ``fill``; ``spec`` is set by a Reformat,
     ``source`` is the table it was read from (returned as is when it is a query's
     result); ``borrowed``: its arrays may be a table's (a result copies them). A transpose
-    is a view (CSR <-> CSC); :meth:`rowwise` converts once."""
+    is a view (CSR <-> CSC); :meth:`rowwise` converts once. ``stats``: the table's degree
+    statistics (``formats.statistics``, computed once per tensor) when ``mat`` stores its
+    entries as they are, ``axes`` the table axis of each matrix axis."""
 
     mat: sp.csr_array | sp.csc_array
     fields: tuple[Field, ...]
@@ -75,6 +78,8 @@ class Stored:
     spec: Any = None
     source: Tensor | None = None
     borrowed: bool = False
+    stats: TensorStats | None = field(default=None, repr=False, compare=False)
+    axes: tuple[int, int] = (0, 1)
     _rowwise: sp.csr_array | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -84,7 +89,18 @@ class Stored:
 
     def transposed(self) -> Stored:
         """The same values with the fields swapped (a view of the transpose)."""
-        return Stored(self.mat.T, self.fields[::-1], self.fill, borrowed=self.borrowed)
+        return Stored(self.mat.T, self.fields[::-1], self.fill, borrowed=self.borrowed,
+                      stats=self.stats, axes=self.axes[::-1])
+
+    def row_counts(self, first: Field, m: Any) -> np.ndarray:
+        """How many entries each row of ``m`` (``mat`` with ``first`` as axis 0) stores: the
+        table's degree vector when it is one (no O(nnz) count per call of a loop), else
+        counted."""
+        if self.stats is not None:
+            found = self.stats.degrees(self.axes[0 if self.fields[0] == first else 1])
+            if found is not None:
+                return found
+        return _row_counts(m)
 
     def rowwise(self) -> sp.csr_array:
         """``mat`` as a canonical CSR array (sorted, unique), converted once."""
@@ -140,7 +156,10 @@ def stored_table(tns: Any) -> Stored | None:
         return None
     if not same_value(tns.fill_value, 0):
         raise NotEager(f"a sparse table with fill {tns.fill_value} (scipy has fill 0)")
-    return Stored(canonical(tns.to_scipy()), (), tns.dtype.type(0), None, tns, True)
+    mat = canonical(tns.to_scipy())
+    stats = statistics(tns)  # the plan cache's key read it already: degrees are kept there
+    return Stored(mat, (), tns.dtype.type(0), None, tns, True,
+                  stats=stats if stats.nnz == mat.nnz else None)  # no duplicates summed
 
 
 def _held(tns: Any) -> int:
@@ -149,8 +168,19 @@ def _held(tns: Any) -> int:
     return int(np.size(values))
 
 
-def _finite(data: np.ndarray) -> bool:
-    return data.dtype.kind not in "fc" or bool(np.isfinite(data).all())
+def _finite(data: np.ndarray, seen: dict[int, tuple[np.ndarray, bool]] | None = None) -> bool:
+    """Whether every value of ``data`` is finite; ``seen``: the answers of this plan run by
+    array (each kept alive there, so an id is never another array's), so an operand checked
+    for a contraction is not scanned again."""
+    if data.dtype.kind not in "fc":
+        return True
+    hit = seen.get(id(data)) if seen is not None else None
+    if hit is not None and hit[0] is data:
+        return hit[1]
+    ok = bool(np.isfinite(data).all())
+    if seen is not None:
+        seen[id(data)] = (data, ok)
+    return ok
 
 
 def _one_signed(data: np.ndarray) -> bool:
@@ -179,6 +209,7 @@ class StoredInterpreter(Interpreter):
         super().__init__(max_elements)
         self.memo: dict[int, Any] = {}  # operands a contraction evaluated, read once more
         self.held = 0  # the most values a table of the plan stores
+        self.finite: dict[int, tuple[np.ndarray, bool]] = {}  # ``_finite``'s answers
 
     # -- values -------------------------------------------------------------------------
     def record(self, v: Any) -> Any:
@@ -315,7 +346,7 @@ class StoredInterpreter(Interpreter):
         contracted by scipy (dense factors over it multiplied together first:
         ``sum_k a_ik (p_k q_k)``); the factors over kept fields only (``sum_k a_ik b_kj
         d_ij``) multiply the contraction after (plain arithmetic: finite values, fills 0)."""
-        if not all(_plain(v) or _finite_scalar(v) for v in vals):
+        if not all(_plain(v, self.finite) or _finite_scalar(v) for v in vals):
             return None
         inner = [k for k, v in enumerate(vals) if set(idxs) & set(v.fields)]
         dense = [k for k in inner if not isinstance(vals[k], Stored)]
@@ -331,7 +362,7 @@ class StoredInterpreter(Interpreter):
             return None
         fields = tuple(order) if order is not None else unique_fields(
             [v.fields for v in vals])
-        out = stored_contract(op, mul, init, *pair, idxs, fields)
+        out = stored_contract(op, mul, init, *pair, idxs, fields, self.finite)
         if out is None:
             return None
         for k, v in enumerate(vals):
@@ -560,14 +591,14 @@ def reduce_stored(op: Operator, init: Any, v: Stored, idxs: tuple[Field, ...]) -
 
 
 # -- products ---------------------------------------------------------------------------
-def _plain(v: Any) -> bool:
+def _plain(v: Any, seen: dict[int, tuple[np.ndarray, bool]] | None = None) -> bool:
     """Whether ``v``'s implicit entries are arithmetic zeros: numbers, fill 0, all finite."""
     data = v.mat.data if isinstance(v, Stored) else v.data
     if not isinstance(data, np.ndarray) or data.dtype.kind not in "iufc":
         return False
     if (isinstance(v, Stored) or v.implicit is not None) and not same_value(v.fill, 0):
         return False
-    return _finite(data)
+    return _finite(data, seen)
 
 
 def _finite_scalar(v: Any) -> bool:
@@ -585,17 +616,18 @@ def _as_matrix(v: Any, first: Field) -> Any:
 
 
 def stored_contract(op: Operator, mul: Operator, init: Any, va: Any, vb: Any,
-                    idxs: tuple[Field, ...], fields: tuple[Field, ...]) -> Any:
+                    idxs: tuple[Field, ...], fields: tuple[Field, ...],
+                    seen: dict[int, tuple[np.ndarray, bool]] | None = None) -> Any:
     """``sum over k of a * b`` for one shared reduced field ``k`` by scipy (SpMV, Aᵀx,
     SpGEMM, sparse × dense), where the fill rule is plain arithmetic; None otherwise (the
-    general evaluation: the product, then the reduction)."""
+    general evaluation: the product, then the reduction). ``seen``: ``_finite``'s answers."""
     if not isinstance(va, Stored):
         va, vb = vb, va
     shared = set(va.fields) & set(vb.fields)
     if (op.name != "add" or len(idxs) != 1 or shared != set(idxs) or
             not isinstance(vb, Stored | Value) or not vb.fields or len(vb.fields) > 2 or
             np.ndim(init) or isinstance(init, bool | np.bool_) or complex(init) != 0 or
-            not _plain(va) or not _plain(vb)):
+            not _plain(va, seen) or not _plain(vb, seen)):
         return None
     (k,) = idxs
     other = next(f for f in va.fields if f != k)
@@ -616,7 +648,7 @@ def stored_contract(op: Operator, mul: Operator, init: Any, va: Any, vb: Any,
         prod = np.asarray(left @ right).astype(res_dt)
     stored = None if vb.implicit is None else ~np.broadcast_to(vb.implicit, np.shape(vb.data))
     if stored is None:  # a row of ``left`` with no stored entry sums nothing
-        implicit = (_row_counts(left) == 0).reshape((-1,) + (1,) * (prod.ndim - 1))
+        implicit = (va.row_counts(other, left) == 0).reshape((-1,) + (1,) * (prod.ndim - 1))
     else:
         rs = stored.astype(np.float64) if vb.fields[0] == k else stored.T.astype(np.float64)
         implicit = np.asarray(_indicator(left) @ rs) == 0
