@@ -6,6 +6,7 @@ NumPy on the dense equivalent and against ``sync`` mode)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -15,7 +16,7 @@ import scipy.sparse as sp
 
 import lazysparse as xp
 from lazysparse.api.array.materialize import build_plan
-from lazysparse.engine import background, plan_store, tiers
+from lazysparse.engine import background, compile_worker, plan_store, tiers
 from lazysparse.engine.background import JobState
 from lazysparse.engine.plan_cache import clear_plan_cache, lookup
 from lazysparse.engine.tiers import CompileMode, Tier, compile_mode
@@ -339,3 +340,21 @@ def test_a_tier_record_lives_as_long_as_its_entry(mode: Callable[[str], None]) -
     assert key not in tiers._STATES  # noqa: SLF001
     np.testing.assert_allclose(np.asarray(xp.compute(v * 3.0)), V_NP * 3.0)
     assert _state(v * 3.0).last is Tier.COMPILED
+
+
+@pytest.mark.skipif(not hasattr(os, "getpriority"), reason="no process priorities")
+def test_the_worker_runs_at_the_lowest_priority_from_its_start(
+        mode: Callable[[str], None]) -> None:
+    """The parent lowers the worker's priority as it starts it, before the child's imports
+    (a second of CPU that would otherwise compete with the cells running eager), and the
+    worker still answers: a shape repeated while it compiles runs eager, then compiled."""
+    mode("background")
+    s, d, v = _operands("csr", 0.0)
+    st = _state(s * 23.0 - 1.0)
+    xp.compute(s * 23.0 - 1.0)
+    worker = background._WORKER
+    assert worker is not None and st.job is not None
+    assert os.getpriority(os.PRIO_PROCESS, worker.proc.pid) >= compile_worker.WORKER_NICENESS
+    assert background.wait(st.job, 240) is JobState.DONE
+    np.testing.assert_allclose(np.asarray(xp.compute(s * 23.0 - 1.0)), S_NP * 23.0 - 1.0)
+    assert st.last is Tier.COMPILED

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, BinaryIO
 
-from lazysparse.engine.compile_worker import read_frame, write_frame
+from lazysparse.engine.compile_worker import lower_priority, read_frame, write_frame
 from lazysparse.formats.compiled.sync import Counters
 
 #: seconds a job may stay unanswered before it counts as failed (a hung compile)
@@ -75,6 +75,7 @@ class _Worker:
             [sys.executable, "-m", "lazysparse.engine.compile_worker"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             env=env)
+        lower_priority(self.proc.pid)  # before its imports: they cost a second of CPU
         self.owner = os.getpid()  # a forked child has the pipes but not the threads
         self.jobs: dict[int, Job] = {}
         self.outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
