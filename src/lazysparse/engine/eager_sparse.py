@@ -9,9 +9,11 @@ on the union of their patterns and apply the interpreter's own fill rule there
 (``fill_rule``), so union (add, maximum) and intersection (multiply, divide) follow from the
 operators' annihilators, exactly as the dense reference computes them; products
 (SpMV, Aᵀx, SpGEMM, sparse × dense) go to scipy where the fill rule is plain arithmetic
-(fill 0, finite values, init 0); reductions fold the stored values per row with NumPy's
-``reduceat`` and the fill once per row that has unstored entries. Dense values (vectors,
-reduced results, dense tables) are the interpreter's, bounded by ``max_elements``.
+(fill 0, finite values, init 0; which rows of a product sum nothing is the table's degree
+vector, kept once per tensor by ``formats.statistics``); reductions fold the stored values
+per row with NumPy's ``reduceat`` and the fill once per row that has unstored entries.
+Dense values (vectors, reduced results, dense tables) are the interpreter's, bounded by
+``max_elements``.
 Anything else — a sparse table whose fill is not 0, an n-d sparse value, a product with a
 non-finite value, a map whose result would be dense over a sparse operand too large to
 densify — raises :class:`NotEager`/``TooLarge``: the whole plan then waits for the

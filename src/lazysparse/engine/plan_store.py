@@ -3,8 +3,9 @@
 A plan-cache entry (``engine.plan_cache``: the template with ``_Slot`` inputs and ``_Param``
 constants; a shape cached under its constants' values stays in memory, so the store holds
 one file per shape, never one per constant) is written to
-``<kernel cache dir>/plans/<version>/<key digest>.lsp`` when the optimizer makes it, and read
-by a later process on a memory miss before it optimizes. The key is written as a canonical
+``<kernel cache dir>/plans/<version>/<key digest>.lsp`` after its first eager run (marked
+eager-only) and once it ran compiled (marked compiled: ``engine.plan_cache.persist``), and
+read by a later process on a memory miss before it optimizes. The key is written as a canonical
 text (:func:`canonical`: tuples, strings, numbers, dtypes and classes only; a key holding an
 object's identity is never persisted), so equal keys name one file in every process.
 
