@@ -157,6 +157,26 @@ def test_a_cleared_memory_cache_reads_the_disk(store: Path) -> None:
     assert r1 == pytest.approx(_WANT[0]) and r2 == pytest.approx(_WANT[0])
 
 
+def test_an_eager_shape_is_written_once_then_once_more_when_compiled(
+        store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Eager calls of one shape write its plan once (not on every call); its first compiled
+    call writes it once more, marked compiled; the file then reads as compiled."""
+    plan = _plan()
+    saved = plan_store.STATS["saved"]
+    monkeypatch.setenv("LAZYSPARSE_COMPILE", "eager")
+    assert [_value(plan) for _ in range(3)] == pytest.approx([_WANT[0]] * 3)
+    assert plan_store.STATS["saved"] - saved == 1
+    entry, _, _ = plan_cache.lookup(plan)
+    assert entry.eager_saved and not entry.from_disk and entry.store_key is not None
+    monkeypatch.setenv("LAZYSPARSE_COMPILE", "sync")
+    assert _value(plan) == pytest.approx(_WANT[0])
+    assert _value(plan) == pytest.approx(_WANT[0])
+    assert plan_store.STATS["saved"] - saved == 2 and entry.store_key is None
+    plan_cache.clear_plan_cache()
+    again, _, _ = plan_cache.lookup(plan)
+    assert again.from_disk
+
+
 def _rewrite(path: Path, change: int) -> None:
     """Rewrite the entry at ``path`` with a valid checksum but one field changed: its
     version (``change`` 0) or its key text (1)."""
