@@ -55,6 +55,7 @@ from lazysparse.logic.structural_key import (
 from lazysparse.logic.traversal import map_children, prewalk, walk
 from lazysparse.optimizer.analysis import counted_formats
 from lazysparse.optimizer.pipeline import optimize
+from lazysparse.optimizer.unreached import reads_values
 
 CAPACITY = 512
 
@@ -335,7 +336,8 @@ def _counted_key(key: _HashedKey, marker: _Counted, inputs: list[Any],
     consts = tuple(_scalar_key(p) for p in params)
     last = marker.last
     if (last and last[1] == levels and last[2] == consts and len(last[0]) == len(inputs)
-            and all(r() is t for r, t in zip(last[0], inputs, strict=True))):
+            and all(r() is t for r, t in zip(last[0], inputs, strict=True))
+            and not reads_values(last[3])):  # finiteness: data written in place
         verdicts = last[3]
     else:
         verdicts = counted_formats(marker.probe.fill(inputs, params))
