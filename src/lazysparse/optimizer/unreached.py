@@ -217,8 +217,7 @@ class _Facts:
         rhs = self.defs[a].rhs
         if isinstance(rhs, Table):
             if a not in self.consulted:
-                t = rhs.tns.val
-                self.consulted[a] = holds_nonfinite(t) if hasattr(t, "values") else True
+                self.consulted[a] = _nonfinite(rhs.tns.val)
             return self.consulted[a]
         body = map_body(rhs)
         return True if body is None else may_be_nonfinite(body, self.nonfinite)
@@ -397,6 +396,19 @@ def reads_values(verdicts: tuple[Any, ...]) -> bool:
     return any(isinstance(v, Finiteness) for v in verdicts)
 
 
+def reread_values(verdicts: tuple[Any, ...], tables: dict[str, Any]) -> tuple[Any, ...]:
+    """``verdicts`` with each :class:`Finiteness` read again from a call's data: ``tables``
+    maps the input tables of the optimized plan they came from to that call's tensors
+    (O(those tensors); a table not there counts as non-finite, the safe side)."""
+    return tuple(Finiteness(v.table, _nonfinite(tables.get(v.table)))
+                 if isinstance(v, Finiteness) else v for v in verdicts)
+
+
+def _nonfinite(t: Any) -> bool:
+    """Whether stored data may hold ±inf or NaN (True for data without values)."""
+    return holds_nonfinite(t) if hasattr(t, "values") else True
+
+
 def region_readers(uses: list[tuple[Alias, bool, Query, bool]]) -> set[Alias]:
     """The aggregate queries of :func:`region_uses` without a format of their own, and their
     map queries annihilated as a whole when they have no format of their own either: their
@@ -421,5 +433,5 @@ def reached_keepers(uses: list[tuple[Alias, bool, Query, bool]]) -> set[Alias]:
 
 __all__ = ["Finiteness", "Region", "aggregate_argument", "annihilated_reader",
            "finiteness_verdicts", "map_body", "map_region", "may_be_nonfinite",
-           "reached_keepers", "reads_values", "region_decides", "region_matters",
+           "reached_keepers", "reads_values", "region_decides", "reread_values", "region_matters",
            "region_readers", "region_uses", "sparse_kinds"]
