@@ -255,10 +255,6 @@ def test_product_of_a_product_keeps_the_region() -> None:
         np.testing.assert_array_equal(got, want)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "known gap (docs/status.md): a product whose result another product reads is stored "
-    "as the optimizer predicts (dense here), so its unreached 0s meet the other operand's "
-    "inf: 0 * inf = NaN, where the reference's implicit 0 annihilates (0)"))
 def test_product_of_a_product_next_to_an_infinity() -> None:
     """Found by a random hunt over csr/csc/coo operands: ``(A @ B) @ (S * D)`` with ``D``
     holding inf; row 1 of ``A`` stores nothing, so row 1 of ``A @ B`` is implicit."""
@@ -276,10 +272,6 @@ def test_product_of_a_product_next_to_an_infinity() -> None:
     np.testing.assert_array_equal(got[0], got[1])
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "known gap (docs/status.md): the map over the inner product is pushed into the outer "
-    "product's argument, where optimizer/unreached.py does not look, so the inner product "
-    "is stored dense and its unreached 0 is divided: 0 / 0 = NaN"))
 def test_map_of_a_product_inside_another_product() -> None:
     """Found by a random hunt: ``(a @ X) * ((B @ c.T).T / D0 / D0)``; entry 0 of the
     transposed product is unreached (the reference: 0, so the result there is 0 * 0)."""

@@ -55,6 +55,7 @@ from lazysparse.logic.structural_key import (
 from lazysparse.logic.traversal import map_children, prewalk, walk
 from lazysparse.optimizer.analysis import counted_formats
 from lazysparse.optimizer.pipeline import optimize
+from lazysparse.optimizer.unreached import reads_values, reread_values
 
 CAPACITY = 512
 
@@ -340,6 +341,8 @@ def _counted_key(key: _HashedKey, marker: _Counted, inputs: list[Any],
     if (last and last[1] == levels and last[2] == consts and len(last[0]) == len(inputs)
             and all(r() is t for r, t in zip(last[0], inputs, strict=True))):
         verdicts = last[3]
+        if reads_values(verdicts):  # finiteness, read again: data may be written in place
+            verdicts = reread_values(verdicts, _slot_tables(marker.probe, inputs))
     else:
         verdicts = counted_formats(marker.probe.fill(inputs, params))
         try:
@@ -347,6 +350,13 @@ def _counted_key(key: _HashedKey, marker: _Counted, inputs: list[Any],
         except TypeError:  # an input without weak references: derive them each call
             pass
     return _HashedKey((key.key, "counted", verdicts))
+
+
+def _slot_tables(entry: CachedPlan, inputs: list[Any]) -> dict[str, Any]:
+    """The call's input tensor of each input table of ``entry``, by the table's alias."""
+    bodies = entry.template.bodies
+    return {bodies[j].lhs.name: inputs[bodies[j].rhs.tns.val.index]  # type: ignore[attr-defined]
+            for j in entry.slots}
 
 
 def _get(key: _HashedKey) -> Any:

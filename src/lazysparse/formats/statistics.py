@@ -184,3 +184,25 @@ def _degree_vectors(t: Tensor, axis: int) -> dict[int, np.ndarray]:
 def _kept(extent: int, nnz: int) -> bool:
     """Whether a degree vector of ``extent`` entries is kept (``DEGREE_EXTENT_RATIO``)."""
     return extent <= max(DEGREE_EXTENT_FLOOR, DEGREE_EXTENT_RATIO * nnz)
+
+
+def holds_nonfinite(t: Tensor) -> bool:
+    """Whether ``t`` may hold ±inf or NaN: a stored value, or the fill where some entry is
+    implicit (False for integer and bool data). Read fresh on every ask, O(stored): one sum,
+    which is finite only when every value is (an overflowing sum of finite values answers
+    True, the safe side); not kept, since a computed array may be written in place and a
+    NumPy leaf shares its memory with the caller's array (docs/api.md, "The fill rule")."""
+    values = t.values
+    if values.dtype.kind not in "fc":
+        return False
+    if not t.full and not _finite_scalar(t.fill_value):
+        return True
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = values.sum()
+    return values.size > 0 and not _finite_scalar(total)
+
+
+def _finite_scalar(x: object) -> bool:
+    """Whether the scalar ``x`` (real or complex, NumPy or CuPy) is finite."""
+    c = complex(x)  # type: ignore[arg-type]
+    return math.isfinite(c.real) and math.isfinite(c.imag)

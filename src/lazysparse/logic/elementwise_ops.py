@@ -169,22 +169,25 @@ op("reciprocal", 1, np.reciprocal,
 
 # --- unary, dtype preserving ----------------------------------------------------------
 op("abs", 1, np.abs, "abs({0})", "to_real", "numeric", dunders=("__abs__",),
-   idempotent=True)
-op("negative", 1, np.negative, "(-{0})", "promote", "numeric", dunders=("__neg__",))
+   idempotent=True, keeps_finite=True)
+op("negative", 1, np.negative, "(-{0})", "promote", "numeric", dunders=("__neg__",),
+   keeps_finite=True)
 op("positive", 1, np.positive, "(+{0})", "promote", "numeric", dunders=("__pos__",),
-   idempotent=True)
+   idempotent=True, keeps_finite=True)
 op("square", 1, np.square, "lsops.square({0})", "promote", "numeric")
 op("sign", 1, np.sign, by_kind(f="lsops.sign_float({0})", c="lsops.sign_complex({0})",
                                int="lsops.sign_int({0})"), "promote", "numeric",
-   idempotent=True)
+   idempotent=True, keeps_finite=True)
 for _name, _fn in (("ceil", np.ceil), ("floor", np.floor), ("trunc", np.trunc)):
     op(_name, 1, _fn, by_kind(f=f"np.{_name}({{0}})", int="{0}"), "promote", "real numeric",
-       idempotent=True)
+       idempotent=True, keeps_finite=True)
 op("round", 1, np.round, by_kind(f="np.rint({0})", c="lsops.round_complex({0})", int="{0}"),
-   "promote", "numeric", idempotent=True)
-op("conj", 1, np.conj, by_kind("{0}", c="np.conj({0})"), "promote", "numeric")
-op("real", 1, np.real, by_kind("{0}", c="{0}.real"), "to_real", "numeric", idempotent=True)
-op("imag", 1, np.imag, by_kind("0", c="{0}.imag"), "to_real", "numeric")
+   "promote", "numeric", idempotent=True, keeps_finite=True)
+op("conj", 1, np.conj, by_kind("{0}", c="np.conj({0})"), "promote", "numeric",
+   keeps_finite=True)
+op("real", 1, np.real, by_kind("{0}", c="{0}.real"), "to_real", "numeric", idempotent=True,
+   keeps_finite=True)
+op("imag", 1, np.imag, by_kind("0", c="{0}.imag"), "to_real", "numeric", keeps_finite=True)
 op("bitwise_invert", 1, np.invert, by_kind("(~{0})", b="(not {0})"), "promote",
    "integer or boolean", dunders=("__invert__",))
 op("signbit", 1, lambda x: np.signbit(x) if x.dtype.kind == "f" else x < 0,
@@ -207,12 +210,12 @@ op("multiply", 2, np.multiply, "({0} * {1})", "promote", "numeric", cuda="({0} *
 op("divide", 2, np.divide, by_kind("({0} / {1})", c="lsops.divide_complex({0}, {1})"), "float",
    "numeric", cuda="({0} / {1})",
    dunders=_binary_dunders("truediv"), annihilator=zero, annihilates_at=(0,),
-   strict_annihilator_for_floats=False)
+   strict_annihilator_for_floats=False, finite_annihilator=False)
 op("floor_divide", 2, np.floor_divide,
    by_kind(f="lsops.floor_divide_float({0}, {1})", i="lsops.floor_divide_int({0}, {1})",
            u="lsops.floor_divide_uint({0}, {1})"),
    "promote", "real numeric", dunders=_binary_dunders("floordiv"), annihilator=zero,
-   annihilates_at=(0,), strict_annihilator_for_floats=False)
+   annihilates_at=(0,), strict_annihilator_for_floats=False, finite_annihilator=False)
 op("remainder", 2, np.remainder,
    by_kind(f="lsops.remainder_float({0}, {1})", i="lsops.remainder_int({0}, {1})",
            u="lsops.remainder_uint({0}, {1})"),
@@ -224,11 +227,13 @@ op("pow", 2, np.power, by_kind("np.power({0}, {1})", i="lsops.power_int({0}, {1}
 op("maximum", 2, np.maximum,
    by_kind(f="lsops.maximum_float({0}, {1})", real="lsops.maximum_int({0}, {1})"),
    "promote", "real numeric", identity=dtype_min, annihilator=dtype_max, commutative=True,
-   associative=True, idempotent=True, init=dtype_min, strict_annihilator_for_floats=False)
+   associative=True, idempotent=True, init=dtype_min, strict_annihilator_for_floats=False,
+   keeps_finite=True)
 op("minimum", 2, np.minimum,
    by_kind(f="lsops.minimum_float({0}, {1})", real="lsops.minimum_int({0}, {1})"),
    "promote", "real numeric", identity=dtype_max, annihilator=dtype_min, commutative=True,
-   associative=True, idempotent=True, init=dtype_max, strict_annihilator_for_floats=False)
+   associative=True, idempotent=True, init=dtype_max, strict_annihilator_for_floats=False,
+   keeps_finite=True)
 op("atan2", 2, np.arctan2, "np.arctan2({0}, {1})", "float", "real numeric")
 op("copysign", 2, np.copysign, "np.copysign({0}, {1})", "float", "real numeric")
 op("hypot", 2, np.hypot, "np.hypot({0}, {1})", "float", "real numeric", commutative=True)
@@ -267,7 +272,7 @@ for _name, _fn, _sym, _dunder in (
     op(_name, 2, _fn, f"({{0}} {_sym} {{1}})", "compare",
        "any" if _name in ("equal", "not_equal") else "real numeric",
        cuda=f"({{0}} {_sym} {{1}})", dunders=(_dunder,),
-       commutative=_name in ("equal", "not_equal"))
+       commutative=_name in ("equal", "not_equal"), keeps_finite=True)
 op("logical_and", 2, np.logical_and, "({0} and {1})", "logical", "any", cuda="({0} && {1})",
    identity=lambda d: True, annihilator=lambda d: False, commutative=True, associative=True,
    idempotent=True, init=lambda d: True)

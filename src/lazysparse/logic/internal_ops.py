@@ -53,7 +53,7 @@ def _overwrite_np(a: Any, b: Any) -> Any:
 WHERE = register(Operator(
     "where", 3, np.where, "({1} if {0} else {2})", "({0} ? {1} : {2})", "where",
     ("any",), selections=(Selection(0, False, 2), Selection(0, True, 1)),
-    doc="ifelse(c, a, b)"))
+    keeps_finite=True, doc="ifelse(c, a, b)"))
 ISEQUAL = register(Operator(
     "isequal", 2, _isequal_np,
     by_kind("({0} == {1})", f="lsops.isequal_float({0}, {1})",

@@ -114,6 +114,12 @@ class Operator:
     # the argument positions at which the annihilator annihilates (None: every position);
     # ``divide`` has ``(0,)``: ``0 / x`` is 0, ``x / 0`` is not
     annihilates_at: tuple[int, ...] | None = None
+    # the annihilator holds for every finite operand (False for ``divide``: 0 / 0 is NaN):
+    # where not, a dense-stored 0 it meets differs from an implicit one with finite data
+    finite_annihilator: bool = True
+    # finite operands always give a finite result (no pole, no overflow: ``abs``,
+    # ``maximum``, ``sin``); False where finite data may give ±inf or NaN (``exp``, ``/``, ``*``)
+    keeps_finite: bool = False
     # NumPy form of ``x (+) x (+) ... (+) x`` (``m`` copies, ``m >= 1`` an int64 array) at
     # ``x``'s dtype, for non-idempotent associative ops (add: ``x * m``, multiply: ``x ** m``)
     repeat: Callable[[Any, Any], Any] | None = None

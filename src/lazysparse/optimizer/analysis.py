@@ -49,6 +49,7 @@ from lazysparse.logic.traversal import walk
 from lazysparse.optimizer.degrees import StatsView, intersection_probability
 from lazysparse.optimizer.exact_counts import ExactCount, map_count, product_count, unsure
 from lazysparse.optimizer.rewrite import accesses
+from lazysparse.optimizer.unreached import Finiteness, finiteness_verdicts
 
 INDEX_DTYPE = np.dtype("int64")
 # a result whose estimated density exceeds this is stored dense
@@ -706,24 +707,25 @@ def output_estimate(rhs: LogicNode, infos: dict[Alias, AliasInfo]
     return p, exact
 
 
-def counted_formats(plan: Plan) -> tuple[tuple[str, bool], ...]:
+def counted_formats(plan: Plan) -> tuple[tuple[str, bool] | Finiteness, ...]:
     """Per compute query of an optimized ``plan`` whose format an exact count decides
-    (``output_estimate``): its alias and whether the count makes it dense. A cache of
-    optimized plans tells calls apart by it: the count reads the data, not only the
+    (``output_estimate``): its alias and whether the count makes it dense; then the
+    finiteness of each stored table a format depends on (``unreached.finiteness_verdicts``).
+    A cache of optimized plans tells calls apart by them: they read the data, not only the
     facts a plan is keyed on."""
     if not any(isinstance(b, Query) and isinstance(b.rhs, Table) and not all_located(
             getattr(getattr(b.rhs.tns.val, "spec", None), "level_kinds", (DENSE_KIND,)))
                for b in plan.bodies):
-        return ()  # no stored sparse input: nothing to count
+        return ()  # no stored sparse input: nothing to count, no implicit region
     infos = plan_infos(plan)
-    out = []
+    out: list[tuple[str, bool] | Finiteness] = []
     for body in plan.bodies:
         if (isinstance(body, Query) and not isinstance(body.rhs, Table)
                 and _stored_tensors(body.rhs, infos)):
             exact = output_estimate(body.rhs, infos)[1]
             if exact is not None:
                 out.append((body.lhs.name, exact.dense))
-    return tuple(out)
+    return (*out, *finiteness_verdicts(plan))
 
 
 def _stored_tensors(rhs: LogicNode, infos: dict[Alias, AliasInfo]) -> bool:

@@ -20,6 +20,7 @@ import numpy as np
 
 from lazysparse.formats.dtypes import same_value
 from lazysparse.formats.levels.registry import DENSE_KIND, PLAIN_KIND, all_located
+from lazysparse.formats.statistics import holds_nonfinite
 from lazysparse.logic.nodes import (
     Aggregate,
     Alias,
@@ -34,6 +35,7 @@ from lazysparse.logic.nodes import (
     Reorder,
     Table,
 )
+from lazysparse.logic.normal_form import epilogue_aggregate
 from lazysparse.logic.operators import Operator, mapjoin_region
 from lazysparse.optimizer.rewrite import accesses
 
@@ -160,16 +162,29 @@ def sparse_kinds(n: int) -> tuple[str, ...]:
     return (DENSE_KIND,) + (PLAIN_KIND,) * (n - 1) if n > 1 else (PLAIN_KIND,)
 
 
-def _aggregate_query(rhs: LogicNode) -> tuple[Aggregate | None, bool]:
+def _aggregate_query(rhs: LogicNode, chosen: bool = False) -> tuple[Aggregate | None, bool]:
     """The aggregate a query computes (None if it computes none) and whether the query has a
-    format of its own; an aggregate stored dense by its own format has no implicit region."""
+    format of its own; an aggregate stored dense by its own format has no implicit region,
+    unless ``chosen`` (a plan whose formats the optimizer chose: dense may be its choice)."""
     own = isinstance(rhs, Reformat)
     inner = rhs.arg if isinstance(rhs, Reformat) else rhs
     agg = inner.arg if isinstance(inner, Reorder) else inner
     if not isinstance(agg, Aggregate) or not isinstance(agg.init, Immediate) or \
-            (own and _dense_spec(rhs.tns.val)):  # type: ignore[attr-defined]
+            (own and not chosen and _dense_spec(rhs.tns.val)):  # type: ignore[attr-defined]
         return None, own
     return agg, own
+
+
+def aggregate_argument(rhs: LogicNode) -> LogicNode | None:
+    """The pointwise tree an aggregate query (or an epilogue's aggregate) folds, else None:
+    where the optimizer puts a map it pushed into a product (``(a @ X) * (P / D)`` folds
+    ``a * X * (P / D)``; ``P @ (S * D)`` folds ``P * (S * D)``)."""
+    inner = rhs.arg if isinstance(rhs, Reformat) else rhs
+    inner = inner.arg if isinstance(inner, Reorder) else inner
+    agg = inner if isinstance(inner, Aggregate) else epilogue_aggregate(inner)
+    if agg is None:
+        return None
+    return agg.arg.arg if isinstance(agg.arg, Reorder) else agg.arg
 
 
 def _relayout_source(rhs: LogicNode) -> Alias | None:
@@ -192,17 +207,32 @@ class _Facts:
     aggs: dict[Alias, tuple[Aggregate, bool]] = field(default_factory=dict)
     origin: dict[Alias, Alias] = field(default_factory=dict)  # a copy -> what it copies
     regions: dict[Alias, Region] = field(default_factory=dict)
+    # the stored tables whose finiteness was read, and whether each holds a non-finite value
+    consulted: dict[Alias, bool] = field(default_factory=dict)
+    chosen: bool = False  # the formats are the optimizer's (``_aggregate_query``)
+
+    def nonfinite(self, a: Alias) -> bool:
+        """Whether the query ``a`` may hold ±inf or NaN: a stored table's data (read and
+        recorded), a map's operands and operators, else (a fold: sums overflow) True."""
+        rhs = self.defs[a].rhs
+        if isinstance(rhs, Table):
+            if a not in self.consulted:
+                self.consulted[a] = _nonfinite(rhs.tns.val)
+            return self.consulted[a]
+        body = map_body(rhs)
+        return True if body is None else may_be_nonfinite(body, self.nonfinite)
 
 
-def _plan_facts(plan: Plan) -> _Facts:
+def _plan_facts(plan: Plan, chosen: bool = False) -> _Facts:
     """Readers, aggregates (and sparse copies of them) and regions of ``plan``'s queries;
-    an aggregate with an implicit region holds its init there (the reference's)."""
-    f = _Facts()
+    an aggregate with an implicit region holds its init there (the reference's).
+    ``chosen``: the formats are the optimizer's (a dense aggregate may have had a region)."""
+    f = _Facts(chosen=chosen)
     for body in plan.bodies:
         if not isinstance(body, Query):
             continue
         f.defs[body.lhs] = body
-        agg, own = _aggregate_query(body.rhs)
+        agg, own = _aggregate_query(body.rhs, chosen)
         src = _relayout_source(body.rhs)
         if agg is not None:
             f.aggs[body.lhs] = (agg, own)
@@ -230,7 +260,7 @@ def _chain(f: _Facts, a: Alias, use: Query, whole: bool) -> list[tuple[Alias, bo
 def _feeders(f: _Facts, a: Alias) -> list[Alias]:
     """The aggregates (or their copies) with an implicit region that aggregate ``a``'s
     argument reads: their regions make ``a``'s (no product reaches past an unreached entry)."""
-    agg, _ = _aggregate_query(f.defs[a].rhs)
+    agg, _ = _aggregate_query(f.defs[a].rhs, f.chosen)
     if agg is None:
         return []
     return [x.arg for x in accesses(agg.arg) if x.arg in f.aggs  # type: ignore[misc]
@@ -245,7 +275,12 @@ def region_uses(plan: Plan) -> list[tuple[Alias, bool, Query, bool]]:
     included, or aggregates), or an aggregate listed already whose product reads it. A
     sparse copy of an aggregate (a transpose) keeps its region: its readers are listed for
     the copy (with a format of its own) and for the aggregate it copies."""
-    f = _plan_facts(plan)
+    return _region_uses(_plan_facts(plan))
+
+
+def _region_uses(f: _Facts) -> list[tuple[Alias, bool, Query, bool]]:
+    """:func:`region_uses` of the facts ``f`` (recording the tables whose finiteness the
+    folds' readers read: ``f.consulted``)."""
     out: list[tuple[Alias, bool, Query, bool]] = []
     for a, (agg, _) in f.aggs.items():
         r = f.regions.get(a)
@@ -256,6 +291,9 @@ def region_uses(plan: Plan) -> list[tuple[Alias, bool, Query, bool]]:
             body = map_body(use.rhs)
             if body is not None and region_decides(body, a, init, f.regions.get):
                 out += _chain(f, a, use, annihilated_reader(body, a, init, f.regions.get))
+            elif body is None and (arg := aggregate_argument(use.rhs)) is not None and \
+                    region_matters(arg, a, init, f.regions.get, f.nonfinite):
+                out += _chain(f, a, use, False)
     todo = [u[0] for u in out]
     seen = set(todo)
     while todo:
@@ -267,6 +305,108 @@ def region_uses(plan: Plan) -> list[tuple[Alias, bool, Query, bool]]:
                 out += chain
                 todo += [c[0] for c in chain]
     return out
+
+
+def may_be_nonfinite(body: LogicNode, alias_nonfinite: Callable[[Alias], bool]) -> bool:
+    """Whether the pointwise tree ``body`` may give ±inf or NaN: an operator that finite
+    operands can drive there (``Operator.keeps_finite`` False: ``exp``, ``/``, overflowing
+    ``*``), a non-finite constant, or an alias read that may hold one (``alias_nonfinite``)."""
+    match body:
+        case Relabel(arg=Alias() as a):
+            return alias_nonfinite(a)
+        case Immediate(val=v):
+            try:
+                return not np.all(np.isfinite(np.asarray(v)))
+            except TypeError:
+                return False  # not a number (a bool, an operator)
+        case Field():
+            return False
+        case MapJoin(op=Immediate(val=Operator() as op), args=args):
+            return not op.keeps_finite or any(may_be_nonfinite(x, alias_nonfinite)
+                                              for x in args)
+    return True
+
+
+def _annihilated_by(n: MapJoin, alias: Alias, init: Any,
+                    other: Callable[[Alias], Region]) -> bool:
+    """Whether the op of ``n`` is annihilated by an argument reading ``alias`` where that
+    aggregate holds its init: the argument's region there is the op's annihilator at its
+    position (``P * X``, ``P / D``; not ``D / P``, not ``P + X``)."""
+    op = n.op.val  # type: ignore[attr-defined]
+    parts = [map_region(x, alias, init, other)[0] for x in n.args]
+    if any(p is None for p in parts):
+        return False
+    try:
+        dtypes = op.operand_dtypes(*[p[0] for p in parts])  # type: ignore[index]
+    except (TypeError, ValueError):
+        return False
+    for i, (x, p) in enumerate(zip(n.args, parts, strict=True)):
+        if alias not in {a.arg for a in accesses(x)} or p[1]:  # type: ignore[index]
+            continue
+        z = op.annihilator_at(i, dtypes[i])
+        if z is not None and same_value(p[0], z):  # type: ignore[index]
+            return True
+    return False
+
+
+def region_matters(body: LogicNode, alias: Alias, init: Any, other: Callable[[Alias], Region],
+                   alias_nonfinite: Callable[[Alias], bool]) -> bool:
+    """Whether a fold of the pointwise ``body`` (another aggregate's argument, reading the
+    aggregate ``alias`` of fill ``init``) needs ``alias``'s implicit region, as the reference
+    interpreter says: an op of ``body`` that the region annihilates keeps its annihilator,
+    computed on a stored ``init``, only when the op does so for finite operands
+    (``Operator.finite_annihilator``: not ``divide``, 0 / 0 is NaN) and no other operand may
+    be non-finite (:func:`may_be_nonfinite`: ``(A @ B) @ (S * D)`` with ``D`` holding inf:
+    0 * inf is NaN). With finite data ``(A @ B) @ X`` folds the same stored dense."""
+    if not isinstance(body, MapJoin) or not isinstance(body.op, Immediate) or \
+            alias not in {a.arg for a in accesses(body)}:
+        return False
+    if _annihilated_by(body, alias, init, other):
+        op = body.op.val
+        others = [x for x in body.args if alias not in {a.arg for a in accesses(x)}]
+        if not op.finite_annihilator or any(may_be_nonfinite(x, alias_nonfinite)
+                                            for x in others):
+            return True
+    return any(region_matters(x, alias, init, other, alias_nonfinite) for x in body.args)
+
+
+@dataclass(frozen=True)
+class Finiteness:
+    """A plan cache verdict (``analysis.counted_formats``): whether the stored table
+    ``table`` of an optimized plan holds a non-finite value now; a format depends on it
+    (:func:`region_matters`), and it is read again on every call (data may be written in
+    place, and a NumPy leaf shares the caller's memory)."""
+
+    table: str
+    nonfinite: bool
+
+
+def finiteness_verdicts(plan: Plan) -> tuple[Finiteness, ...]:
+    """The :class:`Finiteness` of each stored table whose finiteness decides a format of
+    the optimized ``plan`` (its aggregates counted with a region whatever their chosen
+    format, so a plan chosen on finite data and one chosen on other data read the same
+    tables)."""
+    f = _plan_facts(plan, chosen=True)
+    _region_uses(f)
+    return tuple(Finiteness(a.name, v) for a, v in f.consulted.items())
+
+
+def reads_values(verdicts: tuple[Any, ...]) -> bool:
+    """Whether plan cache verdicts hold a :class:`Finiteness` (read again on every call)."""
+    return any(isinstance(v, Finiteness) for v in verdicts)
+
+
+def reread_values(verdicts: tuple[Any, ...], tables: dict[str, Any]) -> tuple[Any, ...]:
+    """``verdicts`` with each :class:`Finiteness` read again from a call's data: ``tables``
+    maps the input tables of the optimized plan they came from to that call's tensors
+    (O(those tensors); a table not there counts as non-finite, the safe side)."""
+    return tuple(Finiteness(v.table, _nonfinite(tables.get(v.table)))
+                 if isinstance(v, Finiteness) else v for v in verdicts)
+
+
+def _nonfinite(t: Any) -> bool:
+    """Whether stored data may hold ±inf or NaN (True for data without values)."""
+    return holds_nonfinite(t) if hasattr(t, "values") else True
 
 
 def region_readers(uses: list[tuple[Alias, bool, Query, bool]]) -> set[Alias]:
@@ -291,5 +431,7 @@ def reached_keepers(uses: list[tuple[Alias, bool, Query, bool]]) -> set[Alias]:
     return {use[0] for use in uses}
 
 
-__all__ = ["Region", "annihilated_reader", "map_body", "map_region", "reached_keepers",
-           "region_decides", "region_readers", "region_uses", "sparse_kinds"]
+__all__ = ["Finiteness", "Region", "aggregate_argument", "annihilated_reader",
+           "finiteness_verdicts", "map_body", "map_region", "may_be_nonfinite",
+           "reached_keepers", "reads_values", "region_decides", "reread_values", "region_matters",
+           "region_readers", "region_uses", "sparse_kinds"]
