@@ -26,6 +26,7 @@ from lazysparse.sparse_linalg.operators import (
     as_preconditioner,
     iterations,
     norm,
+    ratio,
     square_operator,
     start,
     tolerance,
@@ -97,7 +98,7 @@ def _cg_updates(op: Operator, x: LazyArray, r: LazyArray, p: LazyArray, rho: flo
     temporaries (``A p``, ``alpha``) die on return: a compute that finds no other
     uncomputed array held skips the search for held values (``api.held_values``)."""
     q = op.matvec(p)
-    alpha = rho / xp.vecdot(p, q)
+    alpha = ratio(rho, xp.vecdot(p, q), p.dtype)
     return x + alpha * p, r - alpha * q
 
 
