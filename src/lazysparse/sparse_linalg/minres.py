@@ -1,9 +1,10 @@
 """MINRES for symmetric (possibly indefinite) systems: Paige and Saunders' algorithm as in
 scipy.sparse.linalg.minres (same stopping tests, ``rtol`` relative to ``||A|| ||x||``).
 
-An iteration is two ``xp.compute`` calls: ``v, A v - c r1, v.(A v - c r1)`` (with the
-previous iteration's ``w``, ``x`` and ``||x||^2``, whose tests then run) and ``r2, M r2,
-r2.M r2``; the plane rotations and norm estimates are host scalars.
+An iteration is one ``xp.compute``: ``v``, ``u = A v - c r1``, ``alfa = v.u`` (a lazy 0-d
+array the next vector reads in the same plan), ``r2 = u - (alfa / beta) r2``, ``M r2`` and
+``r2.M r2``, with the previous iteration's ``w``, ``x`` and ``||x||^2``, whose tests then
+run; the plane rotations and norm estimates are host scalars.
 """
 
 from __future__ import annotations
@@ -15,16 +16,18 @@ from typing import Any
 
 from lazysparse.api.array.lazy_array import LazyArray
 from lazysparse.sparse_linalg.operators import (
+    Operator,
     Vector,
     apply,
     as_preconditioner,
     iterations,
+    ratio,
     square_operator,
     start,
     xp,
     zeros,
 )
-from lazysparse.sparse_linalg.paige_saunders import stop_code, sym_ortho, with_norm
+from lazysparse.sparse_linalg.paige_saunders import stop_code, sym_ortho
 
 
 @dataclass(frozen=True)
@@ -91,17 +94,45 @@ def _stop(s: _Scalars, step: _Step, ynorm: float, itn: int, maxiter: int, rtol: 
                          (test2 <= rtol, 2), (test1 <= rtol, 1)))
 
 
-def _preconditioned(psolve: Vector | None, r: LazyArray) -> tuple[LazyArray, LazyArray, float]:
-    """``r``, ``y = M r`` and Lanczos' ``beta = sqrt(r.y)`` in one plan (a negative
-    ``r.y`` means ``A`` is not symmetric)."""
+def _lanczos_vectors(op: Operator, psolve: Vector | None, y: LazyArray, r1: LazyArray,
+                     r2: LazyArray, s: _Scalars, itn: int
+                     ) -> tuple[LazyArray, LazyArray, LazyArray, LazyArray]:
+    """A Lanczos step's lazy ``v = y / beta``, ``r2' = u - (alfa / beta) r2`` (``u = A v``
+    less ``(beta / oldb) r1`` after the first), ``y' = M r2'`` and ``alfa = v.u``. The
+    temporary ``u`` dies on return: the compute finds no other uncomputed array held."""
+    v = y / s.beta
+    u = op.matvec(v)
+    if itn >= 2:
+        u = u - (s.beta / s.oldb) * r1
+    alfa = xp.vecdot(v, u)
+    r2 = u - ratio(alfa, s.beta, r2.dtype) * r2
+    return v, r2, apply(psolve, r2), alfa
+
+
+def _lanczos(op: Operator, psolve: Vector | None, y: LazyArray, r1: LazyArray,
+             r2: LazyArray, s: _Scalars, itn: int, held: tuple[LazyArray, LazyArray] | None
+             ) -> tuple[LazyArray, LazyArray, LazyArray, float, float, tuple[Any, ...]]:
+    """One MINRES iteration's vectors in one plan (``_lanczos_vectors``) with ``r2'.y'``,
+    and ``held`` (the previous step's ``w`` and ``x``) with ``||x||^2``: returns ``v, r2',
+    y', alfa, r2'.y'`` and ``(w, x, ||x||^2)`` (empty without ``held``)."""
+    v, r2, y, alfa = _lanczos_vectors(op, psolve, y, r1, r2, s, itn)
+    vecs = (v, r2) if psolve is None else (v, r2, y)
+    prev = () if held is None else (*held, xp.vecdot(held[1], held[1]))
+    out = xp.compute(*vecs, alfa, xp.vecdot(r2, y), *prev)
+    n = len(vecs)
+    y = out[1] if psolve is None else out[2]
+    done = () if held is None else (out[n + 2], out[n + 3], float(out[n + 4]))
+    return out[0], out[1], y, float(out[n]), float(out[n + 1]), done
+
+
+def _beta(ry: float, psolve: Vector | None) -> float:
+    """Lanczos' ``beta = sqrt(r.M r)`` (a negative ``r.M r`` means ``A`` is not
+    symmetric; without ``M`` a rounding-negative square is 0)."""
     if psolve is None:
-        r, beta = with_norm(r)
-        return r, r, beta
-    y = psolve(r)
-    r, y, ry = xp.compute(r, y, xp.vecdot(r, y))
-    if float(ry) < 0:
+        return math.sqrt(max(ry, 0.0))
+    if ry < 0:
         raise ValueError("minres: non-symmetric matrix")
-    return r, y, math.sqrt(float(ry))
+    return math.sqrt(ry)
 
 
 def minres(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5,
@@ -132,23 +163,16 @@ def minres(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5,
     r2 = r1
     step: _Step | None = None
     for itn in range(1, maxiter + 1):
-        v = y / s.beta
-        y = op.matvec(v)
-        if itn >= 2:
-            y = y - (s.beta / s.oldb) * r1
-        if step is None:
-            v, y, alfa = xp.compute(v, y, xp.vecdot(v, y))
-        else:  # the previous step's x, then its tests
-            w, x, v, y, alfa, xx = xp.compute(w, x, v, y, xp.vecdot(v, y), xp.vecdot(x, x))
+        held = None if step is None else (w, x)
+        v, r2_new, y, alfa, ry, done = _lanczos(op, psolve, y, r1, r2, s, itn, held)
+        if step is not None:  # the previous step's x, then its tests
+            w, x, xx = done
             if callback is not None:
                 callback(x)
-            if _stop(s, step, math.sqrt(float(xx)), itn - 1, maxiter, rtol, eps):
+            if _stop(s, step, math.sqrt(xx), itn - 1, maxiter, rtol, eps):
                 return x, 0
-        alfa = float(alfa)
-        y = y - (alfa / s.beta) * r2
-        r1, r2 = r2, y
-        r2, y, beta = _preconditioned(psolve, r2)
-        s, step = _rotate(s, alfa, beta, eps)
+        r1, r2 = r2, r2_new
+        s, step = _rotate(s, alfa, _beta(ry, psolve), eps)
         w1, w2 = w2, w
         w = (v - step.oldeps * w1 - step.delta * w2) * step.denom
         x = x + step.phi * w

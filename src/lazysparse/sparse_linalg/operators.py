@@ -237,6 +237,18 @@ def norm(v: LazyArray) -> float:
     return math.sqrt(max(float(xp.vecdot(v, v)), 0.0))
 
 
+def ratio(a: Any, b: Any, dtype: np.dtype) -> LazyArray:
+    """``a / b`` of a lazy 0-d array and a Python float (either way round) as a lazy 0-d
+    array of ``dtype``, rounded as the host's float division rounds it: in float64, then
+    to ``dtype`` (a float32 solver's step size is the value a ``float()`` read and a
+    Python division would give, only not read to the host: the plan goes on without a
+    break)."""
+    if dtype == np.float64:
+        return a / b
+    wide = [xp.astype(v, xp.float64) if isinstance(v, LazyArray) else v for v in (a, b)]
+    return xp.astype(wide[0] / wide[1], dtype)
+
+
 def apply(m: Vector | None, v: LazyArray) -> LazyArray:
     """``M v`` (``v`` itself without a preconditioner)."""
     return v if m is None else m(v)

@@ -168,6 +168,18 @@ def scalar_now(op: Operator, operands: list[Any], facts: _Facts) -> LazyArray | 
     return computed_scalar(value, value.dtype.type(0))
 
 
+def _stored_literals(operands: list[Any]) -> list[Any] | None:
+    """``operands`` with each stored 0-d array replaced by its value, or None when none
+    is stored (then nothing differs from an array operand: the facts cache applies)."""
+    out: list[Any] = []
+    found = False
+    for a in operands:
+        v = stored_scalar(a) if isinstance(a, LazyArray) and not a._shape else None
+        found = found or v is not None
+        out.append(a if v is None else v)
+    return out if found else None
+
+
 def apply_operator(op: Operator, *args: Any, fname: str | None = None,
                    names: tuple[str, ...] | None = None) -> LazyArray:
     """``op`` applied elementwise to broadcast ``args``: lazy arrays, Python scalars and
@@ -191,14 +203,13 @@ def apply_operator(op: Operator, *args: Any, fname: str | None = None,
                 zero_d = True
     if not arrays:
         raise TypeError(f"{name}: at least one argument must be an array")
-    if zero_d and n_d:
+    literals = _stored_literals(operands) if zero_d and n_d else None
+    if literals is not None:
         # a stored 0-d operand is a scalar (its dtype kept): its dtype decides promotion,
         # its value the fill (not cached: the value is the array's)
-        literals = [v if isinstance(a, LazyArray) and (v := stored_scalar(a)) is not None
-                    else a for a in operands]
         facts = _infer(op, literals, arrays, operands)
         operands = literals
-    else:
+    else:  # an uncomputed 0-d operand (a solver's lazy step size) is an array like any
         facts = _facts(op, operands, arrays)
     if not facts.shape:  # computed 0-d operands fold at once
         now = scalar_now(op, operands, facts)

@@ -40,7 +40,7 @@ from lazysparse.api.chapters.statistical import accumulation_dtype
 from lazysparse.logic import dtypes as _dt
 from lazysparse.logic.fields import getfields
 from lazysparse.logic.nodes import Aggregate, Field, Immediate, LogicNode, MapJoin, Relabel, Reorder
-from lazysparse.logic.operators import aggregate_fill
+from lazysparse.logic.operators import aggregate_fill, mapjoin_region
 
 
 def contract(x1: LazyArray, f1: Sequence[Field], x2: LazyArray, f2: Sequence[Field] | None,
@@ -71,7 +71,19 @@ def contract(x1: LazyArray, f1: Sequence[Field], x2: LazyArray, f2: Sequence[Fie
     if fields != tuple(out_fields):
         body = Reorder(body, tuple(out_fields))
     return LazyArray(identify(body), out_shape, dtype, fill, x1.device,
+                     full=_product_full(mul, x1, x2),
                      extent=_contract_extent(x1, left, x2, right, body))
+
+
+def _product_full(mul: Any, x1: LazyArray, x2: LazyArray) -> bool | None:
+    """Whether a contraction has no implicit region, known at construction where both
+    operands' regions are (``logic.inference``: a sum keeps its product's region, a product
+    the fill rule's of its operands; their accesses are views of the arrays): a solver's
+    lazy dot read by its next update asks it once, not by a walk of its history per use.
+    None where an operand's fill is not known (the constructor's walk decides)."""
+    if x1._fill_value is None or x2._fill_value is None:
+        return None
+    return mapjoin_region(mul, [x1._fill_value, x2._fill_value], [x1.full, x2.full])[1]
 
 
 def _access_nodes(node: LogicNode, x: LazyArray, seen: set[int]) -> int | None:

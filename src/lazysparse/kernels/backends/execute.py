@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from lazysparse.formats.compiled.sync import Counters
 from lazysparse.formats.tensor import Tensor
 from lazysparse.kernels.backends.host import run_plan
 from lazysparse.kernels.backends.numba import cache
@@ -33,6 +34,11 @@ from lazysparse.kernels.compile.planning.structured_inputs import decide_layouts
 from lazysparse.logic.nodes import Alias, Plan, Query
 
 HostRunner = Callable[[KernelInfo, QueryData], Tensor]
+
+#: compiled-tier work, counted so tests can bound it deterministically (issue 34: a native
+#: solver's computes and kernel passes per iteration): ``plans`` run (one per compute) and
+#: ``queries`` run (one per kernel pass or host runner call, ``Recipe.run``/``run_decided``)
+RUNS = Counters("plans", "queries")
 
 
 def _numpy(info: KernelInfo, data: QueryData) -> Tensor:
@@ -126,6 +132,7 @@ def explain_query(query: Query, env: dict[Alias, Any]) -> tuple[QueryDecisions, 
 
 def run_decided(d: QueryDecisions, kernel: Kernel | None) -> Tensor:
     """Run a decided query on its runner (``kernel``: the compiled one's)."""
+    RUNS.bump("queries")
     if d.runner is None:  # nothing runs it (a sparse kernel too deep for Python)
         raise _too_deep(d)
     if d.runner is Runner.COMPILED:
@@ -153,6 +160,6 @@ def execute_plan(plan: Plan) -> tuple[Tensor, ...]:
     return run_plan(plan, run_query, _check_input)
 
 
-__all__ = ["HostRunner", "Kernel", "choose_runner", "compile_query", "decide_query",
+__all__ = ["RUNS", "HostRunner", "Kernel", "choose_runner", "compile_query", "decide_query",
            "decided_kernel", "execute_plan", "explain_query", "host_runner", "run_decided",
            "run_query"]

@@ -21,6 +21,7 @@ from lazysparse.formats.dtypes import fill_key
 from lazysparse.formats.layouts import canonical
 from lazysparse.formats.ordering import ordered
 from lazysparse.kernels.backends.execute import (
+    RUNS,
     HostRunner,
     decide_query,
     execute_plan,
@@ -147,6 +148,7 @@ class Recipe:
 
     def run(self, data: QueryData) -> Any:
         """Run the kernel (or the host path) on ``data``."""
+        RUNS.bump("queries")
         if self.kernel is None:
             return self.host(self.info, data)
         return self.kernel(data)
@@ -376,7 +378,8 @@ class Program:
 
 def run_cached(entry: Any, inputs: list[Any], params: tuple[Any, ...]) -> tuple[Any, ...]:
     """Run a plan-cache entry: through its :class:`Program` when it is cached, else the
-    optimized plan it holds through :func:`execute_plan`."""
+    optimized plan it holds through :func:`execute_plan` (each run counted in ``RUNS``)."""
+    RUNS.bump("plans")
     if not entry.cached:
         return execute_plan(entry.template)
     if entry.program is None:
