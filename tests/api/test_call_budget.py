@@ -135,3 +135,44 @@ def test_a_known_shape_keys_only_its_new_nodes(monkeypatch: pytest.MonkeyPatch,
     assert _key_builds(monkeypatch, lambda: xp.compute(x * 2.0)) == {
         "operation": 1, "walk": 0}
     np.testing.assert_allclose(np.asarray(xp.compute(x * 2.0)), want * 2.0, rtol=1e-12)
+
+
+def test_a_scalar_read_costs_a_few_calls_over_its_compute() -> None:
+    """``float``/``item``-style reads of a 0-d result read the stored value directly
+    (issue 34: a scalar read adds <= 5 us): at most 2 calls over ``xp.compute`` of the same
+    expression, and the values are NumPy's."""
+    v = xp.asarray(_VN)
+    computed = python_calls(lambda: xp.compute(xp.sum(v * 2.0)))
+    read = python_calls(lambda: float(xp.sum(v * 2.0)))
+    assert read - computed <= 2, (read, computed)
+    assert float(xp.sum(v * 2.0)) == pytest.approx((_VN * 2.0).sum(), rel=1e-12)
+    assert bool(xp.sum(v * 2.0) > 1.0) is bool((_VN * 2.0).sum() > 1.0)
+    assert complex(xp.sum(v * 2.0)) == pytest.approx(complex((_VN * 2.0).sum()), rel=1e-12)
+    with pytest.raises(TypeError, match="0-d array"):
+        float(v * 2.0)
+
+
+def test_a_one_array_compute_runs_its_recipe_without_alias_tables() -> None:
+    """The program of a one-array compute, one query on its inputs, calls that query's
+    recipe directly (``Program.only``, no alias tables); a compute of two arrays keeps the
+    general path. Both agree with NumPy, and the direct path is fewer calls."""
+    from lazysparse.api.array.materialize import build_plan
+    from lazysparse.engine.plan_cache import lookup
+
+    v, p = xp.asarray(_VN), xp.asarray(_PN)
+    for _ in range(2):
+        one = xp.compute(v + 0.5 * p)
+        two = xp.compute(v * 2.0, p - 1.0)
+    np.testing.assert_allclose(np.asarray(one), _VN + 0.5 * _PN, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(two[0]), _VN * 2.0, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(two[1]), _PN - 1.0, rtol=1e-12)
+    single = lookup(build_plan((v + 0.5 * p,)))[0].program
+    pair = lookup(build_plan((v * 2.0, p - 1.0)))[0].program
+    assert single.only is not None and single.only in single.slots
+    assert pair.only is None
+    direct = python_calls(lambda: xp.compute(v + 0.5 * p))
+    single.only = None  # the general path for the same plan
+    try:
+        assert python_calls(lambda: xp.compute(v + 0.5 * p)) > direct
+    finally:
+        single.only = single.queries[0][0]
