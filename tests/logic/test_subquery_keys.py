@@ -211,3 +211,30 @@ def test_the_plan_stores_text_of_a_key_round_trips() -> None:
     key = plan_key(build_plan((BUILDERS["chain"](a),)))[0]
     assert canonical(pickle.loads(pickle.dumps(key))) == texts[0]
     assert "S(" in texts[0] and "Structure" not in texts[0]
+
+
+def test_a_plan_of_several_arrays_keeps_their_sharing(monkeypatch: pytest.MonkeyPatch
+                                                      ) -> None:
+    """Arrays computed together that share an uncomputed subquery key as the walk keys them
+    (the fast path checks sharing only between queries: one query needs no set of its
+    history), and apart from two arrays over equal copies."""
+    a = _ARRAYS
+
+    def plans(shared: bool) -> Any:
+        y = a["v"] * 2.0 + 1.0
+        y2 = y if shared else a["v"] * 2.0 + 1.0
+        return build_plan((y * 3.0, y2 - 1.0))
+
+    keys = {}
+    for shared in (True, False):
+        for fast in (True, False):
+            monkeypatch.setattr(SK, "FAST_PATH", fast)
+            keys[shared, fast] = SK.key_data_and_parameter_nodes(plans(shared), _data_key)[0]
+    assert keys[True, True] == keys[True, False]
+    assert keys[False, True] == keys[False, False]
+    assert keys[True, True] != keys[False, True]
+    monkeypatch.setattr(SK, "FAST_PATH", True)
+    y = a["v"] * 2.0 + 1.0
+    got = xp.compute(y * 3.0, y - 1.0)
+    np.testing.assert_allclose(np.asarray(got[0]), (_V * 2.0 + 1.0) * 3.0, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(got[1]), _V * 2.0, rtol=1e-12)

@@ -576,6 +576,7 @@ def _computing_plan_key(plan: LogicNode, data_key_fn: Callable[[Any], Any]
     fields: dict[str, int] = {}
     aliases: dict[str, int] = {}
     seen: set[int] = set()
+    many = len(bodies) > 2
     data: list[Any] = []
     classes: tuple[Any, ...] = ()
     nodes: list[Immediate] = []
@@ -586,9 +587,10 @@ def _computing_plan_key(plan: LogicNode, data_key_fn: Callable[[Any], Any]
             return None
         node = rhs.arg
         sk = node.key_cache or subquery_key(node)
-        if not seen.isdisjoint(sk.ids):
-            return None
-        seen.update(sk.ids)
+        if many:  # queries sharing a subquery are walked (one query: no set of its history)
+            if not seen.isdisjoint(sk.ids):
+                return None
+            seen.update(sk.ids)
         nums = []
         for f in rhs.idxs:
             nums.append(fields.setdefault(f.name, len(fields)))
