@@ -55,8 +55,12 @@ _SB = sp.random_array((100, 100), density=0.05, format="csr", rng=_RNG)
 
 def _cases() -> dict[str, tuple[Callable[[], Any], Callable[[], Any], int]]:
     """Each case: (the user's call, NumPy/scipy's answer, its call budget). The budgets sit
-    about 5% above what the code reaches (168, 179, 188, 236, 226 calls on CPython 3.11
-    with ``LAZYSPARSE_COMPILE=sync``, after constants' parameter kinds read by type; 170,
+    about 5% above what the code reaches (151, 162, 166, 218, 209 calls on CPython 3.11
+    with ``LAZYSPARSE_COMPILE=sync`` and the default threads, 212 and 203 for the sparse
+    cases with one thread, after data-free hash-consed subquery keys, plain tuple
+    plan-cache keys, a one-array compute's direct recipe call, map-bound recipes and the
+    direct scalar read; 168, 179, 188, 236, 226 before them, after constants' parameter
+    kinds read by type; 170,
     179, 190, 236, 226 before, after the environment settings parsed once per value,
     the builders' counted history extents and the NumPy runner's direct array-and-constant
     ufunc calls; 182, 191, 206, 245, 236 before them; 181, 190, 205, 244, 235 after the
@@ -68,12 +72,12 @@ def _cases() -> dict[str, tuple[Callable[[], Any], Callable[[], Any], int]]:
     b, c = xp.asarray(_BN), xp.asarray(_CN)
     A, B = xp.asarray(_SA), xp.asarray(_SB)
     return {
-        "v + 0.5 * p": (lambda: xp.compute(v + 0.5 * p), lambda: _VN + 0.5 * _PN, 176),
-        "sum(b * c)": (lambda: xp.compute(xp.sum(b * c)), lambda: (_BN * _CN).sum(), 188),
+        "v + 0.5 * p": (lambda: xp.compute(v + 0.5 * p), lambda: _VN + 0.5 * _PN, 159),
+        "sum(b * c)": (lambda: xp.compute(xp.sum(b * c)), lambda: (_BN * _CN).sum(), 170),
         "float(sum(v * 2.0))": (lambda: float(xp.sum(v * 2.0)), lambda: (_VN * 2.0).sum(),
-                                197),
-        "A @ b": (lambda: xp.compute(A @ b), lambda: _SA @ _BN, 247),
-        "A + B": (lambda: xp.compute(A + B), lambda: (_SA + _SB).toarray(), 237),
+                                174),
+        "A @ b": (lambda: xp.compute(A @ b), lambda: _SA @ _BN, 229),
+        "A + B": (lambda: xp.compute(A + B), lambda: (_SA + _SB).toarray(), 219),
     }
 
 
@@ -135,3 +139,44 @@ def test_a_known_shape_keys_only_its_new_nodes(monkeypatch: pytest.MonkeyPatch,
     assert _key_builds(monkeypatch, lambda: xp.compute(x * 2.0)) == {
         "operation": 1, "walk": 0}
     np.testing.assert_allclose(np.asarray(xp.compute(x * 2.0)), want * 2.0, rtol=1e-12)
+
+
+def test_a_scalar_read_costs_a_few_calls_over_its_compute() -> None:
+    """``float``/``item``-style reads of a 0-d result read the stored value directly
+    (issue 34: a scalar read adds <= 5 us): at most 2 calls over ``xp.compute`` of the same
+    expression, and the values are NumPy's."""
+    v = xp.asarray(_VN)
+    computed = python_calls(lambda: xp.compute(xp.sum(v * 2.0)))
+    read = python_calls(lambda: float(xp.sum(v * 2.0)))
+    assert read - computed <= 2, (read, computed)
+    assert float(xp.sum(v * 2.0)) == pytest.approx((_VN * 2.0).sum(), rel=1e-12)
+    assert bool(xp.sum(v * 2.0) > 1.0) is bool((_VN * 2.0).sum() > 1.0)
+    assert complex(xp.sum(v * 2.0)) == pytest.approx(complex((_VN * 2.0).sum()), rel=1e-12)
+    with pytest.raises(TypeError, match="0-d array"):
+        float(v * 2.0)
+
+
+def test_a_one_array_compute_runs_its_recipe_without_alias_tables() -> None:
+    """The program of a one-array compute, one query on its inputs, calls that query's
+    recipe directly (``Program.only``, no alias tables); a compute of two arrays keeps the
+    general path. Both agree with NumPy, and the direct path is fewer calls."""
+    from lazysparse.api.array.materialize import build_plan
+    from lazysparse.engine.plan_cache import lookup
+
+    v, p = xp.asarray(_VN), xp.asarray(_PN)
+    for _ in range(2):
+        one = xp.compute(v + 0.5 * p)
+        two = xp.compute(v * 2.0, p - 1.0)
+    np.testing.assert_allclose(np.asarray(one), _VN + 0.5 * _PN, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(two[0]), _VN * 2.0, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(two[1]), _PN - 1.0, rtol=1e-12)
+    single = lookup(build_plan((v + 0.5 * p,)))[0].program
+    pair = lookup(build_plan((v * 2.0, p - 1.0)))[0].program
+    assert single.only is not None and single.only in single.slots
+    assert pair.only is None
+    direct = python_calls(lambda: xp.compute(v + 0.5 * p))
+    single.only = None  # the general path for the same plan
+    try:
+        assert python_calls(lambda: xp.compute(v + 0.5 * p)) > direct
+    finally:
+        single.only = single.queries[0][0]

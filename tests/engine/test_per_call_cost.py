@@ -121,7 +121,7 @@ def test_leaf_keys_leave_with_their_arrays() -> None:
     arrays = [xp.asarray(np.full(5, float(i))) for i in range(20)]
     for a in arrays:
         np.asarray(a * 2.0)
-    assert all(a.expr.key_cache for a in arrays)  # keyed, kept on the leaf node
+    assert all(a.expr.key_cache is not None for a in arrays)  # keyed, kept on the leaf
     refs = [weakref.ref(a) for a in arrays] + [weakref.ref(a.tensor()) for a in arrays]
     del arrays, a
     gc.collect()

@@ -129,7 +129,7 @@ def test_a_known_history_is_not_keyed_again(monkeypatch: pytest.MonkeyPatch) -> 
     plan_key(build_plan((x,)))
     made: list[int] = []
     real = SK._mapjoin_key
-    monkeypatch.setattr(SK, "_mapjoin_key", lambda n, f: made.append(1) or real(n, f))
+    monkeypatch.setattr(SK, "_mapjoin_key", lambda n: made.append(1) or real(n))
     plan_key(build_plan((x + 1.0,)))
     assert len(made) == 1  # the new ``+ 1.0`` only
     np.testing.assert_allclose(np.asarray(x + 1.0), _expected_loop() + 1.0)
@@ -146,9 +146,9 @@ def test_copies_of_a_node_leave_its_key_behind() -> None:
     y = _ARRAYS["v"] * 2.0 + 1.0
     plan_key(build_plan((y,)))
     node = y.expr
-    assert node.key_cache
+    assert node.key_cache is not None
     for other in (copy.deepcopy(node), pickle.loads(pickle.dumps(node))):
-        assert other.key_cache == {}
+        assert other.key_cache is None
         assert SK.structural_key(other) == SK.structural_key(node)
 
 
@@ -162,7 +162,7 @@ def test_operations_key_without_the_walker(name: str, monkeypatch: pytest.Monkey
     _key(True, name, monkeypatch)  # the leaves' keys
     walked: list[int] = []
     real = SK._walked_key
-    monkeypatch.setattr(SK, "_walked_key", lambda n, f: walked.append(1) or real(n, f))
+    monkeypatch.setattr(SK, "_walked_key", lambda n: walked.append(1) or real(n))
     _key(True, name, monkeypatch)
     assert walked == []
 
@@ -177,3 +177,64 @@ def test_scalar_kinds_by_type_agree_with_dtypes() -> None:
         want = val.dtype.str if isinstance(val, np.generic) else f"py-{t.__name__}"
         assert kind == want == scalar_kind(val)
     assert scalar_kind(np.datetime64("2026-01-01")) == np.dtype("datetime64[D]").str
+
+
+def test_equal_structures_are_one_object_and_data_free() -> None:
+    """A subquery's key is hash-consed and holds no data class: two builds of one
+    structure share one ``Structure`` (other data types too); their plan keys differ by
+    the data's classes only; another structure is another object."""
+    a = _ARRAYS
+    v32 = xp.asarray(_V.astype(np.float32))
+    first, again = a["v"] + 0.5 * a["p"], a["v"] + 0.5 * a["p"]
+    other_data = v32 + 0.5 * a["p"]
+    other = a["v"] - 0.5 * a["p"]
+    keys = [plan_key(build_plan((x,)))[0] for x in (first, again, other_data, other)]
+    s = [x.expr.key_cache.key for x in (first, again, other_data, other)]
+    assert s[0] is s[1] is s[2] and s[3] is not s[0]
+    assert keys[0] == keys[1] and keys[0] != keys[2] and keys[0] != keys[3]
+    assert keys[0][0][0] == keys[2][0][0]  # the same structure, other data classes
+    assert pickle.loads(pickle.dumps(s[0])) is s[0]  # unpickled: the live object again
+    np.testing.assert_allclose(np.asarray(other_data),
+                               _V.astype(np.float32) + 0.5 * _P, rtol=1e-6)
+
+
+def test_the_plan_stores_text_of_a_key_round_trips() -> None:
+    """The plan store's canonical text of a key holding structures is its token streams:
+    equal for equal keys built apart, different for other structures or data, and the
+    same after the key is pickled and loaded."""
+    from lazysparse.engine.plan_store import canonical
+
+    a = _ARRAYS
+    texts = [canonical(plan_key(build_plan((b(a),)))[0]) for b in (
+        BUILDERS["chain"], BUILDERS["chain"], BUILDERS["matvec"])]
+    assert texts[0] == texts[1] != texts[2]
+    key = plan_key(build_plan((BUILDERS["chain"](a),)))[0]
+    assert canonical(pickle.loads(pickle.dumps(key))) == texts[0]
+    assert "S(" in texts[0] and "Structure" not in texts[0]
+
+
+def test_a_plan_of_several_arrays_keeps_their_sharing(monkeypatch: pytest.MonkeyPatch
+                                                      ) -> None:
+    """Arrays computed together that share an uncomputed subquery key as the walk keys them
+    (the fast path checks sharing only between queries: one query needs no set of its
+    history), and apart from two arrays over equal copies."""
+    a = _ARRAYS
+
+    def plans(shared: bool) -> Any:
+        y = a["v"] * 2.0 + 1.0
+        y2 = y if shared else a["v"] * 2.0 + 1.0
+        return build_plan((y * 3.0, y2 - 1.0))
+
+    keys = {}
+    for shared in (True, False):
+        for fast in (True, False):
+            monkeypatch.setattr(SK, "FAST_PATH", fast)
+            keys[shared, fast] = SK.key_data_and_parameter_nodes(plans(shared), _data_key)[0]
+    assert keys[True, True] == keys[True, False]
+    assert keys[False, True] == keys[False, False]
+    assert keys[True, True] != keys[False, True]
+    monkeypatch.setattr(SK, "FAST_PATH", True)
+    y = a["v"] * 2.0 + 1.0
+    got = xp.compute(y * 3.0, y - 1.0)
+    np.testing.assert_allclose(np.asarray(got[0]), (_V * 2.0 + 1.0) * 3.0, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(got[1]), _V * 2.0, rtol=1e-12)

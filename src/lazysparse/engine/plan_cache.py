@@ -101,24 +101,6 @@ class CachedPlan:
         return self.fill(inputs, params) if self.cached else self.template
 
 
-class _HashedKey:
-    """A plan key with its hash computed once (the key is a deep tuple; the cache looks
-    it up, moves it and may store it: one hash instead of three)."""
-
-    __slots__ = ("hash", "key")
-
-    def __init__(self, key: Any) -> None:
-        self.key = key
-        self.hash = hash(key)
-
-    def __hash__(self) -> int:
-        return self.hash
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _HashedKey) and other.hash == self.hash and \
-            other.key == self.key
-
-
 _BY_VALUE = object()  # marks a class key whose plans are cached under constant values
 _VALUE = operator.attrgetter("val")  # an Immediate's value, read in C
 _CACHE: OrderedDict[Any, Any] = OrderedDict()
@@ -287,7 +269,8 @@ def lookup(plan: Plan, device: str = "cpu") -> tuple[CachedPlan, list[Any], tupl
     optimized plan itself, with no slots or parameters."""
     try:
         raw, inputs, nodes = plan_key(plan)
-        key: Any = _HashedKey((device, raw))
+        key: Any = (device, raw)
+        hash(key)  # C only: the key's structures hash by identity, its classes are small
     except TypeError:  # an unhashable constant: optimize without caching
         STATS.bump("uncacheable")
         return CachedPlan(_optimize(plan, device), frozenset(), cached=False), [], ()
@@ -331,8 +314,8 @@ class _Counted:
     last: tuple[Any, ...] = ()
 
 
-def _counted_key(key: _HashedKey, marker: _Counted, inputs: list[Any],
-                 params: tuple[Any, ...]) -> _HashedKey:
+def _counted_key(key: Any, marker: _Counted, inputs: list[Any],
+                 params: tuple[Any, ...]) -> Any:
     """``key`` with the verdicts of the marker's exact counts on this call's inputs (each
     count is memoized with its tensor; the same inputs again reuse the verdicts)."""
     levels = tuple(id(getattr(t, "levels", None)) for t in inputs)
@@ -349,7 +332,7 @@ def _counted_key(key: _HashedKey, marker: _Counted, inputs: list[Any],
             marker.last = (tuple(weakref.ref(t) for t in inputs), levels, consts, verdicts)
         except TypeError:  # an input without weak references: derive them each call
             pass
-    return _HashedKey((key.key, "counted", verdicts))
+    return (key, "counted", verdicts)
 
 
 def _slot_tables(entry: CachedPlan, inputs: list[Any]) -> dict[str, Any]:
@@ -359,7 +342,7 @@ def _slot_tables(entry: CachedPlan, inputs: list[Any]) -> dict[str, Any]:
             for j in entry.slots}
 
 
-def _get(key: _HashedKey) -> Any:
+def _get(key: Any) -> Any:
     """The entry under ``key`` (marked recently used), or None."""
     with _LOCK:
         hit = _CACHE.get(key)
@@ -368,7 +351,7 @@ def _get(key: _HashedKey) -> Any:
     return hit
 
 
-def _put(key: _HashedKey, entry: Any) -> None:
+def _put(key: Any, entry: Any) -> None:
     """Keep ``entry`` under ``key``, dropping the least recently used past ``CAPACITY``."""
     with _LOCK:
         _CACHE[key] = entry
@@ -376,19 +359,19 @@ def _put(key: _HashedKey, entry: Any) -> None:
             _CACHE.popitem(last=False)
 
 
-def _value_key(key: _HashedKey, params: tuple[Any, ...]) -> _HashedKey:
+def _value_key(key: Any, params: tuple[Any, ...]) -> Any:
     """The key of a shape cached under its constants' values."""
-    return _HashedKey((key.key, tuple(_scalar_key(p) for p in params)))
+    return (key, tuple(_scalar_key(p) for p in params))
 
 
-def _stored(key: _HashedKey, by_value: bool) -> CachedPlan | None:
+def _stored(key: Any, by_value: bool) -> CachedPlan | None:
     """The entry a process left on disk for ``key`` (``plan_store``), or None; a shape
     cached by its constants' values is never on disk (one file per shape, not per value).
     A plan that only ran eager there keeps its ``store_key``: it is written again, as
     compiled, once its kernels are (:func:`persist`)."""
     if by_value:
         return None
-    found = plan_store.load(key.key)
+    found = plan_store.load(key)
     if not (isinstance(found, tuple) and len(found) == 3 and isinstance(found[0], Plan)
             and isinstance(found[2], bool)):
         return None
@@ -396,12 +379,12 @@ def _stored(key: _HashedKey, by_value: bool) -> CachedPlan | None:
     plan, slots, compiled = found
     if compiled:
         return CachedPlan(plan, frozenset(slots), from_disk=True)
-    return CachedPlan(plan, frozenset(slots), store_key=key.key, eager_saved=True)
+    return CachedPlan(plan, frozenset(slots), store_key=key, eager_saved=True)
 
 
-def _optimized(plan: Plan, device: str, key: _HashedKey, inputs: list[Any],
+def _optimized(plan: Plan, device: str, key: Any, inputs: list[Any],
                nodes: tuple[Immediate, ...], params: tuple[Any, ...], by_value: bool,
-               counted: bool) -> tuple[CachedPlan | None, _HashedKey, Plan]:
+               counted: bool) -> tuple[CachedPlan | None, Any, Plan]:
     """The new cache entry of ``plan`` (None when it cannot be cached), its key and the
     optimized plan. An entry under a class key goes on disk once it runs compiled
     (:func:`persist`), unless exact counts on this call's data decided its formats (then it
@@ -420,9 +403,9 @@ def _optimized(plan: Plan, device: str, key: _HashedKey, inputs: list[Any],
     verdicts = () if counted else counted_formats(opt)
     if verdicts:
         _put(key, _Counted(entry))
-        return entry, _HashedKey((key.key, "counted", verdicts)), opt
+        return entry, (key, "counted", verdicts), opt
     if not by_value and not counted:
-        entry.store_key = key.key
+        entry.store_key = key
     return entry, key, opt
 
 

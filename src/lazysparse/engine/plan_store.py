@@ -41,6 +41,7 @@ from lazysparse.formats.compiled.cache_dir import cache_root
 from lazysparse.formats.compiled.sync import Counters
 from lazysparse.logic.operator_registry import FAMILIES
 from lazysparse.logic.operators import OPERATORS, Operator  # every built-in registered
+from lazysparse.logic.structural_key import Structure
 
 MAGIC = b"LSPLAN1\n"
 PROTOCOL = 5
@@ -83,8 +84,9 @@ def source_version() -> str:
 
 def canonical(key: Any) -> str:
     """``key`` as a text equal in every process for equal keys; raises ``Unpersistable`` for
-    anything but tuples, strings, numbers, None, dtypes and classes, and for identities
-    (``("id", n)`` tokens of ``logic.nodes._scalar_key``)."""
+    anything but tuples, strings, numbers, None, dtypes, classes and hash-consed structures
+    (``logic.structural_key.Structure``, written as their token streams), and for
+    identities (``("id", n)`` tokens of ``logic.nodes._scalar_key``)."""
     out: list[str] = []
     _encode(key, out)
     return "".join(out)
@@ -103,6 +105,9 @@ def _encode(x: Any, out: list[str]) -> None:
             _encode(v, out)
             out.append(",")
         out.append(")")
+    elif type(x) is Structure:  # one object per stream in a process: its tokens in a file
+        out.append("S")
+        _encode(x.tokens, out)
     elif x is None or isinstance(x, bool | int | float | complex | str | bytes):
         out.append(f"{type(x).__name__}:{x!r}")
     elif isinstance(x, np.dtype):

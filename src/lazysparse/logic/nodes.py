@@ -274,10 +274,10 @@ class Subquery(LogicNode):
         d = self.__dict__
         d["lhs"] = lhs
         d["arg"] = arg
-        # this node's structural keys by data-key function (``structural_key.subquery_key``
-        # fills it): derived once, kept with the node, no part of its value (equality,
-        # hash, pickles and copies leave it out: a key names the nodes inside by identity)
-        d["key_cache"] = {}
+        # this node's structural key (``structural_key.subquery_key`` sets it): derived
+        # once, kept with the node, no part of its value (equality, hash, pickles and
+        # copies leave it out: a key names the nodes inside by identity)
+        d["key_cache"] = None
 
     @property
     def children(self) -> tuple[LogicNode, ...]:

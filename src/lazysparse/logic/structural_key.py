@@ -1,19 +1,26 @@
 """Structural keys: a plan with its data abstracted, the cache key of compiled kernels.
 
-Data (``Table`` tensors) becomes its signature (format spec, dtype, fill value, ndim; a NumPy
-array is ``("dense", dtype, ndim)``); scalar constants in pointwise position become
-parameters that keep their dtype kind, numbered by their order in the walk (so ``x * 3`` and
-``x * 4`` share a key, and :func:`plan_parameters` lists ``(3,)`` / ``(4,)`` in parameter
-order for the kernel call); aliases and fields are renumbered in order of first appearance.
-Aggregate inits stay in the key by value (they decide result fill values and formats). A
-subquery shared by several uses is keyed once (later uses name it). Every subquery carries
-its own key once computed (:class:`SubqueryKey`, built from its children's, kept on the node
-as tinygrad's UOps keep theirs): a relabeled subquery is one token of its parent's key, so
-a plan keys only the nodes it adds, never the history it reads again.
+A key is ``(structure, classes)``. In the structure, data (``Table`` tensors) is a ``data``
+token; its class (by default its signature: format spec, dtype, fill value, ndim; a NumPy
+array is ``("dense", dtype, ndim)``) is in ``classes``, the data's classes in key order.
+Scalar constants in pointwise position become parameters that keep their dtype kind,
+numbered by their order in the walk (so ``x * 3`` and ``x * 4`` share a key, and
+:func:`plan_parameters` lists ``(3,)`` / ``(4,)`` in parameter order for the kernel call);
+aliases and fields are renumbered in order of first appearance. Aggregate inits stay in the
+key by value (they decide result fill values and formats). A subquery shared by several uses
+is keyed once (later uses name it). Every subquery carries its own data-free key once
+computed (:class:`SubqueryKey`, built from its children's, kept on the node as tinygrad's
+UOps keep theirs), its structure hash-consed (:class:`Structure`: equal structures are one
+object, hashed and compared by identity in C): a relabeled subquery is one token of its
+parent's key, so a plan keys only the nodes it adds, never the history it reads again, and
+a plan key hashes and compares in a time independent of the history. The classes of a
+subquery's data are collected once per node and data-key function (:func:`node_classes`).
 """
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -86,28 +93,81 @@ def data_key(val: Any) -> Any:
     return None
 
 
+class Structure:
+    """The data-free key of a subquery, hash-consed (:func:`structure_of`): equal token
+    streams are one object, so a key holding it hashes and compares it by identity (in C,
+    whatever the history below it); ``tokens`` is the stream (for the plan store's
+    canonical text)."""
+
+    __slots__ = ("tokens", "__weakref__")
+
+    def __init__(self, tokens: tuple[Any, ...]) -> None:
+        self.tokens = tokens
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (structure_of, (self.tokens,))
+
+    def __repr__(self) -> str:
+        return f"Structure{self.tokens!r}"
+
+
+# the live structures by token stream (an entry leaves with its structure's last holder)
+_STRUCTURES: dict[tuple[Any, ...], weakref.KeyedRef] = {}
+_STRUCTURES_LOCK = threading.RLock()  # reentrant: a collection may drop an entry inside
+
+
+def _forget(ref: weakref.KeyedRef) -> None:
+    with _STRUCTURES_LOCK:
+        if _STRUCTURES.get(ref.key) is ref:
+            del _STRUCTURES[ref.key]
+
+
+def structure_of(tokens: tuple[Any, ...]) -> Structure:
+    """The one live :class:`Structure` of ``tokens`` (made when none is alive)."""
+    ref = _STRUCTURES.get(tokens)
+    found = ref() if ref is not None else None
+    if found is not None:
+        return found
+    with _STRUCTURES_LOCK:
+        ref = _STRUCTURES.get(tokens)
+        found = ref() if ref is not None else None
+        if found is None:
+            found = Structure(tokens)
+            _STRUCTURES[tokens] = weakref.KeyedRef(found, _forget, tokens)
+        return found
+
+
 class SubqueryKey:
     """The key of one subquery, computed once from its children's and kept on the node
     (``Subquery.key_cache``): a subquery is a closed term under a ``Relabel`` (its fields
     are its own; only its alias is seen outside), so its key, data and parameters do not
     depend on where it is used, and a plan built from known subqueries keys only the nodes
-    it adds. ``ids``: every subquery node inside, itself included (alive while it is, so
-    their ids stay theirs); ``own``: the alias numbers its own walk gave (itself 0);
-    ``inner``: the keys it embedded whole, in order (a later use of a node inside one is
-    named by its path, :func:`_path`)."""
+    it adds. ``key``: its :class:`Structure` (data-free: no data-key function in it; made
+    from the token stream given);
+    ``sources``: where its data's classes come from, in data order (a subquery node for
+    the data of a leaf or embedded key, else the value); ``classes``: those classes by
+    data-key function, filled by :func:`node_classes`; ``ids``: every subquery node
+    inside, itself included (alive while it is, so their ids stay theirs); ``own``: the
+    alias numbers its own walk gave (itself 0); ``inner``: the keys it embedded whole, in
+    order (a later use of a node inside one is named by its path, :func:`_path`)."""
 
-    __slots__ = ("key", "data", "params", "param_nodes", "ids", "own", "inner")
+    __slots__ = ("key", "data", "params", "param_nodes", "ids", "own", "inner", "sources",
+                 "classes")
 
-    def __init__(self, key: tuple[Any, ...], data: Any, params: tuple[Any, ...],
+    def __init__(self, tokens: tuple[Any, ...], data: Any, params: tuple[Any, ...],
                  param_nodes: tuple[Immediate, ...], ids: set[int], own: dict[int, int],
-                 inner: tuple[SubqueryKey, ...]) -> None:
-        self.key = key
+                 inner: tuple[SubqueryKey, ...], sources: tuple[Any, ...]) -> None:
+        ref = _STRUCTURES.get(tokens)  # structure_of's hit inlined (per new array)
+        key = ref() if ref is not None else None
+        self.key: Structure = key if key is not None else structure_of(tokens)
         self.data = data
         self.params = params
         self.param_nodes = param_nodes
         self.ids = ids
         self.own = own
         self.inner = inner
+        self.sources = sources
+        self.classes: dict[Callable[[Any], Any], tuple[Any, ...]] = {}
 
 
 # a leaf's data is its Table's own value: read from the node, not held, so the key adds no
@@ -116,41 +176,72 @@ class SubqueryKey:
 _OWN_DATA = object()
 
 
-def subquery_key(node: Subquery, data_key_fn: Callable[[Any], Any]) -> SubqueryKey:
-    """The key of ``node`` with data keyed by ``data_key_fn``, from the node's cache when it
-    was keyed before (threads may both compute it: the same value, one kept)."""
-    cache = node.key_cache
-    found = cache.get(data_key_fn)
+def subquery_key(node: Subquery) -> SubqueryKey:
+    """The key of ``node``, from the node when it was keyed before (threads may both
+    compute it: the same value, one kept)."""
+    found = node.key_cache
     if found is not None:
         return found
-    out = _mapjoin_key(node, data_key_fn) if FAST_PATH else None
+    out = _mapjoin_key(node) if FAST_PATH else None
     if out is None:
-        out = _walked_key(node, data_key_fn)
-    cache[data_key_fn] = out
+        out = _walked_key(node)
+    node.__dict__["key_cache"] = out
     return out
 
 
-def _walked_key(node: Subquery, data_key_fn: Callable[[Any], Any]) -> SubqueryKey:
+def node_classes(node: Subquery, data_key_fn: Callable[[Any], Any]) -> tuple[Any, ...]:
+    """The classes (``data_key_fn``) of the data of keyed subquery ``node``, in its key's
+    data order: computed once per node and function, from its sources' kept classes (read
+    without a call: this runs once per new array)."""
+    sk = node.key_cache
+    found = sk.classes.get(data_key_fn)
+    if found is not None:
+        return found
+    if sk.data is _OWN_DATA:
+        found = (data_key_fn(node.arg.tns.val),)
+    else:
+        out: list[Any] = []
+        for src in sk.sources:
+            if type(src) is Subquery:
+                known = src.key_cache.classes.get(data_key_fn)
+                out += known if known is not None else node_classes(src, data_key_fn)
+            else:
+                out.append(data_key_fn(src))
+        found = tuple(out)
+    sk.classes[data_key_fn] = found
+    return found
+
+
+def classes_of(sources: Any, data_key_fn: Callable[[Any], Any]) -> tuple[Any, ...]:
+    """The data classes of ``sources`` (keyed subquery nodes and data values) in order."""
+    out: list[Any] = []
+    for src in sources:
+        out += node_classes(src, data_key_fn) if type(src) is Subquery else (data_key_fn(src),)
+    return tuple(out)
+
+
+def _walked_key(node: Subquery) -> SubqueryKey:
     """``subquery_key`` by a walk of ``node``'s body (any body)."""
-    sub = _Keyer(data_key_fn)
+    sub = _Keyer()
     sub.aliases[node.lhs.name] = 0
     sub.own[id(node)] = 0
     sub.seen.add(id(node))
     body = sub.key(node.arg)
     arg = node.arg
     data: Any = tuple(sub.data)
+    sources: tuple[Any, ...] = tuple(sub.sources)
     if type(arg) is Table and len(data) == 1 and data[0] is arg.tns.val:
-        data = _OWN_DATA
+        data, sources = _OWN_DATA, ()
     return SubqueryKey(body, data, tuple(sub.params), tuple(sub.param_nodes), sub.seen,
-                       sub.own, tuple(sub.inner))
+                       sub.own, tuple(sub.inner), sources)
 
 
 # whether ``subquery_key`` takes ``_mapjoin_key``'s path (tests compare both paths' keys)
 FAST_PATH = True
 
 
-def _heads(body: LogicNode, out: list[Any], fields: dict[str, int],
-           data_key_fn: Callable[[Any], Any]) -> tuple[LogicNode, ...] | None:
+def _heads(body: LogicNode, out: list[Any], fields: dict[str, int]
+           ) -> tuple[LogicNode, ...] | None:
     """The tokens of the nodes on top of an operation's body (the ``Reorder`` s, dense
     ``Reformat`` s and ``Aggregate`` s ``api.building`` wraps around a ``MapJoin`` or an
     operand, then the ``MapJoin``), as the walk emits them, added to ``out``; the operands
@@ -175,7 +266,7 @@ def _heads(body: LogicNode, out: list[Any], fields: dict[str, int],
             spec = body.tns.val
             if not (hasattr(spec, "level_kinds") and hasattr(spec, "mode_order")) or \
                     isinstance(spec, Operator) or _is_scalar(spec) or \
-                    data_key_fn(spec) is not None:
+                    data_key(spec) is not None:
                 return None
             out += (Reformat, 2, ("format", spec_key(spec)))
         elif t is MapJoin:
@@ -189,19 +280,20 @@ def _heads(body: LogicNode, out: list[Any], fields: dict[str, int],
         body = body.arg
 
 
-def _mapjoin_key(node: Subquery, data_key_fn: Callable[[Any], Any]) -> SubqueryKey | None:
+def _mapjoin_key(node: Subquery) -> SubqueryKey | None:
     """``_walked_key``'s answer, token for token, for the bodies operations build (:func:`_heads`
     over scalars and relabeled, maybe reordered, subqueries) without a walker; None for any
     other body or for operands sharing a subquery inside (the walk shows it). Per new array."""
     out: list[Any] = []
     fields: dict[str, int] = {}
-    operands = _heads(node.arg, out, fields, data_key_fn)
+    operands = _heads(node.arg, out, fields)
     if operands is None:
         return None
     number = fields.setdefault
     aliases = {node.lhs.name: 0}
     own, ids = {id(node): 0}, {id(node)}
     data: list[Any] = []
+    sources: list[Any] = []
     params: list[Any] = []
     nodes: list[Immediate] = []
     inner: list[SubqueryKey] = []
@@ -215,11 +307,8 @@ def _mapjoin_key(node: Subquery, data_key_fn: Callable[[Any], Any]) -> SubqueryK
             nodes.append(a)
             out.append(("param", kind))
             continue
-        if t is Reorder:
-            nums = []
-            for f in a.idxs:
-                nums.append(number(f.name, len(fields)))
-            out += (Reorder, tuple(nums))
+        if t is Reorder:  # a broadcast operand's (rare)
+            out += (Reorder, tuple([number(f.name, len(fields)) for f in a.idxs]))
             a = a.arg
         if type(a) is not Relabel or type(a.arg) is not Subquery:
             return None
@@ -232,12 +321,13 @@ def _mapjoin_key(node: Subquery, data_key_fn: Callable[[Any], Any]) -> SubqueryK
             n = own.get(id(s))
             out += (Subquery, ("in", _path(inner, id(s))) if n is None else n, _AGAIN)
             continue
-        sk = s.key_cache.get(data_key_fn) or subquery_key(s, data_key_fn)
+        sk = s.key_cache or subquery_key(s)
         if sk.data is _OWN_DATA:
             n = own[id(s)] = aliases.setdefault(s.lhs.name, len(aliases))
             ids.add(id(s))
             out += (Subquery, n, _LEAF, sk.key)
             data.append(s.arg.tns.val)
+            sources.append(s)
         elif type(s.arg) is Table or not ids.isdisjoint(sk.ids):
             return None  # a leaf holding other data, or a shared subquery: the walk keys it
         else:
@@ -245,10 +335,11 @@ def _mapjoin_key(node: Subquery, data_key_fn: Callable[[Any], Any]) -> SubqueryK
             inner.append(sk)
             out += (_WHOLE, sk.key)
             data += sk.data
+            sources += (s,) if sk.data else ()
             params += sk.params
             nodes += sk.param_nodes
     return SubqueryKey(tuple(out), tuple(data), tuple(params), tuple(nodes), ids, own,
-                       tuple(inner))
+                       tuple(inner), tuple(sources))
 
 
 def _path(keys: list[SubqueryKey] | tuple[SubqueryKey, ...], node_id: int) -> tuple[int, Any]:
@@ -266,25 +357,25 @@ class _Keyer:
     """One walk of a plan: its key, data and parameters. Fields and aliases are numbered by
     name (``str`` keys hash in C; a ``Field`` hashes through its dataclass ``__hash__``)."""
 
-    __slots__ = ("fields", "aliases", "params", "param_nodes", "data", "seen", "own",
-                 "inner", "data_key")
+    __slots__ = ("fields", "aliases", "params", "param_nodes", "data", "sources", "seen",
+                 "own", "inner")
 
-    def __init__(self, data_key_fn: Callable[[Any], Any] | None = None) -> None:
+    def __init__(self) -> None:
         self.fields: dict[str, int] = {}
         self.aliases: dict[str, int] = {}
         self.params: list[Any] = []
         self.param_nodes: list[Immediate] = []
         self.data: list[Any] = []  # data values, in key order (a value read twice twice)
+        self.sources: list[Any] = []  # where their classes come from (``classes_of``)
         self.seen: set[int] = set()  # ids of the subqueries met (embedded ones' included)
         self.own: dict[int, int] = {}  # ids of the subqueries this walk numbered
         self.inner: list[SubqueryKey] = []  # subquery keys embedded whole, in order
-        self.data_key = data_key_fn or data_key
 
     def embed(self, node: Subquery) -> Any:
         """The key of subquery ``node`` as one token (its data and parameters taken in),
         or None when it shares a subquery with what this walk met already (then it is
         walked here, so the sharing shows in the key)."""
-        sk = subquery_key(node, self.data_key)
+        sk = subquery_key(node)
         if not self.seen.isdisjoint(sk.ids):
             return None
         self.seen.update(sk.ids)
@@ -296,8 +387,10 @@ class _Keyer:
         """Add the data and parameters of ``node``'s key ``sk`` to this walk's."""
         if sk.data is _OWN_DATA:
             self.data.append(node.arg.tns.val)
+            self.sources.append(node)
         elif sk.data:
             self.data.extend(sk.data)
+            self.sources.append(node)
         if sk.params:
             self.params.extend(sk.params)
             self.param_nodes.extend(sk.param_nodes)
@@ -317,10 +410,10 @@ class _Keyer:
                 self.params.append(val)
                 return ("param", scalar_kind(val))
             return ("const", scalar_kind(val), _scalar_key(val))
-        data = self.data_key(val)
-        if data is not None:
+        if data_key(val) is not None:  # its class is the plan key's (``classes_of``)
             self.data.append(val)
-            return data
+            self.sources.append(val)
+            return _DATA
         if hasattr(val, "level_kinds") and hasattr(val, "mode_order"):  # FormatSpec
             return ("format", spec_key(val))
         return ("value", _scalar_key(val))
@@ -373,7 +466,7 @@ class _Keyer:
                 seen.add(id(node))
                 self.own[id(node)] = aliases[node.lhs.name]
                 if type(node.arg) is Table:
-                    sk = subquery_key(node, self.data_key)
+                    sk = subquery_key(node)
                     self.take(sk, node)
                     emit(_LEAF)
                     emit(sk.key)
@@ -447,25 +540,27 @@ _KEY_STEPS: dict[type, Callable[[_Keyer, Any, list[Any], list[Any]], None]] = {
 _AGAIN = "again"
 _LEAF = "leaf"
 _WHOLE = "whole"
+_DATA = ("data",)  # a data value in the structure: its class is in the key's second part
 
 
 def structural_key(node: LogicNode) -> tuple[Any, ...]:
-    """Hashable key of a plan or node: equal for plans that compile to the same code."""
-    return _Keyer().key(node)
+    """Hashable key of a plan or node: equal for plans that compile to the same code (its
+    structure, then its data's signatures in key order)."""
+    return key_data_and_parameter_nodes(node, data_key)[0]
 
 
-def key_data_and_parameter_nodes(node: LogicNode, data_key: Callable[[Any], Any]
+def key_data_and_parameter_nodes(node: LogicNode, data_key_fn: Callable[[Any], Any]
                                  ) -> tuple[tuple[Any, ...], list[Any], tuple[Immediate, ...]]:
-    """:func:`structural_key` with data keyed by ``data_key`` (a module-level function:
-    subquery keys are cached per function), the data values in key order, and the
-    ``Immediate`` nodes of its parameters in parameter order (a plan cache maps both to
-    slots)."""
-    found = _computing_plan_key(node, data_key) if FAST_PATH else None
+    """``(structure, classes)``: the data-free key of ``node`` and its data's classes by
+    ``data_key_fn`` in key order (a module-level function: classes are kept per node and
+    function); the data values in key order, and the ``Immediate`` nodes of its
+    parameters in parameter order (a plan cache maps both to slots)."""
+    found = _computing_plan_key(node, data_key_fn) if FAST_PATH else None
     if found is not None:
         return found
-    k = _Keyer(data_key)
+    k = _Keyer()
     key = k.key(node)
-    return key, k.data, tuple(k.param_nodes)
+    return (key, classes_of(k.sources, data_key_fn)), k.data, tuple(k.param_nodes)
 
 
 def _computing_plan_key(plan: LogicNode, data_key_fn: Callable[[Any], Any]
@@ -481,23 +576,29 @@ def _computing_plan_key(plan: LogicNode, data_key_fn: Callable[[Any], Any]
     fields: dict[str, int] = {}
     aliases: dict[str, int] = {}
     seen: set[int] = set()
+    many = len(bodies) > 2
     data: list[Any] = []
+    classes: tuple[Any, ...] = ()
     nodes: list[Immediate] = []
     for body in bodies[:-1]:
         rhs = body.rhs if type(body) is Query else None
         if type(rhs) is not Relabel or type(rhs.arg) is not Subquery or \
                 type(rhs.arg.arg) is Table:
             return None
-        sk = subquery_key(rhs.arg, data_key_fn)
-        if not seen.isdisjoint(sk.ids):
-            return None
-        seen.update(sk.ids)
+        node = rhs.arg
+        sk = node.key_cache or subquery_key(node)
+        if many:  # queries sharing a subquery are walked (one query: no set of its history)
+            if not seen.isdisjoint(sk.ids):
+                return None
+            seen.update(sk.ids)
         nums = []
         for f in rhs.idxs:
             nums.append(fields.setdefault(f.name, len(fields)))
         out += (Query, aliases.setdefault(body.lhs.name, len(aliases)), Relabel, tuple(nums),
                 _WHOLE, sk.key)
-        data += sk.data
+        if sk.data:
+            data += sk.data
+            classes += node_classes(node, data_key_fn)
         nodes += sk.param_nodes
     last = bodies[-1] if bodies else None
     if type(last) is not Produces:
@@ -507,7 +608,7 @@ def _computing_plan_key(plan: LogicNode, data_key_fn: Callable[[Any], Any]
         if type(a) is not Alias:
             return None
         out.append(("alias", aliases.setdefault(a.name, len(aliases))))
-    return tuple(out), data, tuple(nodes)
+    return (tuple(out), classes), data, tuple(nodes)
 
 
 def plan_parameters(node: LogicNode) -> tuple[Any, ...]:

@@ -613,10 +613,19 @@ class LazyArray(ArrayOperators, NumpyMethods, ScipyMethods):
 
     # --- observation (each computes once) ---
     def _scalar(self, what: str) -> Any:
-        if self.ndim != 0:
+        """The one value of a 0-d array (``float``, ``item``, ``bool``...): computed once; a
+        host tensor's value read without ``tensor()``'s steps (a view or queued entries to
+        bring up to date, a device copy) when there are none (a scalar read in a loop)."""
+        if self._shape:
             raise TypeError(f"{what}() of a lazysparse array needs a 0-d array, got shape "
                             f"{self.shape}")
-        return self.tensor().values[0]  # a 0-d tensor stores its one value (no levels)
+        if self._view is None and self._update is None:  # ``_sync`` would do nothing
+            if self._result is None:
+                compute_arrays((self,))
+            t = self._result
+            if type(t) is Tensor:
+                return t.values[0]  # a 0-d tensor stores its one value (no levels)
+        return self.tensor().values[0]
 
     def __bool__(self) -> bool:
         if self.ndim != 0 and self.size == 1:  # NumPy's truth value of a one-element array

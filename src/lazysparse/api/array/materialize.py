@@ -62,12 +62,13 @@ def build_plan(arrays: tuple[LazyArray, ...]) -> Plan:
     queries: list[LogicNode] = []
     outs: list[Alias] = []
     for a in arrays:
-        expr = a.expr if a.history_epoch >= memo.EPOCH else substitute_memoized(a.expr, cache)
+        a._sync()  # ``a.expr``; the attributes below read directly (this runs per compute)
+        expr = a._expr if a._epoch >= memo.EPOCH else substitute_memoized(a._expr, cache)
         out = fresh_alias()
-        fields = fresh_fields(a.ndim)
+        fields = fresh_fields(len(a._shape))
         rhs: LogicNode = Relabel(expr, fields)
-        if a.requested_format is not None:
-            rhs = Reformat(Immediate(a.requested_format), rhs)
+        if a._requested_format is not None:
+            rhs = Reformat(Immediate(a._requested_format), rhs)
         queries.append(Query(out, rhs))
         outs.append(out)
     return Plan((*queries, Produces(tuple(outs))))

@@ -81,9 +81,21 @@ def _product_full(mul: Any, x1: LazyArray, x2: LazyArray) -> bool | None:
     the fill rule's of its operands; their accesses are views of the arrays): a solver's
     lazy dot read by its next update asks it once, not by a walk of its history per use.
     None where an operand's fill is not known (the constructor's walk decides)."""
-    if x1._fill_value is None or x2._fill_value is None:
+    f1, f2 = x1._fill_value, x2._fill_value
+    if f1 is None or f2 is None:
         return None
-    return mapjoin_region(mul, [x1._fill_value, x2._fill_value], [x1.full, x2.full])[1]
+    key = (mul, type(f1), f1, type(f2), f2, x1.full, x2.full)
+    known = _PRODUCT_FULL.get(key)
+    if known is None:
+        known = mapjoin_region(mul, [f1, f2], [key[5], key[6]])[1]
+        if len(_PRODUCT_FULL) < 1024:  # a NaN fill never hits again: bounded, not grown
+            _PRODUCT_FULL[key] = known
+    return known
+
+
+# ``_product_full`` by (product, fills with their types, fullness): the registry's region
+# rule costs ~20 Python calls, and a loop builds the same contraction every iteration
+_PRODUCT_FULL: dict[tuple[Any, ...], bool] = {}
 
 
 def _access_nodes(node: LogicNode, x: LazyArray, seen: set[int]) -> int | None:

@@ -11,6 +11,7 @@ operands' fill values); otherwise that query takes the full path again.
 
 from __future__ import annotations
 
+import operator
 import struct
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -78,8 +79,8 @@ class Recipe:
     # needed sorted, ``compile.planning.ordering``, is sorted again on every run)
     specs: tuple[Any, ...] = ()
 
-    # the last (fills, constants, result fill) whose facts held: every check below is a
-    # function of the fills and constants, so a run with the same ones skips them. One
+    # the last (fills and constants, result fill) whose facts held: every check below is
+    # a function of the fills and constants, so a run with the same ones skips them. One
     # tuple in one slot, read and replaced whole: threads running this recipe with their
     # own constants never pair one run's fills with another's result fill
     last: list[Any] = field(default_factory=lambda: [None], compare=False, repr=False)
@@ -94,19 +95,21 @@ class Recipe:
             tensors = self._conformed(tensors)
             if tensors is None:
                 return None
-        consts = tuple([params[i] for i in self.params])
-        extents = {f: tensors[s].shape[ax] for f, s, ax in self.extents}
+        # maps and loops, not comprehensions: no Python frame per call (this runs per compute)
+        consts = tuple(map(params.__getitem__, self.params))
+        extents = {}
+        for f, s, ax in self.extents:
+            extents[f] = tensors[s].shape[ax]
         for f in self.unit_fields:
             extents[f] = 1
-        fills = tuple([t.fill_value for t in tensors])
+        scalars = (*map(_FILL_VALUE, tensors), *consts)  # the fills, then the constants
         last = self.last[0]
-        if last is not None and _same_scalars(last[0], fills) and \
-                _same_scalars(last[1], consts):
+        if last is not None and _same_scalars(last[0], scalars):
             return QueryData(tensors, consts, self.init, extents,
-                             tuple([extents[f] for f in self.info.out_fields]), last[2])
+                             tuple(map(extents.__getitem__, self.info.out_fields)), last[1])
         data = self._checked(tensors, consts, extents)
         if data is not None:
-            self.last[0] = (fills, consts, data.out_fill)
+            self.last[0] = (scalars, data.out_fill)
         return data
 
     def _conformed(self, tensors: tuple[Any, ...]) -> tuple[Any, ...] | None:
@@ -152,6 +155,9 @@ class Recipe:
         if self.kernel is None:
             return self.host(self.info, data)
         return self.kernel(data)
+
+
+_FILL_VALUE = operator.attrgetter("fill_value")
 
 
 def _same_specs(tensors: tuple[Any, ...], specs: tuple[Any, ...]) -> bool:
@@ -299,11 +305,21 @@ class Program:
             elif isinstance(body, Produces):
                 self.produces = body.args  # type: ignore[assignment]
                 break
+        # the body index of the plan's one query when it produces that query's result alone
+        # (a compute of one array): :meth:`run` calls its recipe without the alias tables
+        self.only: int | None = self.queries[0][0] if len(self.queries) == 1 and \
+            self.produces == (self.queries[0][1],) else None
 
     def run(self, inputs: list[Any], params: tuple[Any, ...]) -> tuple[Any, ...]:
         """The tensors the plan produces for ``inputs`` and ``params``."""
         if self.produces is None:
             raise ValueError("plan has no Produces statement")
+        if self.only is not None and self.only in self.slots:  # one query on the inputs
+            recipe = self.recipes[self.only]
+            assert recipe is not None
+            data = recipe.bound(tuple(map(inputs.__getitem__, self.slots[self.only])), params)
+            if data is not None:
+                return (recipe.run(data),)
         env: dict[Alias, Any] | None = None  # by alias: made when a query needs it
         out: dict[Alias, Any] = {}  # the queries' results
         filled: Plan | None = None
@@ -313,7 +329,7 @@ class Program:
             if recipe is not None:
                 slots = self.slots.get(j)
                 if slots is not None:
-                    data = recipe.bound(tuple([inputs[k] for k in slots]), params)
+                    data = recipe.bound(tuple(map(inputs.__getitem__, slots)), params)
                 else:
                     env = self._env(env, inputs, out)
                     data = recipe.data(env, params)
