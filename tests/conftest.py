@@ -12,7 +12,7 @@ draws more or fewer examples than the profile's default writes its ``ci`` count 
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from typing import Any
 
 import pytest
@@ -47,6 +47,26 @@ def slow_except(values: Iterable[Any], fast: Collection[Any]) -> list[Any]:
     return [v if v in fast else
             pytest.param(*(v if isinstance(v, tuple) else (v,)), marks=pytest.mark.slow)
             for v in values]
+
+
+def rotation(cases: Sequence[Any], choices: Sequence[Any],
+             case_ids: Sequence[str] | None = None,
+             slow_choices: Sequence[Any] = ()) -> list[Any]:
+    """Every case of ``cases`` with every one of ``choices``, for ``parametrize`` (a tuple
+    case or choice is several argument names, the choice's last): the fast tier runs case
+    ``k`` with ``choices[k % len(choices)]`` only, so every case and every choice still runs
+    in it (one kernel per case, not one per pair), and the full suite runs the whole product.
+    ``slow_choices`` go with every case in the full suite only."""
+    out = []
+    for k, case in enumerate(cases):
+        values = case if isinstance(case, tuple) else (case,)
+        name = case_ids[k] if case_ids is not None else "-".join(map(str, values))
+        for j, choice in enumerate([*choices, *slow_choices]):
+            picked = choice if isinstance(choice, tuple) else (choice,)
+            slow = () if j == k % len(choices) else (pytest.mark.slow,)
+            out.append(pytest.param(*values, *picked, marks=slow,
+                                    id="-".join([name, *map(str, picked)])))
+    return out
 
 
 def examples(n: int) -> int:
