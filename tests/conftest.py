@@ -51,19 +51,23 @@ def slow_except(values: Iterable[Any], fast: Collection[Any]) -> list[Any]:
 
 def rotation(cases: Sequence[Any], choices: Sequence[Any],
              case_ids: Sequence[str] | None = None,
-             slow_choices: Sequence[Any] = ()) -> list[Any]:
+             slow_choices: Sequence[Any] = (), slow_cases: Sequence[Any] = ()) -> list[Any]:
     """Every case of ``cases`` with every one of ``choices``, for ``parametrize`` (a tuple
     case or choice is several argument names, the choice's last): the fast tier runs case
     ``k`` with ``choices[k % len(choices)]`` only, so every case and every choice still runs
-    in it (one kernel per case, not one per pair), and the full suite runs the whole product.
-    ``slow_choices`` go with every case in the full suite only."""
+    in it (given as many cases as choices; one kernel per case, not one per pair), and the
+    full suite runs the whole product.
+    ``slow_choices`` go with every case, and ``slow_cases`` with every choice, in the full
+    suite only."""
     out = []
-    for k, case in enumerate(cases):
+    for k, case in enumerate([*cases, *slow_cases]):
         values = case if isinstance(case, tuple) else (case,)
-        name = case_ids[k] if case_ids is not None else "-".join(map(str, values))
+        name = case_ids[k] if case_ids is not None and k < len(case_ids) else \
+            "-".join(map(str, values))
         for j, choice in enumerate([*choices, *slow_choices]):
             picked = choice if isinstance(choice, tuple) else (choice,)
-            slow = () if j == k % len(choices) else (pytest.mark.slow,)
+            fast = k < len(cases) and j == k % len(choices)
+            slow = () if fast else (pytest.mark.slow,)
             out.append(pytest.param(*values, *picked, marks=slow,
                                     id="-".join([name, *map(str, picked)])))
     return out
