@@ -63,14 +63,20 @@ def rotation(cases: Sequence[Any], choices: Sequence[Any],
     for k, case in enumerate([*cases, *slow_cases]):
         values = case if isinstance(case, tuple) else (case,)
         name = case_ids[k] if case_ids is not None and k < len(case_ids) else \
-            "-".join(map(str, values))
+            "-".join(map(_param_id, values))
         for j, choice in enumerate([*choices, *slow_choices]):
             picked = choice if isinstance(choice, tuple) else (choice,)
             fast = k < len(cases) and j == k % len(choices)
             slow = () if fast else (pytest.mark.slow,)
             out.append(pytest.param(*values, *picked, marks=slow,
-                                    id="-".join([name, *map(str, picked)])))
+                                    id="-".join([name, *map(_param_id, picked)])))
     return out
+
+
+def _param_id(value: Any) -> str:
+    """A test id's part for ``value``: a type's or function's name (``int32``), else str."""
+    name = getattr(value, "__name__", None)
+    return name if isinstance(name, str) else str(value)
 
 
 def examples(n: int) -> int:
