@@ -12,7 +12,7 @@ draws more or fewer examples than the profile's default writes its ``ci`` count 
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from typing import Any
 
 import pytest
@@ -47,6 +47,36 @@ def slow_except(values: Iterable[Any], fast: Collection[Any]) -> list[Any]:
     return [v if v in fast else
             pytest.param(*(v if isinstance(v, tuple) else (v,)), marks=pytest.mark.slow)
             for v in values]
+
+
+def rotation(cases: Sequence[Any], choices: Sequence[Any],
+             case_ids: Sequence[str] | None = None,
+             slow_choices: Sequence[Any] = (), slow_cases: Sequence[Any] = ()) -> list[Any]:
+    """Every case of ``cases`` with every one of ``choices``, for ``parametrize`` (a tuple
+    case or choice is several argument names, the choice's last): the fast tier runs case
+    ``k`` with ``choices[k % len(choices)]`` only, so every case and every choice still runs
+    in it (given as many cases as choices; one kernel per case, not one per pair), and the
+    full suite runs the whole product.
+    ``slow_choices`` go with every case, and ``slow_cases`` with every choice, in the full
+    suite only."""
+    out = []
+    for k, case in enumerate([*cases, *slow_cases]):
+        values = case if isinstance(case, tuple) else (case,)
+        name = case_ids[k] if case_ids is not None and k < len(case_ids) else \
+            "-".join(map(_param_id, values))
+        for j, choice in enumerate([*choices, *slow_choices]):
+            picked = choice if isinstance(choice, tuple) else (choice,)
+            fast = k < len(cases) and j == k % len(choices)
+            slow = () if fast else (pytest.mark.slow,)
+            out.append(pytest.param(*values, *picked, marks=slow,
+                                    id="-".join([name, *map(_param_id, picked)])))
+    return out
+
+
+def _param_id(value: Any) -> str:
+    """A test id's part for ``value``: a type's or function's name (``int32``), else str."""
+    name = getattr(value, "__name__", None)
+    return name if isinstance(name, str) else str(value)
 
 
 def examples(n: int) -> int:

@@ -21,6 +21,7 @@ from lazysparse.engine.plan_cache import clear_plan_cache, lookup
 from lazysparse.formats import DensifyError, set_densify_limit
 from lazysparse.kernels.backends.numba import cache
 from lazysparse.logic.nodes import Field
+from tests.conftest import rotation
 
 RNG = np.random.default_rng(11)
 ROWS, COLS = 40, 30
@@ -145,9 +146,9 @@ def _check_same(got: Any, want: Any, what: str) -> None:
         assert vals is None or not (vals == 0).any(), f"{what}: a stored fill"
 
 
-@pytest.mark.parametrize("fmt", ["csr", "csc", "coo"])
 @pytest.mark.parametrize("kind", ["uniform", "zipf"])
-@pytest.mark.parametrize("name, fn", CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("name, fn, fmt", rotation(CASES, ["csr", "csc", "coo"],
+                                                   [c[0] for c in CASES]))
 def test_stored_tier_matches_compiled_and_numpy(stored_tier: Callable[[str], None],
                                                 fmt: str, kind: str, name: str,
                                                 fn: Callable[..., Any]) -> None:

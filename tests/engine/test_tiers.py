@@ -21,6 +21,7 @@ from lazysparse.engine.background import JobState
 from lazysparse.engine.plan_cache import clear_plan_cache, lookup
 from lazysparse.engine.tiers import CompileMode, Tier, compile_mode
 from lazysparse.kernels.backends.numba import cache
+from tests.conftest import rotation
 
 RNG = np.random.default_rng(7)
 S_NP = sp.random_array((12, 9), density=0.3, format="csr", rng=3).toarray()
@@ -243,8 +244,8 @@ def test_explain_names_the_tier(mode: Callable[[str], None]) -> None:
     assert "tier: next call eager; last ran eager (1 eager run(s))" in str(xp.explain(s * 11.0))
 
 
-@pytest.mark.parametrize("fmt", ["csr", "csc", "coo", "dense"])
-@pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "complex128"])
+@pytest.mark.parametrize("fmt, dtype", rotation(["csr", "csc", "coo", "dense"],
+                                               ["float64", "float32", "int64", "complex128"]))
 def test_eager_products_contract_without_the_full_product(
         mode: Callable[[str], None], monkeypatch: pytest.MonkeyPatch, fmt: str,
         dtype: str) -> None:

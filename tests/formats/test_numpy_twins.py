@@ -26,7 +26,7 @@ from lazysparse.formats.levels import hashed
 from lazysparse.formats.levels.hashed import build_table
 from lazysparse.formats.select import select
 from lazysparse.formats.specs import format_spec
-from tests.conftest import slow_except
+from tests.conftest import rotation
 
 INDEX = [np.int32, np.int64]
 
@@ -234,8 +234,9 @@ def _sort_family(mp: pytest.MonkeyPatch, ptr: np.ndarray, idx: np.ndarray, size:
 FAST_VALUES = [np.float64, np.int64, np.bool_]
 
 
-@pytest.mark.parametrize("dtype", INDEX)
-@pytest.mark.parametrize("vdtype", slow_except(VALUES, FAST_VALUES))
+@pytest.mark.parametrize("vdtype, dtype", rotation(
+    FAST_VALUES, INDEX, [np.dtype(v).name for v in FAST_VALUES],
+    slow_cases=[v for v in VALUES if v not in FAST_VALUES]))
 def test_sort_family_twins(monkeypatch: pytest.MonkeyPatch, dtype: Any, vdtype: Any) -> None:
     rng = np.random.default_rng(11)
     for ptr, idx, size in _layouts(dtype):
@@ -277,8 +278,10 @@ def test_constructors_match_numpy_on_both_paths(monkeypatch: pytest.MonkeyPatch)
             np.testing.assert_array_equal(np.asarray(build()), want)
 
 
-@pytest.mark.parametrize("vdtype", slow_except(VALUES + [np.int8, np.uint64], FAST_VALUES))
-@pytest.mark.parametrize("combine", [None, "add", "multiply", "min", "max", "or", "and"])
+# the fast tier: each combine with one fast value dtype in turn (or/and with integers)
+@pytest.mark.parametrize("combine, vdtype", rotation(
+    [None, "or", "and", "add", "multiply", "min", "max"], FAST_VALUES,
+    slow_choices=[v for v in VALUES + [np.int8, np.uint64] if v not in FAST_VALUES]))
 def test_hashed_builder_twins(monkeypatch: pytest.MonkeyPatch, vdtype: Any,
                               combine: str | None) -> None:
     if combine in ("or", "and") and np.dtype(vdtype).kind not in "biu":
@@ -365,8 +368,7 @@ def _as_tensor(m: Any, fmt: str, dtype: Any) -> Tensor:
     return Tensor(g.shape, [Dense(rows), level], (1, 0) if fmt == "csc" else (0, 1), vals, 0.0)
 
 
-@pytest.mark.parametrize("fmt", ["csr", "csc", "coo", "csr-unordered"])
-@pytest.mark.parametrize("dtype", INDEX)
+@pytest.mark.parametrize("fmt, dtype", rotation(["csr", "csc", "coo", "csr-unordered"], INDEX))
 def test_selection_twins(monkeypatch: pytest.MonkeyPatch, fmt: str, dtype: Any) -> None:
     m = sp.random_array((23, 31), density=0.3, format="csr", rng=9, dtype=np.float64)
     t = _as_tensor(m, fmt, dtype)

@@ -34,7 +34,7 @@ from lazysparse.logic.nodes import (
 from lazysparse.logic.operators import get_operator
 from lazysparse.optimizer.epilogue import fuse_epilogues
 from lazysparse.optimizer.transpose import absorb_transposes
-from tests.conftest import examples, slow_except
+from tests.conftest import examples, rotation, slow_except
 
 i, j, a, b = (Field(n) for n in "ijab")
 A, B, C, M, X = (Alias(n) for n in "ABCMX")
@@ -165,8 +165,7 @@ def test_mean_is_one_kernel(fmt: str, dtype: type, fill: object, axis: int) -> N
                                rtol=1e-5)
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
-@pytest.mark.parametrize("fill", [0.0, np.nan, 1.0])
+@pytest.mark.parametrize("fmt, fill", rotation(FORMATS, [0.0, np.nan, 1.0]))
 def test_row_sums_over_a_dense_vector_is_one_kernel(fmt: str, fill: float) -> None:
     a_np = _sparse((23, 9), fill=fill)
     d_np = RNG.random(23) + 0.5
@@ -284,8 +283,7 @@ def test_keepdims_axes_of_the_map_join_the_aggregates_loop() -> None:
     np.testing.assert_allclose(interpret(out)[0].to_numpy(), interpret(plan)[0].to_numpy())
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
-@pytest.mark.parametrize("axis", [0, 1])
+@pytest.mark.parametrize("fmt, axis", rotation(FORMATS, [0, 1]))
 def test_mean_with_keepdims_is_one_kernel(fmt: str, axis: int) -> None:
     a_np = _sparse((13, 8), fill=np.nan, density=0.5)
     m = xp.mean(xp.asarray(a_np, format=fmt, fill_value=np.nan), axis=axis, keepdims=True)

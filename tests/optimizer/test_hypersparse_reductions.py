@@ -25,7 +25,7 @@ import scipy.sparse as sp
 import lazysparse as xp
 from lazysparse.api.stored.eager import stored_entries
 from lazysparse.formats import DensifyError, set_densify_limit
-from tests.conftest import slow_except
+from tests.conftest import rotation, slow_except
 
 N = 10**9
 ROWS, COLS, VALS = np.array([5, 70, N - 1]), np.array([3, 3, 12]), np.array([1.0, 2.0, 3.0])
@@ -228,11 +228,11 @@ TALL: Entries = ((LONG, 1), np.array([7, 123456]), np.array([0, 0]), np.array([-
 
 
 # the fast tier: a fill-keeping sum and a folding all (with its casts)
+# and one axis per format, both shapes' sparse results (along the short axis) among them
 @pytest.mark.parametrize("name", slow_except(REDUCTIONS, ["sum", "all"]))
-@pytest.mark.parametrize("axis", [0, 1, None])
-@pytest.mark.parametrize(("fmt", "entries"), [("csr", WIDE), ("dcsr", WIDE), ("csc", TALL),
-                                              ("coo", TALL)], ids=["csr-1xN", "dcsr-1xN",
-                                                                   "csc-Nx1", "coo-Nx1"])
+@pytest.mark.parametrize(("fmt", "entries", "axis"), rotation(
+    [("csr", WIDE), ("csc", TALL), ("dcsr", WIDE), ("coo", TALL)], [0, 1, None],
+    ["csr-1xN", "csc-Nx1", "dcsr-1xN", "coo-Nx1"]))
 def test_reductions_of_a_long_vector_matrix_are_bounded(fmt: str, entries: Entries,
                                                         axis: int | None, name: str) -> None:
     a = _lazy(fmt, entries)
@@ -255,10 +255,10 @@ def square() -> dict[str, tuple[Any, Entries]]:
     return {"csr": (xp.asarray(csr), SQ), "csc": (xp.asarray(csr.T), (shape, cols, rows, vals))}
 
 
-@pytest.mark.parametrize("name", slow_except(["sum", "mean", "any", "count_nonzero"],
-                                             ["sum", "any"]))
-@pytest.mark.parametrize("axis", [0, 1, None])
-@pytest.mark.parametrize("fmt", ["csr", "csc"])
+# the fast tier: sum and any over both formats, one axis each in turn
+@pytest.mark.parametrize("name, fmt, axis", rotation(
+    [("sum", "csr"), ("sum", "csc"), ("any", "csr"), ("any", "csc")], [0, 1, None],
+    slow_cases=[(n, f) for n in ("mean", "count_nonzero") for f in ("csr", "csc")]))
 def test_fill_keeping_reductions_of_a_huge_csr_are_sparse_and_bounded(
         square: dict[str, tuple[Any, Entries]], fmt: str, axis: int | None, name: str) -> None:
     """Row sums of a CSR write one entry per stored row (not per row), column sums sort
@@ -270,9 +270,10 @@ def test_fill_keeping_reductions_of_a_huge_csr_are_sparse_and_bounded(
         assert out.format != "dense" and out.nnz == len(_expected(name, axis, entries)[0])
 
 
-@pytest.mark.parametrize("name", slow_except(["max", "min", "prod", "all"], ["max", "all"]))
-@pytest.mark.parametrize("axis", [0, 1, None])
-@pytest.mark.parametrize("fmt", ["csr", "csc"])
+# the fast tier: max and all over both formats, one axis each in turn
+@pytest.mark.parametrize("name, fmt, axis", rotation(
+    [("max", "csr"), ("max", "csc"), ("all", "csr"), ("all", "csc")], [0, 1, None],
+    slow_cases=[(n, f) for n in ("min", "prod") for f in ("csr", "csc")]))
 def test_fill_folding_reductions_of_a_huge_csr_are_sparse_and_bounded(
         square: dict[str, tuple[Any, Entries]], fmt: str, axis: int | None, name: str) -> None:
     """``max``/``min``/``prod``/``all`` visit the stored entries and count them per result

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import lazysparse as xp
 from lazysparse.logic.operators import get_operator
-from tests.conftest import examples, slow_except
+from tests.conftest import examples, rotation, slow_except
 
 FORMATS = ("csr", "csc", "coo")
 LOOP = re.compile(r"# loop (\w+): (\w+)")
@@ -62,8 +62,8 @@ def as_lazy(a: sps.spmatrix, fmt: str, fill: float = 0.0) -> xp.LazyArray:
 
 # -- the neighbour minimum of label propagation -------------------------------------------
 
-@pytest.mark.parametrize("fmt", FORMATS)
-@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.float64, np.float32])
+@pytest.mark.parametrize("dtype, fmt", rotation([np.int64, np.int32, np.float64, np.float32],
+                                               FORMATS, ["int64", "int32", "float64", "float32"]))
 def test_neighbour_minimum_matches_numpy(fmt: str, dtype: type) -> None:
     n = 60
     a = graph(n, 4, seed=1)
@@ -143,8 +143,7 @@ MASKED_REDUCTIONS = {
 }
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
-@pytest.mark.parametrize("case", sorted(MASKED_REDUCTIONS))
+@pytest.mark.parametrize("case, fmt", rotation(sorted(MASKED_REDUCTIONS), FORMATS))
 @pytest.mark.parametrize("dtype", slow_except([np.float64, np.float32], [np.float64]))
 def test_masked_reductions(fmt: str, case: str, dtype: type) -> None:
     build, ref = MASKED_REDUCTIONS[case]
@@ -157,8 +156,7 @@ def test_masked_reductions(fmt: str, case: str, dtype: type) -> None:
     np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5)
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
-@pytest.mark.parametrize("fill", [0.0, np.nan, 1.0])
+@pytest.mark.parametrize("fmt, fill", rotation(FORMATS, [0.0, np.nan, 1.0]))
 def test_boolean_mask_stored_with_fill_values(fmt: str, fill: float) -> None:
     """A boolean mask stored directly (fill False), masks built from data with fill 0, NaN
     and 1 (``A != fill`` is the pattern), and an integer 0/1 mask as a factor."""

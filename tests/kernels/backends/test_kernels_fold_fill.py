@@ -14,7 +14,7 @@ from lazysparse.logic import check_normal_form, interpret
 from lazysparse.logic.internal_ops import astype_op
 from lazysparse.logic.nodes import Immediate, MapJoin, Reorder
 from lazysparse.logic.operators import get_operator
-from tests.conftest import slow_except
+from tests.conftest import rotation, slow_except
 
 RNG = np.random.default_rng(5)
 
@@ -63,8 +63,9 @@ def test_fold_matches_interpreter(fmt, op, fill, red):
     _run(plan({"A": A}, compute("out", "dense", 2 - len(red), body)))
 
 
-@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int64, np.float32, np.complex128])
-@pytest.mark.parametrize("op", ["add", "multiply"])
+@pytest.mark.parametrize("dtype, op", rotation(
+    [np.int8, np.uint8, np.int64, np.float32, np.complex128], ["add", "multiply"],
+    ["int8", "uint8", "int64", "float32", "complex128"]))
 def test_repeat_forms_by_dtype(dtype, op):
     """sum/prod with fill 1 (prod stays small): integer wrap-around matches repeated ops."""
     a = _matrix(dtype, 1 if op == "add" else 1)

@@ -17,6 +17,7 @@ import lazysparse.kernels.backends.numba.cpu_host as host
 from lazysparse.kernels.backends import execute_plan
 from lazysparse.kernels.compile.planning.kernel_plan import EntryBound
 from lazysparse.logic.nodes import Alias, Reorder
+from tests.conftest import rotation
 
 RNG = np.random.default_rng(23)
 
@@ -72,8 +73,8 @@ def single_passes(monkeypatch):
     return seen
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("ofmt", ["csr", "dcsr", "coo"])
+@pytest.mark.parametrize("dtype, ofmt", rotation(DTYPES, ["csr", "dcsr", "coo"],
+                                                 [np.dtype(d).name for d in DTYPES]))
 def test_intersection_values_and_stored_counts(dtype, ofmt, one_thread, single_passes):
     A, B = sprand((40, 33), 0.35, dtype), sprand((40, 33), 0.35, dtype)
     A[3], B[7] = 0, 0  # empty rows in one operand each

@@ -16,7 +16,7 @@ import scipy.sparse as sp
 import lazysparse as xp
 from lazysparse.formats import Tensor, convert
 from lazysparse.formats.levels import Compressed
-from tests.conftest import slow_except
+from tests.conftest import rotation, slow_except
 
 RNG = np.random.default_rng(7)
 
@@ -70,8 +70,8 @@ OPS: dict[str, Callable[[Any, Any, Any, Any], Any]] = {
 }
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
-@pytest.mark.parametrize("op", list(OPS))
+# the fast tier: each op with one of the levels in turn (every level among them)
+@pytest.mark.parametrize("op, fmt", rotation(list(OPS), FORMATS))
 def test_level_as_input(fmt: str, op: str) -> None:
     da, db = sparse_dense((12, 9)), sparse_dense((12, 9))
     x = RNG.random(12)

@@ -13,7 +13,7 @@ import pytest
 
 import lazysparse as xp
 from lazysparse.formats.conversion.convert import to_structured
-from tests.conftest import slow_except
+from tests.conftest import rotation, slow_except
 
 STRUCTURED = ("dia", "bsr", "ell", "rle")
 
@@ -79,9 +79,9 @@ def test_ops_match_numpy_and_oracle(fmt: str, op: str, monkeypatch: pytest.Monke
     np.testing.assert_allclose(oracle, ref(d, x))
 
 
-@pytest.mark.parametrize("fmt", STRUCTURED)
-@pytest.mark.parametrize("dtype", slow_except(["bool", "int8", "uint16", "int64", "float32",
-                                               "complex128"], ["bool", "int64", "complex128"]))
+# the fast tier: one of bool, int64 and complex128 per level, in turn
+@pytest.mark.parametrize("fmt, dtype", rotation(STRUCTURED, ["bool", "int64", "complex128"],
+                                                slow_choices=["int8", "uint16", "float32"]))
 def test_dtypes(fmt: str, dtype: str) -> None:
     d = banded(8, dtype=dtype, seed=3)
     x = np.arange(8).astype(dtype)
