@@ -210,3 +210,28 @@ def test_two_implicit_fills_next_to_stored_entries(fmt: str) -> None:
     want = np.array([[0.0, np.nan, np.nan, np.inf]])
     np.testing.assert_array_equal(results[1], want)
     np.testing.assert_array_equal(results[0], want)
+
+
+@pytest.mark.parametrize("fmt", slow_except(["csr", "csc", "coo"], ["coo"]))
+@pytest.mark.parametrize("cond", ["S > 0", "S != 0"])
+def test_a_selection_annihilates_where_its_selector_stores_nothing(fmt: str,
+                                                                    cond: str) -> None:
+    """Found by a random hunt: ``C - Dinf * where(S > 0, E, 0)`` with ``S`` storing nothing
+    where ``C`` stores; the selection has ``S``'s region (its fill selects the constant 0),
+    so the product is the implicit 0 there and ``C``'s entry stays (-2, not ``inf * 0``)."""
+    z = np.zeros((3, 3))
+    c, d, s = z.copy(), z.copy() + 1.0, z.copy()
+    c[2, 2], c[0, 1] = -2.0, 4.0
+    d[2, 2], d[1, 1] = np.inf, -np.inf
+    s[0, 1], s[1, 1] = 2.0, 3.0
+    results = []
+    for executor in (None, "reference"):
+        with _executor(executor), np.errstate(all="ignore"):
+            S = xp.asarray(s, format=fmt)
+            mask = S > 0 if cond == "S > 0" else S != 0
+            y = xp.asarray(c, format=fmt) - xp.asarray(d) * xp.where(mask, xp.asarray(z), 0.0)
+            results.append(np.asarray(xp.compute(y)))
+    want = c.copy()  # E is 0 where S stores (d finite there except inf * 0 at (1, 1))
+    want[1, 1] = np.nan  # S stores there: -inf * 0 is NaN (IEEE on stored entries)
+    np.testing.assert_array_equal(results[1], want)
+    np.testing.assert_array_equal(results[0], want)

@@ -156,8 +156,9 @@ class LowerContext:
     def holds_data(self, node: PNode, st: State) -> Expr | bool:
         """Whether ``node`` holds data here (True: always; False: never, a constant): a
         dense operand always, a sparse one where it stores an entry, a map where all its
-        annihilating arguments do (their patterns' intersection, the fill rule) or else
-        where any of its arguments does."""
+        annihilating arguments do (their patterns' intersection, the fill rule), a selection
+        (``where(S > 0, D, 0)``) where its selector or the argument it then selects does,
+        or else where any of its arguments does."""
         match node:
             case PAccess(slot=s):
                 o = st.ops[s]
@@ -179,6 +180,9 @@ class LowerContext:
                         if h is not True:
                             both = h if both is True else Bin(BinOp.AND, both, h)  # type: ignore
                     return both
+                if node.selects:  # data where the selector does, else the selected's
+                    i, j = node.selects[0]
+                    return _either(self.holds_data(args[i], st), self.holds_data(args[j], st))
                 out: Expr | bool = False
                 for a in args:
                     h = self.holds_data(a, st)
@@ -332,3 +336,14 @@ class LowerContext:
 
 
 __all__ = ["LowerContext", "Phase", "loop_vars"]
+
+
+def _either(a: Expr | bool, b: Expr | bool) -> Expr | bool:
+    """``a or b`` of two holds-data answers (True, False or a run-time condition)."""
+    if a is True or b is True:
+        return True
+    if a is False:
+        return b
+    if b is False:
+        return a
+    return Bin(BinOp.OR, a, b)  # type: ignore[arg-type]
