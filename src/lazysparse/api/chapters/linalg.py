@@ -25,6 +25,7 @@ from lazysparse.api.array.plan_nodes import (
     fresh_fields,
     identify,
 )
+from lazysparse.api.building.elementwise import value_key
 from lazysparse.api.building.lazy_plans import (
     astype,
     check_array,
@@ -84,17 +85,22 @@ def _product_full(mul: Any, x1: LazyArray, x2: LazyArray) -> bool | None:
     f1, f2 = x1._fill_value, x2._fill_value
     if f1 is None or f2 is None:
         return None
-    key = (mul, type(f1), f1, type(f2), f2, x1.full, x2.full)
+    k1, k2 = value_key(f1), value_key(f2)
+    if k1 is None or k2 is None:  # NaN or complex fills: no exact key, derived each time
+        return mapjoin_region(mul, [f1, f2], [x1.full, x2.full])[1]
+    key = (mul, k1, k2, x1.full, x2.full)
     known = _PRODUCT_FULL.get(key)
     if known is None:
-        known = mapjoin_region(mul, [f1, f2], [key[5], key[6]])[1]
-        if len(_PRODUCT_FULL) < 1024:  # a NaN fill never hits again: bounded, not grown
-            _PRODUCT_FULL[key] = known
+        known = mapjoin_region(mul, [f1, f2], [key[3], key[4]])[1]
+        if len(_PRODUCT_FULL) >= 1024:
+            _PRODUCT_FULL.clear()
+        _PRODUCT_FULL[key] = known
     return known
 
 
-# ``_product_full`` by (product, fills with their types, fullness): the registry's region
-# rule costs ~20 Python calls, and a loop builds the same contraction every iteration
+# ``_product_full`` by (product, exact fill keys as the elementwise facts cache makes them,
+# fullness): the registry's region rule costs ~20 Python calls, and a loop builds the same
+# contraction every iteration. Bounded: cleared when full.
 _PRODUCT_FULL: dict[tuple[Any, ...], bool] = {}
 
 
