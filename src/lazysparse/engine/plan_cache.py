@@ -179,14 +179,31 @@ def plan_key(plan: Plan) -> tuple[Any, list[Any], tuple[Immediate, ...]]:
     read twice appears twice) and the plan's parameter nodes in parameter order, from one
     walk."""
     key, inputs, nodes = key_data_and_parameter_nodes(plan, _data_key)
+    return (key, const_classes(tuple(map(_VALUE, nodes))), same_inputs(inputs),
+            get_densify_limit()), inputs, nodes
+
+
+def same_inputs(inputs: Any) -> tuple[int, ...]:
+    """Which inputs are the same object: each input's first position (maps in C: this runs
+    per compute)."""
     first: dict[int, int] = {}
-    same = []
-    for i, t in enumerate(inputs):  # loops, not comprehensions: this runs per call
-        same.append(first.setdefault(id(t), i))
-    consts = []
-    for n in nodes:
-        consts.append(const_class(n.val))
-    return (key, tuple(consts), tuple(same), get_densify_limit()), inputs, nodes
+    return tuple(map(first.setdefault, map(id, inputs), range(len(inputs))))
+
+
+def const_classes(values: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``const_class`` of each constant; a finite float (Python's or ``float64``) other
+    than 0, 1 and -1, the common constant, is classed inline, without two calls each."""
+    out = []
+    for val in values:
+        kind = _FLOAT_KINDS.get(type(val))
+        if kind is not None and math.isfinite(val) and val not in (0.0, 1.0, -1.0):
+            out.append((kind, ("pos" if val > 0 else "neg", _ZERO_PART)))
+        else:
+            out.append(const_class(val))
+    return tuple(out)
+
+
+_FLOAT_KINDS = {float: scalar_kind(0.0), np.float64: scalar_kind(np.float64(0.0))}
 
 
 def _parametrize(node: LogicNode, pindex: dict[int, int]) -> LogicNode | None:
@@ -301,6 +318,19 @@ def lookup(plan: Plan, device: str = "cpu") -> tuple[CachedPlan, list[Any], tupl
             return CachedPlan(opt, frozenset(), cached=False), inputs, params
     _put(key, entry)
     return entry, inputs, params
+
+
+def known_entry(key: Any) -> CachedPlan | None:
+    """The cached entry under the full plan-cache ``key`` (``(device, plan_key(...)[0])``)
+    when it is a plain hit (marked recently used, as :func:`lookup` does; the caller
+    counts the hit once it uses it); None for a miss, a shape cached by constant values
+    or by exact counts' verdicts (those need :func:`lookup`'s full path)."""
+    with _LOCK:
+        hit = _CACHE.get(key)
+        if type(hit) is not CachedPlan:
+            return None
+        _CACHE.move_to_end(key)
+    return hit
 
 
 @dataclass(eq=False)

@@ -170,6 +170,20 @@ def _drop_state(key: int, ref: weakref.ref[CachedPlan]) -> None:
         _STATES.pop(key, None)
 
 
+def compiled_again(entry: CachedPlan) -> bool:
+    """Whether this call of ``entry``'s shape takes the compiled tier at once, as
+    :func:`choose_tier` would decide (its program is made, so it ran compiled; any mode but
+    ``eager``), recorded as :func:`run_tiered` records it; False when that needs
+    :func:`run_tiered` itself (no record yet, the eager mode, not yet on disk)."""
+    found = _STATES.get(id(entry))
+    if (found is None or found[0]() is not entry or entry.program is None
+            or entry.store_key is not None or _MODE.get() is CompileMode.EAGER):
+        return False
+    found[1].last = Tier.COMPILED
+    STATS.bump("compiled")
+    return True
+
+
 def small(inputs: list[Any]) -> bool:
     """Whether every operand has at most :data:`EAGER_MAX_ELEMENTS` entries (the dense
     interpreter runs the plan; else the stored-entry evaluator)."""

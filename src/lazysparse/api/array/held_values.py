@@ -228,7 +228,7 @@ def held_values(arrays: tuple[LazyArray, ...],
     """The held arrays a compute of ``arrays`` keeps too (module docstring), with reasons;
     ``live`` maps an alias name to a weak reference to the live array whose expression it
     names (``api.array.live.BY_ALIAS``)."""
-    if _only(arrays):  # the common case: nothing else held is uncomputed
+    if only_these(arrays):  # the common case: nothing else held is uncomputed
         return ()
     todo = {id(a) for a in arrays}
     device = arrays[0].device
@@ -263,7 +263,7 @@ def held_values(arrays: tuple[LazyArray, ...],
     return tuple(kept.values())
 
 
-def _only(arrays: tuple[LazyArray, ...]) -> bool:
+def only_these(arrays: tuple[LazyArray, ...]) -> bool:
     """Whether every registered array is one of ``arrays``: then no other held array
     exists, found without a scan (registered arrays are distinct, so counting ``arrays``'
     own entries suffices). The temporaries of the expression just built (``0.5 * p`` in

@@ -15,11 +15,12 @@ from typing import TYPE_CHECKING
 
 from lazysparse.api.array import memo
 from lazysparse.api.array.devices import device_mix_error, is_device_tensor
-from lazysparse.api.array.held_values import held_values
+from lazysparse.api.array.held_values import held_values, only_these
 from lazysparse.api.array.live import BY_ALIAS
 from lazysparse.api.array.memo import memoized
 from lazysparse.api.array.plan_nodes import fresh_alias, fresh_fields
 from lazysparse.engine import Explanation, executor_for, explain_plan
+from lazysparse.engine.known_shapes import run_known
 from lazysparse.formats import tensor_ops as T
 from lazysparse.logic.nodes import (
     Alias,
@@ -79,6 +80,8 @@ def compute_arrays(arrays: tuple[LazyArray, ...]) -> None:
     Reductions the user still holds inside their histories, or sharing them, are computed
     in the same plan when keeping them costs no more than recomputing them
     (``api.held_values``). ValueError when the arrays live on several devices."""
+    if len(arrays) == 1 and _computed_known(arrays[0]):
+        return
     if len(arrays) > 1:  # loops below, not comprehensions: per call
         devices = {a._device.name for a in arrays}
         if len(devices) > 1:
@@ -98,6 +101,26 @@ def compute_arrays(arrays: tuple[LazyArray, ...]) -> None:
         results = executor_for(todo[0]._device.name)(build_plan(todo))
         for a, tensor in zip(todo, results, strict=True):
             a.set_result(tensor)
+
+
+def _computed_known(a: LazyArray) -> bool:
+    """Compute ``a`` through its shape's cached program from its key, without a plan
+    (``engine.known_shapes.run_known``), where the full path would only build, key, look up
+    and run that one plan: an uncomputed cpu array with no view or queued write to bring up
+    to date, no requested format, not a view of stored data (a ``Reorder``: the full path
+    may answer it without a kernel), nothing memoized in its history since it was built
+    (no substitution), and no other uncomputed array held (``held_values.only_these``:
+    none to keep). True when it computed ``a``."""
+    if (a._result is not None or a._view is not None or a._update is not None
+            or a._requested_format is not None or a._epoch < memo.EPOCH
+            or type(a._expr.arg) is Reorder or a._device.name != "cpu"
+            or not only_these((a,))):
+        return False
+    results = run_known(a._expr, len(a._shape))
+    if results is None:
+        return False
+    a.set_result(results[0])
+    return True
 
 
 def explain_arrays(arrays: tuple[LazyArray, ...], run: bool = False) -> Explanation:

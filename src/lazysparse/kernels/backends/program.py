@@ -353,6 +353,13 @@ class Program:
             produced.append(out[a] if a in out else env[a])  # type: ignore[index]
         return tuple(produced)
 
+    def rerun(self, inputs: Any, params: tuple[Any, ...]) -> tuple[Any, ...]:
+        """:func:`run_cached` of this program's entry (counted in ``RUNS``): a compute of a
+        known shape reaches it from the root's key, without a plan
+        (``engine.known_shapes``)."""
+        RUNS.bump("plans")
+        return self.run(inputs, params)
+
     def recorded(self, j: int, env: dict[Alias, Any], params: tuple[Any, ...]
                  ) -> tuple[QueryDecisions, Kernel | None] | None:
         """Query ``j``'s recorded decisions over the data of ``env`` and ``params``, and its
