@@ -62,8 +62,10 @@ def known_key(node: Subquery, ndim: int) -> tuple[Any, SubqueryKey] | None:
     sk = node.key_cache or subquery_key(node)
     inputs = sk.data
     classes = node_classes(node, _data_key) if inputs else ()
-    return ("cpu", ((plan_tokens(sk.key, ndim), classes), const_classes(sk.params),
-                    same_inputs(inputs), get_densify_limit())), sk
+    nums = _FIELD_NUMBERS[ndim] if ndim < len(_FIELD_NUMBERS) else tuple(range(ndim))
+    tokens = (Plan, 2, Query, 0, Relabel, nums, _WHOLE, sk.key, Produces, 1, _OUT)  # plan_tokens
+    return ("cpu", ((tokens, classes), const_classes(sk.params), same_inputs(inputs),
+                    get_densify_limit())), sk
 
 
 def run_known(node: Subquery, ndim: int) -> tuple[Any, ...] | None:

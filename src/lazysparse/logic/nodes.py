@@ -34,8 +34,8 @@ def _scalar_key(val: Any) -> Any:
         dt = getattr(val, "dtype", None)
         # ``dtype.str`` ("<f8"): ``str(dtype)`` runs Python code on every key
         tag = type(val).__name__ if dt is None else getattr(dt, "str", None) or str(dt)
-        parts = tuple("nan" if math.isnan(p) else p for p in (c.real, c.imag))
-        return (tag, parts)
+        re, im = c.real, c.imag  # no generator: keys are made per operation and compute
+        return (tag, ("nan" if math.isnan(re) else re, "nan" if math.isnan(im) else im))
     if isinstance(val, tuple):
         return ("tuple", tuple(_scalar_key(v) for v in val))
     try:

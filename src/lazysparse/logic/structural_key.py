@@ -258,10 +258,11 @@ def _heads(body: LogicNode, out: list[Any], fields: dict[str, int]
                 out += (Reorder, tuple(nums))
             else:
                 op, init = body.op.val, body.init.val
-                if type(op) is not Operator or not _is_scalar(init):
+                kind = _KINDS.get(type(init))  # scalar_kind's common case, inlined
+                if type(op) is not Operator or kind is None and not _is_scalar(init):
                     return None
                 out += (Aggregate, ("op", op.name, op.params),
-                        ("const", scalar_kind(init), _scalar_key(init)), tuple(nums))
+                        ("const", kind or scalar_kind(init), _scalar_key(init)), tuple(nums))
         elif t is Reformat:
             spec = body.tns.val
             if not (hasattr(spec, "level_kinds") and hasattr(spec, "mode_order")) or \

@@ -118,14 +118,18 @@ def _make_dunder(dunder: str, name: str, op: Operator, kind: DunderKind) -> Call
                                    dunder)
     elif kind is DunderKind.REFLECTED:
         def d(self: Any, other: Any, /) -> Any:  # type: ignore[misc]
-            api = _api()
-            if not api.is_operand(other):
+            # _api() inlined, and the common operands (an array of this class, a Python
+            # float or int) taken without ``is_operand``: these run per operation built
+            api, t = _FUNCTIONS[0], type(other)
+            if t is not type(self) and t is not float and t is not int and \
+                    not api.is_operand(other):
                 return NotImplemented
             return api.apply_operator(op, other, self, fname=dunder)
     else:
         def d(self: Any, other: Any, /) -> Any:  # type: ignore[misc]
-            api = _api()
-            if not api.is_operand(other):
+            api, t = _FUNCTIONS[0], type(other)
+            if t is not type(self) and t is not float and t is not int and \
+                    not api.is_operand(other):
                 return NotImplemented
             return api.apply_operator(op, self, other, fname=dunder)
     d.__name__ = dunder

@@ -454,13 +454,16 @@ class LazyArray(ArrayOperators, NumpyMethods, ScipyMethods):
         self._result = tensor
         self._stored = None
         self._reduces = False
-        held_values.forget(self._pending)
-        self._pending = None
+        if self._pending is not None:
+            held_values.forget(self._pending)
+            self._pending = None
         old = self._expr
         if not isinstance(old.arg, Table):
-            self._expr = Subquery(old.lhs, Table(Immediate(tensor), fresh_fields(tensor.ndim)))
+            self._expr = Subquery(old.lhs, Table(Immediate(tensor),
+                                                 fresh_fields(len(tensor.shape))))
             memo.memoize(old, tensor)
-        self._leaf()
+        self._depth = self._size = 0  # ``_leaf``, inlined (per compute)
+        self._epoch = _NO_HISTORY
 
     def _sync(self) -> None:
         """Bring a view up to date with its array (:meth:`_refresh`) and merge the sparse

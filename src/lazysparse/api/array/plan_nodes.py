@@ -120,7 +120,8 @@ def build_mapjoin(op: object, operands: Sequence[tuple[LogicNode, tuple[int, ...
     no operand has (pure broadcast) or a later axis that appears first
     (``ones(3) + ones((2, 1))``).
     """
-    out_fields = fresh_fields(len(out_shape))
+    n = len(out_shape)  # ``fresh_fields``' common case inlined (per operation built)
+    out_fields = (Field(f"i{next(_counter)}"),) if n == 1 else fresh_fields(n)
     args: list[LogicNode] = []
     present: dict[Field, None] = {}
     in_order = False  # the first array operand has the result's shape: its fields lead
@@ -154,8 +155,9 @@ def build_mapjoin(op: object, operands: Sequence[tuple[LogicNode, tuple[int, ...
         # concatenation, first appearance first) is not the axis order
         body = Reorder(body, out_fields)
         added += 1
-    # every result field is held by some node (an operand's relabel or the reorder)
-    return identify(body), added + fresh + len(out_fields)
+    # every result field is held by some node (an operand's relabel or the reorder);
+    # ``identify`` inlined (per operation built)
+    return Subquery(Alias(f"A{next(_counter)}"), body), added + fresh + len(out_fields)
 
 
 def build_aggregate(op: object, init: object, expr: LogicNode, ndim: int | Sequence[int],

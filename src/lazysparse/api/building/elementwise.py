@@ -92,10 +92,15 @@ def _signature(op: Operator, operands: list[Any]) -> tuple[Any, ...] | None:
     for a in operands:
         if isinstance(a, LazyArray):
             fill = a._fill_value  # current: the caller synced every array operand
-            fk = None if fill is None else value_key(fill)
-            if fill is not None and fk is None:
-                return None
+            if type(fill) is np.float64 and fill == fill:  # value_key's common case
+                fk: Any = (np.float64, fill, math.copysign(1.0, fill))
+            else:
+                fk = None if fill is None else value_key(fill)
+                if fill is not None and fk is None:
+                    return None
             sig.append((a._dtype, a._shape, fk, a.full))
+        elif type(a) is float and a == a:  # value_key's, inlined
+            sig.append((float, a, math.copysign(1.0, a)))
         else:
             vk = value_key(a)
             if vk is None:
@@ -191,11 +196,14 @@ def apply_operator(op: Operator, *args: Any, fname: str | None = None,
     arrays: list[LazyArray] = []
     zero_d = n_d = False
     for a, n in zip(args, names, strict=True):  # a loop, not comprehensions: per op
-        if type(a) is not LazyArray and not isinstance(a, LazyArray):
+        t = type(a)
+        if t is not LazyArray and t is not float and t is not int and \
+                not isinstance(a, LazyArray):
             a = as_operand(a, name, n)
         operands.append(a)
         if isinstance(a, LazyArray):
-            a._sync()  # a view's current value, queued writes merged: what the key reads
+            if a._view is not None or a._update is not None:
+                a._sync()  # a view's current value, queued writes merged: what the key reads
             arrays.append(a)
             if a._shape:
                 n_d = True
@@ -219,7 +227,10 @@ def apply_operator(op: Operator, *args: Any, fname: str | None = None,
     for a, s in zip(operands, facts.scalars, strict=True):
         parts.append((a._expr, a._shape) if s is None else Immediate(s))
     expr, added = build_mapjoin(op, parts, facts.shape)
-    return LazyArray(expr, facts.shape, facts.dtype, facts.fill, _same_device(arrays, name),
+    device = arrays[0]._device  # ``_same_device``'s answer where every array is there
+    if len(arrays) > 2 or len(arrays) == 2 and arrays[1]._device is not device:
+        device = _same_device(arrays, name)
+    return LazyArray(expr, facts.shape, facts.dtype, facts.fill, device,
                      full=facts.full, extent=operands_extent(arrays, added))
 
 
