@@ -30,7 +30,6 @@ from lazysparse.formats.config import get_densify_limit
 from lazysparse.logic.nodes import Plan, Produces, Query, Relabel, Subquery, Table
 from lazysparse.logic.structural_key import (
     _WHOLE,
-    Structure,
     SubqueryKey,
     node_classes,
     subquery_key,
@@ -45,13 +44,6 @@ _FIELD_NUMBERS = [tuple(range(n)) for n in range(33)]
 _OUT = ("alias", 0)  # the produced alias's token: the query's (the root's, inside, is 1)
 
 
-def plan_tokens(structure: Structure, ndim: int) -> tuple[Any, ...]:
-    """The structure of the one-query plan computing a subquery of ``structure`` with
-    ``ndim`` axes (``structural_key._computing_plan_key``'s tokens for that plan)."""
-    nums = _FIELD_NUMBERS[ndim] if ndim < len(_FIELD_NUMBERS) else tuple(range(ndim))
-    return (Plan, 2, Query, 0, Relabel, nums, _WHOLE, structure, Produces, 1, _OUT)
-
-
 def known_key(node: Subquery, ndim: int) -> tuple[Any, SubqueryKey] | None:
     """The plan-cache key (``(device, plan_key(plan)[0])``, as :func:`plan_cache.lookup`
     makes it) of the plan computing uncomputed subquery ``node`` with ``ndim`` axes alone,
@@ -62,8 +54,9 @@ def known_key(node: Subquery, ndim: int) -> tuple[Any, SubqueryKey] | None:
     sk = node.key_cache or subquery_key(node)
     inputs = sk.data
     classes = node_classes(node, _data_key) if inputs else ()
+    # the one-query plan's structure, as ``structural_key._computing_plan_key`` makes it
     nums = _FIELD_NUMBERS[ndim] if ndim < len(_FIELD_NUMBERS) else tuple(range(ndim))
-    tokens = (Plan, 2, Query, 0, Relabel, nums, _WHOLE, sk.key, Produces, 1, _OUT)  # plan_tokens
+    tokens = (Plan, 2, Query, 0, Relabel, nums, _WHOLE, sk.key, Produces, 1, _OUT)
     return ("cpu", ((tokens, classes), const_classes(sk.params), same_inputs(inputs),
                     get_densify_limit())), sk
 
