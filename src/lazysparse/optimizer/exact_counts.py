@@ -65,7 +65,7 @@ from lazysparse.logic.nodes import (
     Relabel,
     Reorder,
 )
-from lazysparse.optimizer.degrees import Access, StatsView
+from lazysparse.optimizer.degrees import Access, StatsView, dot_degrees
 
 if TYPE_CHECKING:
     from lazysparse.formats.tensor import Tensor
@@ -202,7 +202,7 @@ def _product_work(a: _Side, b: _Side) -> float | None:
     da, db = a.stats.degrees(a.shared), b.stats.degrees(b.shared)
     if da is None or db is None or da.size != db.size:
         return None
-    return float(np.dot(da.astype(np.float64), db.astype(np.float64)))
+    return dot_degrees(da, db)
 
 
 def _count(a: _Side, b: _Side) -> int:
