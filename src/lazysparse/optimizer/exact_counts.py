@@ -66,6 +66,7 @@ from lazysparse.logic.nodes import (
     Reorder,
 )
 from lazysparse.optimizer.degrees import Access, StatsView, dot_degrees
+from lazysparse.optimizer.pattern_memo import count_by_pattern, pattern_digest
 
 if TYPE_CHECKING:
     from lazysparse.formats.tensor import Tensor
@@ -170,9 +171,16 @@ def product_count(accs: Sequence[Access], axes: tuple[Field, ...],
     work = _product_work(a, b)
     if work is None or not EXACT_DENSE_THRESHOLD * size < work <= COUNT_WORK_RATIO * size:
         return None
-    n = _memoized(_stats_memo(a.stats, b.stats), ("pair", a.free, a.shared, b.shared, b.free),
-                  lambda: _count(a, b))
+    key = ("pair", a.free, a.shared, b.shared, b.free)
+    n = _memoized(_stats_memo(a.stats, b.stats), key,
+                  lambda: count_by_pattern(_pattern_key(a, b, key), lambda: _count(a, b)))
     return None if n is None else ExactCount(CountKind.PAIR, n, size)
+
+
+def _pattern_key(a: _Side, b: _Side, key: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """``key`` with both operands' pattern digests (``pattern_memo``), or None."""
+    da, db = pattern_digest(a.tensor, a.stats), pattern_digest(b.tensor, b.stats)
+    return None if da is None or db is None else (da, db, *key)
 
 
 def _product_sides(accs: Sequence[Access], axes: tuple[Field, ...]
