@@ -34,7 +34,8 @@ A counted result is dense past ``EXACT_DENSE_THRESHOLD`` (0.5, where a sparse li
 sparse up to the break-even density). Products of independent uniform operands keep the
 estimate and its thresholds (the uniform model is right about them). Counts are memoized
 with the tensor's statistics (a pair's with both, weakly keyed), so the loop-order
-candidates and a repeated call count once.
+candidates and a repeated call count once; a pair's also by both patterns
+(``pattern_memo``), so a slice taken again (a new tensor) counts once too.
 """
 
 from __future__ import annotations
