@@ -247,6 +247,21 @@ def test_sort_family_twins(monkeypatch: pytest.MonkeyPatch, dtype: Any, vdtype: 
         _sort_family(monkeypatch, ptr, idx, size, vals, c)
 
 
+@pytest.mark.parametrize("vdtype", [np.float64, np.bool_, np.float16, ">f8"])
+def test_transpose_twin_value_routes(monkeypatch: pytest.MonkeyPatch, vdtype: Any) -> None:
+    """scipy's conversion carries the values it stores (float64, bool); float16 and a
+    big-endian dtype take the sorted positions and a gather; values longer than the
+    entries (slack past ``ptr[-1]``) are read up to the entries."""
+    rng = np.random.default_rng(5)
+    a = sp.random_array((40, 30), density=0.2, format="csr", rng=rng)
+    ptr, idx = a.indptr.astype(np.int64), a.indices.astype(np.int64)
+    vals = np.concatenate([a.data, [7.0, 9.0]]).astype(vdtype)
+    major = np.arange(40, dtype=np.int64)[::-1].copy()
+    _sorts_both(monkeypatch, lambda: S.transpose_compressed(ptr, idx, major, vals, 30))
+    got_ptr, _, got_vals = sortnumpy.transpose(ptr, idx, major, vals, 30)
+    assert got_ptr[-1] == idx.size and got_vals.dtype == vals.dtype
+
+
 def test_sum_runs_adds_in_storage_order(monkeypatch: pytest.MonkeyPatch) -> None:
     # a run of 20 float32 duplicates whose sum depends on the order of the additions
     vals = np.array([1e8, 1.0, -1e8] + [0.1] * 17, np.float32)

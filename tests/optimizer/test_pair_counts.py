@@ -18,6 +18,7 @@ from lazysparse.formats.pattern_counts import native_axis
 from lazysparse.kernels.compile.planning.output_plan import OutputMode
 from lazysparse.optimizer import exact_counts
 from lazysparse.optimizer.exact_counts import COUNT_WORK_RATIO, CountKind
+from lazysparse.optimizer.pattern_memo import clear_pattern_counts
 from tests.optimizer.skewed_data import chung_lu, community_terms, row_normalized, zipf_terms
 
 # three communities: the heavy terms of one never meet another's documents (33 % dense
@@ -120,6 +121,7 @@ def test_a_pair_is_counted_once_per_pair_of_tensors(monkeypatch: pytest.MonkeyPa
         return count(*args)
 
     monkeypatch.setattr(exact_counts, "product_pattern_entries", counting)
+    clear_pattern_counts()  # COMMUNITY's pattern may be counted by an earlier test
     c = xp.asarray(COMMUNITY)
     block = c[:300]
     xp.compute(block @ c.T)
@@ -146,3 +148,28 @@ def test_native_axis_is_a_csr_like_tensors_outer_axis() -> None:
     assert native_axis(t) == 0
     assert native_axis(t.asformat("csc")) == 1
     assert native_axis(t.asformat("coo")) is None
+
+
+def test_repeated_slice_counts_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A slice taken again (a new tensor, new statistics) reuses its pattern's count
+    (``optimizer.pattern_memo``); another pattern of the same shape is counted anew."""
+    calls: list[int] = []
+    orig = exact_counts._count
+
+    def spy(a: Any, b: Any) -> int:
+        calls.append(1)
+        return orig(a, b)
+
+    monkeypatch.setattr(exact_counts, "_count", spy)
+    clear_pattern_counts()
+    c = community_terms(2000, 3000, 30_000, 3, seed=21)
+    lc = xp.asarray(c)
+    clear_plan_cache()
+    for _ in range(3):
+        _check(lc[:300] @ lc.T, c[:300] @ c.T, "community block")
+    assert len(calls) == 1
+    other = community_terms(2000, 3000, 30_000, 3, seed=22)
+    lo = xp.asarray(other)
+    clear_plan_cache()
+    _check(lo[:300] @ lo.T, other[:300] @ other.T, "another community block")
+    assert len(calls) == 2

@@ -90,6 +90,13 @@ class StatsView:
 Access = tuple[tuple[Field, ...], StatsView]
 
 
+def dot_degrees(a: np.ndarray, b: np.ndarray) -> float:
+    """``sum(a * b)`` of two degree vectors in float64, without BLAS: ``np.dot`` of 10k+
+    entries runs on OpenBLAS's thread pool, which stalled 20-30 ms a call next to the
+    kernels' threads (issue 36's ``C[:300] @ C.T``, priced every call)."""
+    return float(np.multiply(a, b, dtype=np.float64).sum())
+
+
 def intersection_probability(accs: Sequence[Access], bound: set[Field] | frozenset[Field],
                              sizes: dict[Field, int]) -> float | None:
     """Probability that the intersection of ``accs`` (fields, statistics) restricted to the
@@ -323,5 +330,5 @@ def _closed_path(path: list[Access], fc: tuple[Field, ...], vc: StatsView) -> fl
         w, e = v.degrees(f.index(end)), vc.degrees(fc.index(end))
         if w is None or e is None or w.size != e.size or not v.nnz:
             return None
-        chance *= float(np.dot(w.astype(np.float64), e)) / v.nnz
-    return float(np.dot(d1.astype(np.float64), d2)) * min(1.0, chance)
+        chance *= dot_degrees(w, e) / v.nnz
+    return dot_degrees(d1, d2) * min(1.0, chance)

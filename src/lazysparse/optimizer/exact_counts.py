@@ -34,7 +34,8 @@ A counted result is dense past ``EXACT_DENSE_THRESHOLD`` (0.5, where a sparse li
 sparse up to the break-even density). Products of independent uniform operands keep the
 estimate and its thresholds (the uniform model is right about them). Counts are memoized
 with the tensor's statistics (a pair's with both, weakly keyed), so the loop-order
-candidates and a repeated call count once.
+candidates and a repeated call count once; a pair's also by both patterns
+(``pattern_memo``), so a slice taken again (a new tensor) counts once too.
 """
 
 from __future__ import annotations
@@ -65,7 +66,8 @@ from lazysparse.logic.nodes import (
     Relabel,
     Reorder,
 )
-from lazysparse.optimizer.degrees import Access, StatsView
+from lazysparse.optimizer.degrees import Access, StatsView, dot_degrees
+from lazysparse.optimizer.pattern_memo import count_by_pattern, pattern_digest
 
 if TYPE_CHECKING:
     from lazysparse.formats.tensor import Tensor
@@ -170,9 +172,16 @@ def product_count(accs: Sequence[Access], axes: tuple[Field, ...],
     work = _product_work(a, b)
     if work is None or not EXACT_DENSE_THRESHOLD * size < work <= COUNT_WORK_RATIO * size:
         return None
-    n = _memoized(_stats_memo(a.stats, b.stats), ("pair", a.free, a.shared, b.shared, b.free),
-                  lambda: _count(a, b))
+    key = ("pair", a.free, a.shared, b.shared, b.free)
+    n = _memoized(_stats_memo(a.stats, b.stats), key,
+                  lambda: count_by_pattern(_pattern_key(a, b, key), lambda: _count(a, b)))
     return None if n is None else ExactCount(CountKind.PAIR, n, size)
+
+
+def _pattern_key(a: _Side, b: _Side, key: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """``key`` with both operands' pattern digests (``pattern_memo``), or None."""
+    da, db = pattern_digest(a.tensor, a.stats), pattern_digest(b.tensor, b.stats)
+    return None if da is None or db is None else (da, db, *key)
 
 
 def _product_sides(accs: Sequence[Access], axes: tuple[Field, ...]
@@ -202,7 +211,7 @@ def _product_work(a: _Side, b: _Side) -> float | None:
     da, db = a.stats.degrees(a.shared), b.stats.degrees(b.shared)
     if da is None or db is None or da.size != db.size:
         return None
-    return float(np.dot(da.astype(np.float64), db.astype(np.float64)))
+    return dot_degrees(da, db)
 
 
 def _count(a: _Side, b: _Side) -> int:

@@ -12,6 +12,7 @@ from helpers import F, acc, agg, compute, dense, mj, plan, tensor
 import lazysparse.kernels.backends.execute as ex
 import lazysparse.kernels.backends.numba.cpu_host as host
 import lazysparse.kernels.backends.numba.kernel as nk
+import lazysparse.kernels.compile.planning.kernel_plan as kplan
 from lazysparse.kernels.backends import execute_plan
 from lazysparse.logic.nodes import Alias, Reorder
 
@@ -77,10 +78,35 @@ def test_spgemm_single_pass_skips_count(dtype, single_passes):
 def test_spgemm_count_fill_when_bound_too_loose(monkeypatch, single_passes):
     monkeypatch.setattr(host, "SINGLE_PASS_SLACK", 0)
     monkeypatch.setattr(host, "SINGLE_PASS_MIN", 0)
+    monkeypatch.setattr(kplan, "WS_SINGLE_PASS_BYTES", 0)
     A, B = sprand((25, 20), 0.3), sprand((20, 35), 0.3)
     np.testing.assert_allclose(dense(spgemm(A, B)), A @ B)
     assert spgemm_kernel(A, B).lowered.ws_bound is not None
     assert not single_passes
+
+
+def test_spgemm_single_pass_within_byte_budget(monkeypatch, single_passes):
+    """A bound past the slack rule (issue 36's co-occurrence: 5.8M multiplications for
+    2.2M entries) still skips the count while its buffers fit WS_SINGLE_PASS_BYTES and the
+    densify limit; past the limit the count pass runs."""
+    monkeypatch.setattr(host, "SINGLE_PASS_SLACK", 0)
+    monkeypatch.setattr(host, "SINGLE_PASS_MIN", 0)
+    A, B = sprand((25, 20), 0.3), sprand((20, 35), 0.3)
+    np.testing.assert_allclose(dense(spgemm(A, B)), A @ B)
+    k = spgemm_kernel(A, B)
+    assert single_passes == [k]
+    single_passes.clear()
+    # the host's densify limit below the bound's buffers (a few hundred entries' bytes)
+    monkeypatch.setattr(host, "get_densify_limit", lambda: 1000)
+    np.testing.assert_allclose(dense(spgemm(A, B)), A @ B)
+    assert not single_passes
+
+
+def test_workspace_single_pass_rule():
+    assert kplan.workspace_single_pass(1000, 12, None)
+    assert kplan.workspace_single_pass(1000, 12, 12_000)
+    assert not kplan.workspace_single_pass(1000, 12, 11_999)
+    assert not kplan.workspace_single_pass(kplan.WS_SINGLE_PASS_BYTES // 12 + 1, 12, None)
 
 
 def test_spgemm_empty_and_dense_rows():

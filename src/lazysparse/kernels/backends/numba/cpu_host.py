@@ -35,7 +35,7 @@ from lazysparse.kernels.compile.lowering.kernel import Lowered
 from lazysparse.kernels.compile.planning.analysis import QueryData
 from lazysparse.kernels.compile.planning.coiterate import fold_value
 from lazysparse.kernels.compile.planning.hash_workspace import selected_row_entries
-from lazysparse.kernels.compile.planning.kernel_plan import EpiloguePlace
+from lazysparse.kernels.compile.planning.kernel_plan import EpiloguePlace, workspace_single_pass
 from lazysparse.kernels.compile.planning.output_plan import OutputMode
 from lazysparse.kernels.compile.planning.parallel import chunk_count, combine_count, stored_work
 from lazysparse.kernels.compile.planning.params import Role, scalar
@@ -492,9 +492,10 @@ def _entry_bounds(k: Kernel, data: QueryData) -> list[int] | None:
     ub = min(flops, dense)
     stored = sum(int(lv.idx.shape[0]) for t in data.tensors for lv in t.levels
                  if hasattr(lv, "idx"))
-    if ub > max(SINGLE_PASS_SLACK * stored, SINGLE_PASS_MIN):
-        return None
-    return [ub]
+    if ub <= max(SINGLE_PASS_SLACK * stored, SINGLE_PASS_MIN):
+        return [ub]
+    entry = np.dtype(_index_dtype(data)).itemsize + k.info.out_dtype.itemsize
+    return [ub] if workspace_single_pass(ub, entry, get_densify_limit()) else None
 
 
 def _single_pass(k: Kernel, data: QueryData, args: list[Any], dsize: int,
