@@ -188,8 +188,10 @@ def small(inputs: list[Any]) -> bool:
 
 
 def tiny(inputs: list[Any]) -> bool:
-    """Whether every operand has at most :data:`TINY_ELEMENTS` entries (see there)."""
-    return all(math.prod(t.shape) <= TINY_ELEMENTS for t in inputs)
+    """Whether every operand has at most :data:`TINY_ELEMENTS` entries (see there), and is
+    small (:func:`small`)."""
+    limit = min(TINY_ELEMENTS, EAGER_MAX_ELEMENTS)
+    return all(math.prod(t.shape) <= limit for t in inputs)
 
 
 def on_host(inputs: list[Any]) -> bool:
