@@ -93,6 +93,7 @@ def canonical(key: Any) -> str:
     _encode(key, out)
     return "".join(out)
 
+
 # each live structure's text (or the reason it is unpersistable): a structure recurs in the
 # keys of one expression over other shapes, and its sub-structures in other expressions'
 _STRUCTURE_TEXTS: weakref.WeakKeyDictionary[Structure, str | Unpersistable] = \
