@@ -23,6 +23,7 @@ from lazysparse.api.array.materialize import build_plan
 from lazysparse.engine import compiled_executor, plan_cache, plan_store
 from lazysparse.logic.nodes import Plan
 from lazysparse.logic.operators import OPERATORS
+from lazysparse.logic.structural_key import structure_of
 
 _A = sp.random_array((40, 30), density=0.2, format="csr", rng=1)
 _V = np.linspace(0.5, 2.0, 30)
@@ -240,3 +241,22 @@ def test_an_uncacheable_plan_is_optimized_once_and_not_persisted(
     assert plan_cache.STATS["optimized"] - o0 == 1
     assert plan_cache.STATS["uncacheable"] - u0 == 1
     assert not _entries(store)
+
+
+def test_a_structure_is_encoded_once_and_as_before() -> None:
+    """A structure's canonical text is kept with it (a new plan's key is encoded by ``load``
+    and again by ``save``, and a structure recurs over shapes): the same text as walking its
+    tokens, and an unpersistable one (an identity inside) refused every time."""
+    inner = structure_of(("map", ("op", "add", ()), 2))
+    outer = structure_of(("q", inner, np.dtype("<f8"), 1.5))
+    key = ("cpu", (outer, (3, 4)))
+    plan_store._STRUCTURE_TEXTS.clear()  # noqa: SLF001
+    first = plan_store.canonical(key)
+    assert outer in plan_store._STRUCTURE_TEXTS and inner in plan_store._STRUCTURE_TEXTS  # noqa: SLF001
+    assert plan_store.canonical(key) == first
+    assert first == ("(str:'cpu',(S(str:'q',S(str:'map',(str:'op',str:'add',(),),int:2,),"
+                     "dtype:<f8,float:1.5,),(int:3,int:4,),),)")
+    bad = structure_of(("q", ("id", 12345)))
+    for _ in range(2):
+        with pytest.raises(plan_store.Unpersistable, match="identity"):
+            plan_store.canonical(("cpu", bad))

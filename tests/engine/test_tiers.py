@@ -33,9 +33,11 @@ V_NP = RNG.standard_normal(9)
 def mode(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], None]]:
     """Set ``LAZYSPARSE_COMPILE`` for one test; plans and the worker start afresh (no plan
     read from disk either: a plan there ran compiled in an earlier test, so it would run
-    compiled at once, engine/plan_store.py)."""
+    compiled at once, engine/plan_store.py). No operand counts as tiny, so the worker tests'
+    small shapes go to the worker at first sight (the tiny rule has tests of its own)."""
     clear_plan_cache()
     monkeypatch.setattr(plan_store, "load", lambda key: None)
+    monkeypatch.setattr(tiers, "TINY_ELEMENTS", 0)
 
     def set_mode(name: str) -> None:
         monkeypatch.setenv("LAZYSPARSE_COMPILE", name)
@@ -359,3 +361,52 @@ def test_the_worker_runs_at_the_lowest_priority_from_its_start(
     assert background.wait(st.job, 240) is JobState.DONE
     np.testing.assert_allclose(np.asarray(xp.compute(s * 23.0 - 1.0)), S_NP * 23.0 - 1.0)
     assert st.last is Tier.COMPILED
+
+
+def test_a_tiny_shape_goes_to_the_worker_only_once_it_repeats(
+        mode: Callable[[str], None], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tiny plan (every operand at most ``TINY_ELEMENTS`` entries) runs eager and is not
+    sent to the compile worker at first sight: only at its ``TINY_REPEATS``-th repeat (a
+    JIT compiles what repeats); a small plan over the bound is sent at first sight."""
+    mode("background")
+    sent: list[Any] = []
+
+    def record(plan: Any) -> background.Job:
+        sent.append(plan)
+        return background.Job(-1)  # never answers: the shape stays eager, pending
+
+    monkeypatch.setattr(background, "submit", record)
+    monkeypatch.setattr(background, "JOB_TIMEOUT_S", 1e9)
+    monkeypatch.setattr(tiers, "TINY_ELEMENTS", 1 << 14)
+    monkeypatch.setattr(tiers, "TINY_REPEATS", 3)
+    monkeypatch.setattr(tiers, "TINY_BUDGET_S", 1e9)  # counted repeats only: deterministic
+    s, d, v = _operands("csr", 0.0)  # 108 entries each
+    st = _state(s * 29.0 + d)
+    for k in range(3):
+        got = xp.compute(s * 29.0 + d)
+        np.testing.assert_allclose(np.asarray(got), S_NP * 29.0 + D_NP)
+        assert st.last is Tier.EAGER and not st.submitted and sent == [], k
+    np.testing.assert_allclose(np.asarray(xp.compute(s * 29.0 + d)), S_NP * 29.0 + D_NP)
+    assert st.submitted and len(sent) == 1 and st.eager_runs == 4
+    xp.compute(s * 29.0 + d)
+    assert len(sent) == 1, "a shape is submitted once"
+    monkeypatch.setattr(tiers, "TINY_ELEMENTS", 100)  # now 108 entries are small, not tiny
+    st2 = _state(xp.abs(s) - d)  # another shape
+    np.testing.assert_allclose(np.asarray(xp.compute(xp.abs(s) - d)), np.abs(S_NP) - D_NP)
+    assert st2.submitted and len(sent) == 2
+
+
+def test_a_tiny_shape_run_once_leaves_the_worker_unstarted(
+        mode: Callable[[str], None], monkeypatch: pytest.MonkeyPatch) -> None:
+    """One-off tiny shapes (a test suite's thousands of small tests) never start the compile
+    worker, and run in the eager tier with NumPy's values."""
+    mode("background")
+    background.shutdown()
+    monkeypatch.setattr(tiers, "TINY_ELEMENTS", 1 << 14)
+    v = xp.asarray(V_NP)
+    for k in range(5):
+        got = xp.compute(xp.exp(v * float(k + 2)) - v)  # a new constant: the same shape
+        np.testing.assert_allclose(np.asarray(got), np.exp(V_NP * (k + 2)) - V_NP)
+    got = xp.compute(xp.sum(xp.abs(v) * 3.0))
+    np.testing.assert_allclose(float(got), np.sum(np.abs(V_NP) * 3.0))
+    assert background._WORKER is None  # noqa: SLF001

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import itertools
 import random
+import sys
 
 import numpy as np
 import pytest
@@ -21,7 +22,7 @@ import lazysparse as xp
 from lazysparse.api.array.materialize import build_plan
 from lazysparse.logic.nodes import Field, Plan
 from lazysparse.logic.printer import format_plan
-from lazysparse.optimizer import analysis, asymptotic, conjunctive, loop_order
+from lazysparse.optimizer import analysis, asymptotic, conjunctive, loop_order, pipeline
 from lazysparse.optimizer.loop_order import _count_orders, _linear_extensions
 from lazysparse.optimizer.pipeline import optimize
 from lazysparse.optimizer.rewrite import subsequence
@@ -153,3 +154,70 @@ def test_pruned_choice_is_the_exhaustive_one(seed: int, monkeypatch: pytest.Monk
     assert format_plan(optimize(plan)) == pruned
     assert pruned_priced * 10 < loop_order.SEARCH["orders_priced"] - priced
     np.testing.assert_allclose(float(expr), float(np.prod([v.sum() for v in vals])))
+
+
+def _cold_calls(plan: Plan, monkeypatch: pytest.MonkeyPatch) -> tuple[int, int, dict[str, int]]:
+    """(Python calls, ``make_cq`` calls, runs per pass) of one cold optimization of ``plan``."""
+    _clear_memos()
+    cqs = [0]
+    runs: dict[str, int] = {}
+    make_cq = conjunctive.make_cq
+
+    def counted_cq(*args: object) -> object:
+        cqs[0] += 1
+        return make_cq(*args)  # type: ignore[arg-type]
+
+    def counted(p: object) -> object:
+        def run(plan: Plan) -> Plan:
+            runs[p.__name__] = runs.get(p.__name__, 0) + 1  # type: ignore[attr-defined]
+            return p(plan)  # type: ignore[operator]
+        return run
+
+    monkeypatch.setattr(asymptotic, "make_cq", counted_cq)
+    monkeypatch.setattr(pipeline, "PASSES", [counted(p) for p in pipeline.PASSES])
+    calls = [0]
+
+    def profile(frame: object, event: str, arg: object) -> None:
+        if event == "call":
+            calls[0] += 1
+
+    sys.setprofile(profile)
+    try:
+        optimize(plan)
+    finally:
+        sys.setprofile(None)
+    monkeypatch.undo()
+    return calls[0], cqs[0], runs
+
+
+# new small dense expressions (scipy.signal's windows, a map, a reduction, a matvec) and
+# their Python-call budgets: measured 5,180 / 3,766 / 3,586 / 2,870 calls cold (about
+# 1-2 ms), budgets about 1.35x that
+_SMALL_DENSE = [
+    ("window", lambda n, d, e, v: 0.54 - 0.46 * xp.cos(2 * np.pi * n / 50.0), 7000),
+    ("d*e+1", lambda n, d, e, v: d * e + 1.0, 5100),
+    ("sum0", lambda n, d, e, v: xp.sum(d * e, axis=0), 4900),
+    ("matvec", lambda n, d, e, v: d @ v, 3900),
+]
+
+
+@pytest.mark.parametrize("name, fn, budget", _SMALL_DENSE, ids=[c[0] for c in _SMALL_DENSE])
+def test_a_new_small_dense_expression_costs_few_calls(
+        name: str, fn: object, budget: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new small dense expression's optimization (issue 35: <= 5 ms for an ordinary
+    expression) is bounded by counts, not timings: each pass runs once, the asymptotic
+    model builds no conjunctive query (no sparse operand: every loop order is undominated
+    in closed form), and its Python calls stay within a budget; values as NumPy's."""
+    rng = np.random.default_rng(3)
+    arrays = (np.arange(51.0), rng.random((6, 5)), rng.random((6, 5)), rng.random(5))
+    plan = build_plan((fn(*map(xp.asarray, arrays)),))  # type: ignore[operator]
+    calls, cqs, runs = _cold_calls(plan, monkeypatch)
+    assert cqs == 0, f"{name}: {cqs} conjunctive queries built"
+    assert sorted(runs) == sorted(p.__name__ for p in pipeline.PASSES)
+    assert set(runs.values()) == {1}, runs
+    assert calls <= budget, f"{name}: {calls} Python calls (budget {budget})"
+    want = {"window": 0.54 - 0.46 * np.cos(2 * np.pi * arrays[0] / 50.0),
+            "d*e+1": arrays[1] * arrays[2] + 1.0, "sum0": np.sum(arrays[1] * arrays[2], axis=0),
+            "matvec": arrays[1] @ arrays[3]}[name]
+    got = np.asarray(fn(*map(xp.asarray, arrays)))  # type: ignore[operator]
+    np.testing.assert_allclose(got, want, rtol=1e-12)

@@ -32,6 +32,7 @@ import os
 import pickle
 import sys
 import threading
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -86,10 +87,34 @@ def canonical(key: Any) -> str:
     """``key`` as a text equal in every process for equal keys; raises ``Unpersistable`` for
     anything but tuples, strings, numbers, None, dtypes, classes and hash-consed structures
     (``logic.structural_key.Structure``, written as their token streams), and for
-    identities (``("id", n)`` tokens of ``logic.nodes._scalar_key``)."""
+    identities (``("id", n)`` tokens of ``logic.nodes._scalar_key``). A structure's text is
+    kept with it (no key-level memo: equal keys such as ``(1,)`` and ``(1.0,)`` differ here)."""
     out: list[str] = []
     _encode(key, out)
     return "".join(out)
+
+
+# each live structure's text (or the reason it is unpersistable): a structure recurs in the
+# keys of one expression over other shapes, and its sub-structures in other expressions'
+_STRUCTURE_TEXTS: weakref.WeakKeyDictionary[Structure, str | Unpersistable] = \
+    weakref.WeakKeyDictionary()
+
+
+def _structure_text(x: Structure) -> str:
+    """``x``'s canonical text (memoized per structure; raises ``Unpersistable`` as
+    :func:`_encode` does)."""
+    found = _STRUCTURE_TEXTS.get(x)
+    if found is None:
+        out: list[str] = ["S"]
+        try:
+            _encode(x.tokens, out)
+            found = "".join(out)
+        except Unpersistable as exc:
+            found = exc
+        _STRUCTURE_TEXTS[x] = found
+    if isinstance(found, Unpersistable):
+        raise Unpersistable(str(found))
+    return found
 
 
 def _encode(x: Any, out: list[str]) -> None:
@@ -106,8 +131,7 @@ def _encode(x: Any, out: list[str]) -> None:
             out.append(",")
         out.append(")")
     elif type(x) is Structure:  # one object per stream in a process: its tokens in a file
-        out.append("S")
-        _encode(x.tokens, out)
+        out.append(_structure_text(x))
     elif x is None or isinstance(x, bool | int | float | complex | str | bytes):
         out.append(f"{type(x).__name__}:{x!r}")
     elif isinstance(x, np.dtype):

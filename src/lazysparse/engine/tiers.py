@@ -8,7 +8,9 @@ loading those kernels from disk. Where every operand has at most
 :data:`EAGER_MAX_ELEMENTS` entries the eager tier is the dense interpreter (bounded by the
 same count); a plan with a larger operand runs over the stored entries of its sparse
 matrices instead (``engine.eager_sparse``: scipy.sparse and NumPy, dense values at most
-:data:`EAGER_DENSE_MAX_ELEMENTS`), and goes to the worker only once its shape repeats. A
+:data:`EAGER_DENSE_MAX_ELEMENTS`), and goes to the worker only once its shape repeats; so
+does a *tiny* plan (operands of at most :data:`TINY_ELEMENTS` entries), once it repeated
+:data:`TINY_REPEATS` times, its eager runs costing about what a kernel load would. A
 plan neither can run compiles in process.
 
 ``LAZYSPARSE_COMPILE`` picks the mode (:class:`CompileMode`, read on each call): ``background``
@@ -52,6 +54,15 @@ EAGER_DENSE_MAX_ELEMENTS = 1 << 24
 #: eager seconds one shape may spend while its background compile is pending before it
 #: compiles in process (ski rental: a hot loop never pays more than about twice a compile)
 EAGER_BUDGET_S = 1.0
+
+#: the most entries every operand of a *tiny* plan may have: its eager run costs about what
+#: loading its compiled kernels would (a few ms), so compiling it pays only if it repeats; it
+#: goes to the compile worker once it ran eager :data:`TINY_REPEATS` times or for
+#: :data:`TINY_BUDGET_S` seconds in all (a JIT compiles what repeats), not at first sight —
+#: a test suite's thousands of one-off small shapes never occupy the worker
+TINY_ELEMENTS = 1 << 14
+TINY_REPEATS = 16
+TINY_BUDGET_S = 0.1
 
 STATS = Counters("eager", "eager_stored", "compiled", "eager_refused")
 
@@ -190,6 +201,13 @@ def small(inputs: list[Any]) -> bool:
     return all(math.prod(t.shape) <= EAGER_MAX_ELEMENTS for t in inputs)
 
 
+def tiny(inputs: list[Any]) -> bool:
+    """Whether every operand has at most :data:`TINY_ELEMENTS` entries (see there), and is
+    small (:func:`small`)."""
+    limit = min(TINY_ELEMENTS, EAGER_MAX_ELEMENTS)
+    return all(math.prod(t.shape) <= limit for t in inputs)
+
+
 def on_host(inputs: list[Any]) -> bool:
     """Whether every operand is a host tensor (the eager tier runs nothing else)."""
     return all(isinstance(t, Tensor) for t in inputs)
@@ -241,11 +259,14 @@ def run_eager(plan: Plan, inputs: list[Any]) -> tuple[Tensor, ...] | None:
 
 def submits(entry: CachedPlan, st: TierState, inputs: list[Any], mode: CompileMode) -> bool:
     """Whether this eager call sends the plan to the compile worker: in ``background`` mode,
-    once per shape, at first sight for small operands and once the shape repeats for large
+    once per shape; at first sight for small operands, once the shape repeats for large
     ones (the worker runs the plan on its data: a large plan run once is not worth a
-    compile, as a JIT compiles what repeats)."""
+    compile, as a JIT compiles what repeats), and once it repeated :data:`TINY_REPEATS`
+    times or ran eager :data:`TINY_BUDGET_S` for tiny ones."""
     if mode is not CompileMode.BACKGROUND or not entry.cached or st.submitted:
         return False
+    if tiny(inputs):
+        return st.eager_runs >= TINY_REPEATS or st.eager_seconds >= TINY_BUDGET_S
     return st.eager_runs > 0 or small(inputs)
 
 

@@ -107,7 +107,7 @@ class QueryModel:
         match node:
             case Relabel(arg=Alias() as a, idxs=idxs):
                 info = infos[a]
-                pred = info.sparse and info.fill is not None
+                pred = _is_predicate(info)
                 self.accesses.append(AccessFact(a.name, tuple(idxs), pred, info.fill))  # type: ignore[arg-type]
                 return ("acc", len(self.accesses) - 1)
             case Immediate(val=v):
@@ -287,6 +287,11 @@ def frontier(costs: list[tuple[CQ, ...]]) -> list[int]:
     return sorted(front)
 
 
+def _is_predicate(info: AliasInfo) -> bool:
+    """Whether an operand is a predicate of the model: stored sparse with a known fill."""
+    return info.sparse and info.fill is not None
+
+
 def _model_info(info: AliasInfo) -> AliasInfo:
     """The facts the model reads (dtype, fill, sparse or not), so equal-shaped problems over
     other data share the cache."""
@@ -296,9 +301,15 @@ def _model_info(info: AliasInfo) -> AliasInfo:
 
 def undominated(body: LogicNode, agg: Aggregate | None, infos: dict[Alias, AliasInfo],
                 schedules: tuple[Schedule, ...]) -> tuple[int, ...]:
-    """Indices of the ``schedules`` of one query whose task sets are undominated."""
+    """Indices of the ``schedules`` of one query whose task sets are undominated. With no
+    sparse operand (every access dense, or of unknown fill) no loop steps over stored
+    entries: every schedule's task set is the loops' product plus single loops, the same
+    for all of them, so all are undominated (closed form: no CQ is built)."""
+    accs = accesses(body)
+    if not any(_is_predicate(infos[a.arg]) for a in accs):  # type: ignore[index]
+        return tuple(range(len(schedules)))
     facts = tuple(sorted({(a.arg.name, _model_info(infos[a.arg]))  # type: ignore[index, union-attr]
-                          for a in accesses(body)}, key=lambda t: t[0]))
+                          for a in accs}, key=lambda t: t[0]))
     try:
         return _undominated_cached(body, agg, schedules, facts)
     except TypeError:  # an unhashable immediate
@@ -340,7 +351,7 @@ def paper_universe(body: LogicNode, infos: dict[Alias, AliasInfo],
     options = []
     for a in accesses(body):
         info = infos[a.arg]  # type: ignore[index]
-        if info.sparse and info.fill is not None:
+        if _is_predicate(info):
             options.append(list(itertools.product((STEP, LOCATE), repeat=len(a.idxs))))
         else:
             options.append([(LOCATE,) * len(a.idxs)])
