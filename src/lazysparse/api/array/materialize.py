@@ -15,12 +15,14 @@ from typing import TYPE_CHECKING
 
 from lazysparse.api.array import memo
 from lazysparse.api.array.devices import device_mix_error, is_device_tensor
-from lazysparse.api.array.held_values import held_values
+from lazysparse.api.array.held_regions import dense_when_full, region_layout
+from lazysparse.api.array.held_values import Kept, held_values
 from lazysparse.api.array.live import BY_ALIAS
 from lazysparse.api.array.memo import memoized
 from lazysparse.api.array.plan_nodes import fresh_alias, fresh_fields
 from lazysparse.engine import Explanation, executor_for, explain_plan
 from lazysparse.formats import tensor_ops as T
+from lazysparse.formats.specs import FormatSpec
 from lazysparse.logic.nodes import (
     Alias,
     Immediate,
@@ -56,14 +58,33 @@ def _memoized_table(node: LogicNode) -> LogicNode | None:
     return None
 
 
-def build_plan(arrays: tuple[LazyArray, ...]) -> Plan:
-    """One plan computing every array in ``arrays``: a query each, then ``Produces``."""
+def _region_kept(node: LogicNode, layouts: dict[int, FormatSpec],
+                 cache: dict[int, LogicNode]) -> LogicNode | None:
+    """A kept held value's subquery computed into its region layout (``layouts``, by
+    subquery id: ``held_regions.region_layout``), its history rewritten as
+    :func:`substitute_memoized` does; a memoized subquery's table; else None."""
+    spec = layouts.get(id(node))
+    if spec is None:
+        return _memoized_table(node)
+    assert isinstance(node, Subquery)
+    arg = prewalk(node.arg, lambda n: _region_kept(n, layouts, cache), cache)
+    return Subquery(node.lhs, Reformat(Immediate(spec), arg))
+
+
+def build_plan(arrays: tuple[LazyArray, ...],
+               layouts: dict[int, FormatSpec] | None = None) -> Plan:
+    """One plan computing every array in ``arrays``: a query each, then ``Produces``;
+    ``layouts``: the region layout of kept held values, by subquery id (every read of
+    such a value in the plan reads that layout)."""
     cache: dict[int, LogicNode] = {}
     queries: list[LogicNode] = []
     outs: list[Alias] = []
     for a in arrays:
         a._sync()  # ``a.expr``; the attributes below read directly (this runs per compute)
-        expr = a._expr if a._epoch >= memo.EPOCH else substitute_memoized(a._expr, cache)
+        if layouts:
+            expr = prewalk(a._expr, lambda n: _region_kept(n, layouts, cache), cache)
+        else:
+            expr = a._expr if a._epoch >= memo.EPOCH else substitute_memoized(a._expr, cache)
         out = fresh_alias()
         fields = fresh_fields(len(a._shape))
         rhs: LogicNode = Relabel(expr, fields)
@@ -93,11 +114,25 @@ def compute_arrays(arrays: tuple[LazyArray, ...]) -> None:
     if todo_by_id:
         todo = tuple(todo_by_id.values())
         kept = held_values(todo, BY_ALIAS)
+        layouts = _region_layouts(kept) if kept else None
         if kept:
             todo += tuple([k.array for k in kept])
-        results = executor_for(todo[0]._device.name)(build_plan(todo))
+        results = executor_for(todo[0]._device.name)(build_plan(todo, layouts))
         for a, tensor in zip(todo, results, strict=True):
+            if layouts and id(a._expr) in layouts:
+                tensor = dense_when_full(tensor)
             a.set_result(tensor)
+
+
+def _region_layouts(kept: tuple[Kept, ...]) -> dict[int, FormatSpec]:
+    """The region layout of each kept held value that has an implicit region, by the id of
+    its subquery (``held_regions``: its stored form keeps that region for later reads)."""
+    out: dict[int, FormatSpec] = {}
+    for k in kept:
+        spec = region_layout(k.array)
+        if spec is not None:
+            out[id(k.array._expr)] = spec
+    return out
 
 
 def explain_arrays(arrays: tuple[LazyArray, ...], run: bool = False) -> Explanation:
@@ -105,7 +140,9 @@ def explain_arrays(arrays: tuple[LazyArray, ...], run: bool = False) -> Explanat
     (``run``: running the kernels, ``engine.explain.explain_plan``)."""
     todo = tuple({id(a): a for a in arrays if a.result is None}.values())
     kept = held_values(todo, BY_ALIAS) if todo else ()
-    expl = explain_plan(build_plan(tuple(arrays) + tuple(k.array for k in kept)), run=run)
+    layouts = _region_layouts(kept) if kept else None
+    expl = explain_plan(build_plan(tuple(arrays) + tuple(k.array for k in kept), layouts),
+                        run=run)
     return dataclasses.replace(expl, kept=tuple(k.describe() for k in kept))
 
 
