@@ -223,6 +223,27 @@ class _Facts:
         return True if body is None else may_be_nonfinite(body, self.nonfinite)
 
 
+def _keeps_fills(rhs: LogicNode) -> bool:
+    """Whether a query asks for a layout keeping every reached entry (``keeps_fills``)."""
+    return isinstance(rhs, Reformat) and bool(getattr(rhs.tns.val, "keeps_fills", False))
+
+
+def _kept_region_uses(f: _Facts) -> list[tuple[Alias, bool, Query, bool]]:
+    """The aggregates with an implicit region that a map computed into a layout keeping
+    fills reads, with that map. Such a query (a held value kept with its region:
+    ``api.array.held_regions``) is read later by plans this one cannot see, so the regions
+    that make its own are kept (as are those of an aggregate kept so: its feeders)."""
+    out: list[tuple[Alias, bool, Query, bool]] = []
+    for q in f.defs.values():
+        if q.lhs in f.aggs or not _keeps_fills(q.rhs):
+            continue
+        for acc in accesses(q.rhs):
+            a = acc.arg
+            if a in f.aggs and (r := f.regions.get(a)) is not None and not r[1]:  # type: ignore[index]
+                out += _chain(f, a, q, False)  # type: ignore[arg-type]
+    return out
+
+
 def _plan_facts(plan: Plan, chosen: bool = False) -> _Facts:
     """Readers, aggregates (and sparse copies of them) and regions of ``plan``'s queries;
     an aggregate with an implicit region holds its init there (the reference's).
@@ -294,7 +315,8 @@ def _region_uses(f: _Facts) -> list[tuple[Alias, bool, Query, bool]]:
             elif body is None and (arg := aggregate_argument(use.rhs)) is not None and \
                     region_matters(arg, a, init, f.regions.get, f.nonfinite):
                 out += _chain(f, a, use, False)
-    todo = [u[0] for u in out]
+    out += _kept_region_uses(f)
+    todo = [u[0] for u in out] + [a for a in f.aggs if _keeps_fills(f.defs[a].rhs)]
     seen = set(todo)
     while todo:
         a = todo.pop()

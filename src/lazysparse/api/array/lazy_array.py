@@ -484,7 +484,7 @@ class LazyArray(ArrayOperators, NumpyMethods, ScipyMethods):
         ``backends.cuda.DeviceTensor`` on device cuda)."""
         self._sync()
         if self._result is None:
-            compute_arrays((self,))
+            compute_arrays((self,), keep_regions=True)  # not asked for: keeps its region
         assert self._result is not None
         return self._result
 

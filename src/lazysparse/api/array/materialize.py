@@ -11,12 +11,13 @@ plan uses the stored tensor instead of recomputing it. A unit-axis view of store
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from lazysparse.api.array import memo
 from lazysparse.api.array.devices import device_mix_error, is_device_tensor
 from lazysparse.api.array.held_regions import dense_when_full, region_layout
-from lazysparse.api.array.held_values import Kept, held_values
+from lazysparse.api.array.held_values import held_values
 from lazysparse.api.array.live import BY_ALIAS
 from lazysparse.api.array.memo import memoized
 from lazysparse.api.array.plan_nodes import fresh_alias, fresh_fields
@@ -95,11 +96,15 @@ def build_plan(arrays: tuple[LazyArray, ...],
     return Plan((*queries, Produces(tuple(outs))))
 
 
-def compute_arrays(arrays: tuple[LazyArray, ...]) -> None:
+def compute_arrays(arrays: tuple[LazyArray, ...], keep_regions: bool = False) -> None:
     """Compute ``arrays`` together in one plan; each keeps its result and becomes a leaf.
     Reductions the user still holds inside their histories, or sharing them, are computed
     in the same plan when keeping them costs no more than recomputing them
-    (``api.held_values``). ValueError when the arrays live on several devices."""
+    (``api.held_values``), in a layout keeping their implicit region
+    (``api.held_regions``); ``keep_regions``: ``arrays`` too (a value the library
+    materializes for its own use: an eager function's operand, a write, a conversion,
+    which the user never asked to compute). ValueError when the arrays live on several
+    devices."""
     if len(arrays) > 1:  # loops below, not comprehensions: per call
         devices = {a._device.name for a in arrays}
         if len(devices) > 1:
@@ -114,7 +119,9 @@ def compute_arrays(arrays: tuple[LazyArray, ...]) -> None:
     if todo_by_id:
         todo = tuple(todo_by_id.values())
         kept = held_values(todo, BY_ALIAS)
-        layouts = _region_layouts(kept) if kept else None
+        layouts = _region_layouts([k.array for k in kept]) if kept else None
+        if keep_regions:
+            layouts = {**(layouts or {}), **_region_layouts(todo)}
         if kept:
             todo += tuple([k.array for k in kept])
         results = executor_for(todo[0]._device.name)(build_plan(todo, layouts))
@@ -124,14 +131,14 @@ def compute_arrays(arrays: tuple[LazyArray, ...]) -> None:
             a.set_result(tensor)
 
 
-def _region_layouts(kept: tuple[Kept, ...]) -> dict[int, FormatSpec]:
-    """The region layout of each kept held value that has an implicit region, by the id of
+def _region_layouts(arrays: Iterable[LazyArray]) -> dict[int, FormatSpec]:
+    """The region layout of each of ``arrays`` that has an implicit region, by the id of
     its subquery (``held_regions``: its stored form keeps that region for later reads)."""
     out: dict[int, FormatSpec] = {}
-    for k in kept:
-        spec = region_layout(k.array)
+    for a in arrays:
+        spec = region_layout(a)
         if spec is not None:
-            out[id(k.array._expr)] = spec
+            out[id(a._expr)] = spec
     return out
 
 
@@ -140,7 +147,7 @@ def explain_arrays(arrays: tuple[LazyArray, ...], run: bool = False) -> Explanat
     (``run``: running the kernels, ``engine.explain.explain_plan``)."""
     todo = tuple({id(a): a for a in arrays if a.result is None}.values())
     kept = held_values(todo, BY_ALIAS) if todo else ()
-    layouts = _region_layouts(kept) if kept else None
+    layouts = _region_layouts([k.array for k in kept]) if kept else None
     expl = explain_plan(build_plan(tuple(arrays) + tuple(k.array for k in kept), layouts),
                         run=run)
     return dataclasses.replace(expl, kept=tuple(k.describe() for k in kept))
