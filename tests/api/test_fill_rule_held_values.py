@@ -192,3 +192,132 @@ def test_product_reaching_every_entry_keeps_the_optimizers_format() -> None:
     xp.compute(q @ xp.asarray(np.ones((3, 2))))
     assert q.format == "dense"
     np.testing.assert_allclose(np.asarray(q), np.full((3, 3), 2.0))
+
+
+D_BAD = np.ones((5, 3))
+D_BAD[3, 1] = np.inf  # meets column 3 of A @ B, never reached
+D_BAD[0, 2] = np.nan  # meets row 0 of A @ B where reached
+P_HIT = _hit(A, B)
+
+
+def _p() -> Any:
+    return xp.asarray(A, format="csr") @ xp.asarray(B, format="csr")
+
+
+def _keep(p: Any) -> None:
+    xp.compute(p @ xp.asarray(np.ones((5, 3))))
+
+
+def _setitem_before_keep() -> Any:
+    p = _p()
+    p[4, 3] = 2.0
+    _keep(p)
+    return p @ xp.asarray(D_BAD)
+
+
+def _setitem_after_keep() -> Any:
+    p = _p()
+    _keep(p)
+    p[4, 3] = 2.0
+    return p @ xp.asarray(D_BAD)
+
+
+def _view_of_kept() -> Any:
+    p = _p()
+    _keep(p)
+    return p[1:5] @ xp.asarray(D_BAD)
+
+
+def _view_built_before() -> Any:
+    p = _p()
+    v = p[1:5]
+    _keep(p)
+    return v @ xp.asarray(D_BAD)
+
+
+def _kept_view() -> Any:
+    v = _p()[1:5]
+    xp.compute(v @ xp.asarray(np.ones((5, 3))))
+    return v @ xp.asarray(D_BAD)
+
+
+def _concat_of_held() -> Any:
+    p = _p()
+    q = xp.concat([p, p], axis=0)
+    return q @ xp.asarray(D_BAD)
+
+
+def _reshape_of_held() -> Any:
+    d = np.ones(25)
+    d[24] = np.inf  # entry (4, 4) of A @ B: never reached
+    return xp.reshape(_p(), (25,)) * xp.asarray(d)
+
+
+def _deep_held() -> Any:
+    p = (_p() * 2.0) @ xp.asarray(np.eye(5))  # row 4 unreached; column 3 reached (sums of 0)
+    _keep(p)
+    return p @ xp.asarray(D_BAD)
+
+
+def _where_held() -> Any:
+    p = _p()
+    q = xp.where(p > 1.0, p, 0.0)  # p's region; a stored p <= 1 is a stored 0
+    ones = xp.asarray(np.ones((5, 3)))
+    xp.compute(q @ ones + q @ ones)
+    return q @ xp.asarray(D_BAD)
+
+
+def _written(value: np.ndarray, hit: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``value`` and ``hit`` with ``[4, 3] = 2`` written."""
+    value, hit = value.copy(), hit.copy()
+    value[4, 3], hit[4, 3] = 2.0, True
+    return value, hit
+
+
+_ROWS = np.broadcast_to(P_HIT.any(axis=1)[:, None], (5, 5))
+# name -> (the sequence, what NumPy on the dense equivalent says)
+SEQUENCES: dict[str, tuple[Callable[[], Any], Callable[[], np.ndarray]]] = {
+    "setitem before keep": (_setitem_before_keep,
+                            lambda: fold(*_written(A @ B, P_HIT), D_BAD)),
+    "setitem after keep": (_setitem_after_keep, lambda: fold(*_written(A @ B, P_HIT), D_BAD)),
+    "view of a kept value": (_view_of_kept, lambda: fold((A @ B)[1:5], P_HIT[1:5], D_BAD)),
+    "view built before": (_view_built_before, lambda: fold((A @ B)[1:5], P_HIT[1:5], D_BAD)),
+    "kept view": (_kept_view, lambda: fold((A @ B)[1:5], P_HIT[1:5], D_BAD)),
+    "concat": (_concat_of_held, lambda: fold(np.vstack([A @ B] * 2), np.vstack([P_HIT] * 2),
+                                             D_BAD)),
+    "reshape": (_reshape_of_held, lambda: np.where(P_HIT.ravel(), (A @ B).ravel(), 0.0)),
+    "deep": (_deep_held, lambda: fold(2.0 * (A @ B), _ROWS, D_BAD)),
+    "where": (_where_held, lambda: fold(np.where(A @ B > 1.0, A @ B, 0.0), P_HIT, D_BAD)),
+}
+
+
+@pytest.mark.parametrize("tier_name", TIERS)
+@pytest.mark.parametrize("name", list(SEQUENCES))
+def test_held_value_variants(tier_name: str, name: str) -> None:
+    """Writes, views, joins and deeper histories of a held product, each materialized by
+    the library (a kept value, a write, an eager function's operand), then read with
+    inf and NaN: the product's region survives every one."""
+    run, expected = SEQUENCES[name]
+    with np.errstate(all="ignore"):
+        want = expected()
+        with tier(tier_name):
+            got = np.asarray(xp.compute(run()))
+    np.testing.assert_allclose(got, want, rtol=1e-12, equal_nan=True,
+                               err_msg=f"{tier_name} {name}")
+
+
+@pytest.mark.parametrize("tier_name", TIERS)
+def test_kept_product_keeps_a_cancelled_sum(tier_name: str) -> None:
+    """A reached sum that cancels to 0 is data in the kept value as in the lazy one
+    (``0 * inf`` is NaN), an unreached entry is not (0)."""
+    a = np.array([[1.0, -1.0], [0.0, 0.0]])
+    b = np.array([[1.0, 0.0], [1.0, 0.0]])  # a @ b: [0, 0] cancels; row 1, column 1 unreached
+    d = np.array([[np.inf, 1.0], [np.inf, 1.0]])
+    want = fold(a @ b, _hit(a, b), d)
+    assert np.isnan(want[0, 0]) and want[1, 0] == 0.0
+    with tier(tier_name), np.errstate(all="ignore"):
+        p = xp.asarray(a, format="csr") @ xp.asarray(b, format="csr")
+        xp.compute(p @ xp.asarray(np.ones((2, 2))))
+        assert p.result is not None
+        got = np.asarray(xp.compute(p @ xp.asarray(d)))
+    np.testing.assert_allclose(got, want, equal_nan=True, err_msg=tier_name)
