@@ -1,12 +1,15 @@
-"""The stored form of a held value keeps its implicit region (docs/api.md, "The fill rule").
+"""The stored form of a value computed unasked keeps its implicit region (docs/api.md, "The
+fill rule").
 
 A compute that keeps a held value (``api.array.held_values``) stores it for every later
-plan to read as a table. The value is an expression with an implicit region (``P = A @ B``
+plan to read as a table; so does a materialization the library makes for its own use (a
+write, an eager function's operand, a conversion: ``materialize.compute_arrays`` with
+``keep_regions``). The value is an expression with an implicit region (``P = A @ B``
 is its fill, 0, wherever no product reached), and later reads depend on that region: ``P @
 D`` with ``D`` holding inf is 0 there (the implicit 0 annihilates), ``P / D`` is 0 where
 ``D`` is 0. A dense table has no implicit region, so a kept value stored in the dense
 format the optimizer picks for a dense-looking product would turn those reads into IEEE's
-NaN. Each kept value that has a region is therefore computed into a sparse layout keeping
+NaN. Each such value that has a region is therefore computed into a sparse layout keeping
 every entry it reaches (``FormatSpec.keeps_fills``: a sum that cancels to 0 stays stored,
 as in the plan that reads it lazily); a result that reached every entry is stored dense
 afterwards (:func:`dense_when_full`: no region, nothing lost).
@@ -32,6 +35,7 @@ from lazysparse.formats.dtypes import same_value
 from lazysparse.formats.levels.registry import DENSE_KIND, PLAIN_KIND
 from lazysparse.formats.specs import FormatSpec, infer_spec
 from lazysparse.formats.statistics import statistics
+from lazysparse.formats.tensor import Tensor
 from lazysparse.logic.inference import infer_region
 from lazysparse.logic.nodes import (
     Aggregate,
@@ -47,7 +51,6 @@ from lazysparse.logic.operators import Operator
 
 if TYPE_CHECKING:
     from lazysparse.api.array.lazy_array import LazyArray
-    from lazysparse.formats import Tensor
 
 Region = tuple[Any, bool]
 
@@ -66,11 +69,12 @@ def region_layout(arr: LazyArray) -> FormatSpec | None:
     return infer_spec(kinds, tuple(range(n))).keeping_fills()
 
 
-def dense_when_full(tensor: Tensor) -> Tensor:
+def dense_when_full(tensor: Tensor | Any) -> Tensor | Any:
     """A kept value stored in a region layout, dense when it stores every entry (it has no
     implicit region then, so the dense form reads the same, and faster)."""
-    if tensor.full or int(tensor.nnz) != int(np.prod(tensor.shape)):
-        return tensor
+    if not isinstance(tensor, Tensor) or tensor.full or \
+            int(tensor.nnz) != int(np.prod(tensor.shape)):
+        return tensor  # a device tensor stays as its backend wrote it
     return tensor.asformat("dense")
 
 
@@ -79,12 +83,12 @@ def _known(node: LogicNode) -> Region | None:
     stored or computed subquery's tensor, a live array's recorded region, an aggregate that
     reaches every entry (:func:`_reaches_all`); None: look inside."""
     if isinstance(node, Subquery):
+        arr = live_array(node)  # its region is recorded (and cached per stored levels)
+        if arr is not None and arr._fill_value is not None and arr._expr is node:
+            return arr._fill_value, arr.full
         t = _stored(node)
         if t is not None:
             return np.asarray(t.fill_value)[()], bool(getattr(t, "full", True))
-        arr = live_array(node)
-        if arr is not None and arr._fill_value is not None:
-            return arr._fill_value, arr.full
         return None
     if isinstance(node, Aggregate) and _reaches_all(node):
         return node.init.val, True  # type: ignore[attr-defined]
@@ -120,9 +124,10 @@ def _reaches_all(agg: Aggregate) -> bool:
     if axes is None:
         return False
     t, fields = axes
-    if not same_value(t.fill_value, 0):
+    if not isinstance(t, Tensor) or not same_value(t.fill_value, 0):
         return False
-    kept = [k for k, f in enumerate(fields) if f not in agg.idxs]
+    reduced = {f.name for f in agg.idxs}
+    kept = [k for k, f in enumerate(fields) if f.name not in reduced]
     if not kept:
         return int(t.nnz) > 0
     return len(kept) == 1 and statistics(t).covers(kept[0])
