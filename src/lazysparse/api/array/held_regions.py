@@ -42,6 +42,7 @@ from lazysparse.logic.nodes import (
     Immediate,
     LogicNode,
     MapJoin,
+    Reformat,
     Relabel,
     Reorder,
     Subquery,
@@ -60,8 +61,9 @@ def region_layout(arr: LazyArray) -> FormatSpec | None:
     (row-major sparse levels keeping every reached entry), or None when ``arr`` has no
     region (dense, or every entry reached: see the module docstring), is 0-d (one entry, no
     sparse layout), or asked for a format of its own."""
-    if arr._requested_format is not None or not arr.shape or arr.full:
-        return None
+    if arr._requested_format is not None or isinstance(arr._expr.arg, Reformat) or \
+            not arr.shape or arr.full:
+        return None  # a layout of its own (``asformat``) decides, as the user asked
     if infer_region(arr._expr.arg, _known)[1]:
         return None
     n = len(arr.shape)
