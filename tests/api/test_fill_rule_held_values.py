@@ -321,3 +321,31 @@ def test_kept_product_keeps_a_cancelled_sum(tier_name: str) -> None:
         assert p.result is not None
         got = np.asarray(xp.compute(p @ xp.asarray(d)))
     np.testing.assert_allclose(got, want, equal_nan=True, err_msg=tier_name)
+
+
+@pytest.mark.parametrize("tier_name", TIERS)
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("how", ["requested", "shared by a held value"])
+def test_stored_map_read_by_a_product_with_non_finite_data(tier_name: str, fmt: str,
+                                                           how: str) -> None:
+    """``q = S * S`` stored first in the plan that reads it by ``q @ D`` with ``D``
+    holding inf (asked for too, or read by a held product the compute keeps): the map's
+    implicit region annihilates ``D``'s inf, as the lazy ``q @ D`` does, whatever format
+    the map's density would get (``optimizer.unreached._map_region_uses``)."""
+    s = np.array([[1.0, 2.0, 1.0, 1.0, 0.0], [1.0, 1.0, 3.0, 0.0, 1.0],
+                  [2.0, 1.0, 0.0, 1.0, 0.0], [0.0, 1.0, 1.0, 1.0, 0.0], [0.0] * 5])  # 60 %
+    d = np.ones((5, 3))
+    d[4, 0] = np.inf  # column 4 of S: stored in row 1 only
+    d[3, 2] = np.nan  # column 3: rows 0, 2, 3
+    want = fold(s * s, s != 0, d)
+    with tier(tier_name), np.errstate(all="ignore"):
+        q = xp.asarray(s, format=fmt) * xp.asarray(s, format=fmt)
+        if how == "requested":
+            got, _ = xp.compute(q @ xp.asarray(d), q)
+        else:
+            held = q @ xp.asarray(np.ones((5, 5)), format="csr")
+            held[0, 0] = 3.0  # a lazy write: the compute below keeps it (shared history)
+            got = xp.compute(q @ xp.asarray(d))
+        got = np.asarray(got)
+    np.testing.assert_allclose(got, want, rtol=1e-12, equal_nan=True,
+                               err_msg=f"{tier_name} {fmt} {how}")

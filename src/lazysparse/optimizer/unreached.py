@@ -228,6 +228,29 @@ def _keeps_fills(rhs: LogicNode) -> bool:
     return isinstance(rhs, Reformat) and bool(getattr(rhs.tns.val, "keeps_fills", False))
 
 
+def _map_region_uses(f: _Facts) -> list[tuple[Alias, bool, Query, bool]]:
+    """Each map query without a format of its own whose implicit region a fold reading it
+    needs (:func:`region_matters`: ``q = S * S`` shared by ``q @ Dinf`` and another reader,
+    so stored first: dense, ``0 * inf`` would be NaN where ``S`` stores nothing), with that
+    fold; and the aggregates with a region the map reads, whose regions make its own."""
+    out: list[tuple[Alias, bool, Query, bool]] = []
+    for a, q in f.defs.items():
+        if a in f.aggs or isinstance(q.rhs, Reformat | Table):
+            continue
+        body = map_body(q.rhs)
+        r = map_region(body, None, None, f.regions.get)[0] if body is not None else None
+        if r is None or r[1]:
+            continue
+        for use in f.readers.get(a, []):
+            arg = aggregate_argument(use.rhs) if map_body(use.rhs) is None else None
+            if arg is not None and region_matters(arg, a, r[0], f.regions.get, f.nonfinite):
+                out.append((a, False, use, False))
+                out += [c for x in accesses(body) if x.arg in f.aggs  # type: ignore[arg-type]
+                        and (rx := f.regions.get(x.arg)) is not None and not rx[1]  # type: ignore[arg-type]
+                        for c in _chain(f, x.arg, q, False)]  # type: ignore[arg-type]
+    return out
+
+
 def _kept_region_uses(f: _Facts) -> list[tuple[Alias, bool, Query, bool]]:
     """The aggregates with an implicit region that a map computed into a layout keeping
     fills reads, with that map. Such a query (a held value kept with its region:
@@ -315,7 +338,7 @@ def _region_uses(f: _Facts) -> list[tuple[Alias, bool, Query, bool]]:
             elif body is None and (arg := aggregate_argument(use.rhs)) is not None and \
                     region_matters(arg, a, init, f.regions.get, f.nonfinite):
                 out += _chain(f, a, use, False)
-    out += _kept_region_uses(f)
+    out += _kept_region_uses(f) + _map_region_uses(f)
     todo = [u[0] for u in out] + [a for a in f.aggs if _keeps_fills(f.defs[a].rhs)]
     seen = set(todo)
     while todo:
