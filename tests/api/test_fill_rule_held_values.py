@@ -346,6 +346,14 @@ def test_stored_map_read_by_a_product_with_non_finite_data(tier_name: str, fmt: 
             held = q @ xp.asarray(np.ones((5, 5)), format="csr")
             held[0, 0] = 3.0  # a lazy write: the compute below keeps it (shared history)
             got = xp.compute(q @ xp.asarray(d))
+            assert held.result is not None
+            # the kept write layer over q @ ones: unreached on q's empty row 4
+            value = (s * s) @ np.ones((5, 5))
+            value[0, 0] = 3.0
+            hit = np.broadcast_to((s != 0).any(axis=1)[:, None], (5, 5))
+            np.testing.assert_allclose(np.asarray(xp.compute(held @ xp.asarray(d))),
+                                       fold(value, hit, d), rtol=1e-12, equal_nan=True,
+                                       err_msg=f"{tier_name} {fmt} the kept value")
         got = np.asarray(got)
     np.testing.assert_allclose(got, want, rtol=1e-12, equal_nan=True,
                                err_msg=f"{tier_name} {fmt} {how}")
