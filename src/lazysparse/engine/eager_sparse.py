@@ -676,14 +676,16 @@ def _spgemm(left: Any, right: Any, dtype: np.dtype) -> Any:
 def stored_result(v: Stored) -> Tensor:
     """A query's result tensor from a stored matrix: in its Reformat's sparse format (csr
     without one; a dense format made it a dense value before), no fill-valued entry
-    stored."""
+    stored unless that format keeps fills (``FormatSpec.keeps_fills``)."""
     m = v.mat
     fill = np.asarray(v.fill).astype(m.dtype)[()]
     spec = v.spec
     if same_value(fill, 0):
         c = canonical(m)
-        kept = _without(c, c.data != 0)
+        # a layout keeping fills stores every reached entry (a cancelled sum's stored 0)
+        kept = c if getattr(spec, "keeps_fills", False) else _without(c, c.data != 0)
         t = Tensor.from_scipy(kept.copy() if v.borrowed and kept is m else kept)
+        spec = getattr(spec, "layout", spec)
         return t if spec is None or spec == t.spec else t.asformat(spec)
     r = v.rowwise()
     keep = ~np.asarray(equals_fill(r.data, fill), dtype=bool)

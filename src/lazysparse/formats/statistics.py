@@ -49,7 +49,7 @@ class TensorStats:
     """
 
     __slots__ = ("shape", "nnz", "level_entries", "_source", "_levels", "_degrees",
-                 "_dispersion", "__weakref__")
+                 "_dispersion", "_covers", "__weakref__")
 
     def __init__(self, t: Tensor) -> None:
         self.shape: tuple[int, ...] = tuple(int(d) for d in t.shape)
@@ -59,6 +59,7 @@ class TensorStats:
         self._levels = t.levels
         self._degrees: dict[int, np.ndarray] = {}
         self._dispersion: dict[int, float] = {}
+        self._covers: dict[int, bool] = {}
 
     def degrees(self, axis: int) -> np.ndarray | None:
         """Stored entries at each coordinate of ``axis`` (int64, one per coordinate), or
@@ -79,6 +80,15 @@ class TensorStats:
         levels (an exact count reads its pattern); else None."""
         t = self._source()
         return t if t is not None and t.levels is self._levels else None
+
+    def covers(self, axis: int) -> bool:
+        """Whether every coordinate of ``axis`` holds a stored entry (no empty slice along
+        it: a product with this tensor reaches every coordinate of that axis), computed
+        once; False when the degrees are unknown (the safe answer)."""
+        if axis not in self._covers:
+            d = self.degrees(axis)
+            self._covers[axis] = d is not None and bool(d.size) and int(d.min()) > 0
+        return self._covers[axis]
 
     def max_degree(self, axis: int) -> int | None:
         """The largest degree along ``axis`` (None when unknown)."""

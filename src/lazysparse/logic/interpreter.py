@@ -140,6 +140,13 @@ class Interpreter:
             sparse = data.ndim and v.implicit is not None and not isinstance(v.implicit, bool)
             fmt = ("csr" if data.ndim == 2 else "coo") if sparse else "dense"
             return Tensor.from_numpy(data, fmt, fill)
+        if getattr(v.spec, "keeps_fills", False) and data.ndim and v.implicit is not None \
+                and not isinstance(v.implicit, bool):
+            # every reached entry stored, a reached fill (a sum that cancels) included: the
+            # compiled kernels' ``keeps_fills`` layout, which later reads tell apart
+            stored = ~np.broadcast_to(v.implicit, data.shape)
+            return Tensor.from_coords(np.nonzero(stored), data[stored], data.shape,
+                                      format=v.spec.layout, fill_value=fill)
         return Tensor.from_numpy(data, v.spec, fill)
 
     # -- expressions --------------------------------------------------------------------
@@ -172,8 +179,11 @@ class Interpreter:
                     v = self.alias_value(arg)
                 else:
                     v = self.eval(arg)
+                # a value computed into a layout keeping fills (a kept held value:
+                # ``api.array.held_regions``) keeps it when its query returns it
+                spec = v.spec if getattr(v.spec, "keeps_fills", False) else None
                 return self.record(Value(v.data, self._check_idxs(idxs, np.ndim(v.data),
-                                                                  "relabel"), v.fill, None,
+                                                                  "relabel"), v.fill, spec,
                                          v.implicit))
             case Reorder(arg=arg, idxs=idxs):
                 return self.record(self.reorder(self.eval(arg), idxs))

@@ -210,6 +210,10 @@ class _Facts:
     # the stored tables whose finiteness was read, and whether each holds a non-finite value
     consulted: dict[Alias, bool] = field(default_factory=dict)
     chosen: bool = False  # the formats are the optimizer's (``_aggregate_query``)
+    # ``regions`` with those of maps without a format yet (the region a map has unless
+    # stored dense) and of aggregates over them: what a query keeping fills keeps
+    potential: dict[Alias, Region] = field(default_factory=dict)
+    maps: set[Alias] = field(default_factory=set)  # those maps
 
     def nonfinite(self, a: Alias) -> bool:
         """Whether the query ``a`` may hold ±inf or NaN: a stored table's data (read and
@@ -221,6 +225,60 @@ class _Facts:
             return self.consulted[a]
         body = map_body(rhs)
         return True if body is None else may_be_nonfinite(body, self.nonfinite)
+
+
+def _keeps_fills(rhs: LogicNode) -> bool:
+    """Whether a query asks for a layout keeping every reached entry (``keeps_fills``)."""
+    return isinstance(rhs, Reformat) and bool(getattr(rhs.tns.val, "keeps_fills", False))
+
+
+def _map_region_uses(f: _Facts) -> list[tuple[Alias, bool, Query, bool]]:
+    """Each map query without a format of its own whose implicit region a fold reading it
+    needs (:func:`region_matters`: ``q = S * S`` shared by ``q @ Dinf`` and another reader,
+    so stored first: dense, ``0 * inf`` would be NaN where ``S`` stores nothing), with that
+    fold; and the aggregates with a region the map reads, whose regions make its own."""
+    out: list[tuple[Alias, bool, Query, bool]] = []
+    for a, q in f.defs.items():
+        if a in f.aggs or isinstance(q.rhs, Reformat | Table):
+            continue
+        body = map_body(q.rhs)
+        r = map_region(body, None, None, f.regions.get)[0] if body is not None else None
+        if r is None or r[1]:
+            continue
+        for use in f.readers.get(a, []):
+            arg = aggregate_argument(use.rhs) if map_body(use.rhs) is None else None
+            if arg is not None and region_matters(arg, a, r[0], f.regions.get, f.nonfinite):
+                out.append((a, False, use, False))
+                out += [c for x in accesses(body) if x.arg in f.aggs  # type: ignore[arg-type]
+                        and (rx := f.regions.get(x.arg)) is not None and not rx[1]  # type: ignore[arg-type]
+                        for c in _chain(f, x.arg, q, False)]  # type: ignore[arg-type]
+    return out
+
+
+def _held_region_uses(f: _Facts) -> list[tuple[Alias, bool, Query, bool]]:
+    """What a query computed into a layout keeping fills (a held value kept with its
+    region: ``api.array.held_regions``) needs: later plans this one cannot see read its
+    region, so the aggregates and maps without a format yet whose regions make its own
+    (``_Facts.potential``: ``where(W, 3, (S * S) @ B)`` is unreached where ``S * S`` is)
+    keep theirs, and theirs in turn."""
+    out: list[tuple[Alias, bool, Query, bool]] = []
+    todo = [a for a, q in f.defs.items() if _keeps_fills(q.rhs)]
+    seen = set(todo)
+    while todo:
+        a = todo.pop()
+        rhs = f.defs[a].rhs
+        agg, _ = _aggregate_query(rhs, f.chosen)
+        body = agg.arg if agg is not None else map_body(rhs)
+        for x in accesses(body) if body is not None else ():
+            b = x.arg
+            if b in seen or not (b in f.aggs or b in f.maps) or \
+                    (r := f.potential.get(b)) is None or r[1]:  # type: ignore[arg-type]
+                continue
+            seen.add(b)  # type: ignore[arg-type]
+            out += _chain(f, b, f.defs[a], False) if b in f.aggs else \
+                [(b, False, f.defs[a], False)]  # type: ignore[list-item]
+            todo.append(b)  # type: ignore[arg-type]
+    return out
 
 
 def _plan_facts(plan: Plan, chosen: bool = False) -> _Facts:
@@ -236,12 +294,18 @@ def _plan_facts(plan: Plan, chosen: bool = False) -> _Facts:
         src = _relayout_source(body.rhs)
         if agg is not None:
             f.aggs[body.lhs] = (agg, own)
-            f.regions[body.lhs] = (np.asarray(agg.init.val)[()], False) \
-                if _has_region(agg, f.regions.get) else None  # type: ignore[attr-defined]
+            init = (np.asarray(agg.init.val)[()], False)  # type: ignore[attr-defined]
+            f.regions[body.lhs] = init if _has_region(agg, f.regions.get) else None
+            f.potential[body.lhs] = init if _has_region(agg, f.potential.get) else None
         else:
             if src in f.aggs:
                 f.aggs[body.lhs], f.origin[body.lhs] = (f.aggs[src][0], True), src  # type: ignore[index]
             f.regions[body.lhs] = _query_region(body.rhs, f.regions.get)
+            f.potential[body.lhs] = _query_region(body.rhs, f.potential.get)
+            mb = map_body(body.rhs) if not isinstance(body.rhs, Reformat | Table) else None
+            if f.potential[body.lhs] is None and mb is not None:
+                f.potential[body.lhs] = map_region(mb, None, None, f.potential.get)[0]
+                f.maps.add(body.lhs)
         for acc in accesses(body.rhs):
             f.readers.setdefault(acc.arg, []).append(body)  # type: ignore[arg-type]
     return f
@@ -294,6 +358,7 @@ def _region_uses(f: _Facts) -> list[tuple[Alias, bool, Query, bool]]:
             elif body is None and (arg := aggregate_argument(use.rhs)) is not None and \
                     region_matters(arg, a, init, f.regions.get, f.nonfinite):
                 out += _chain(f, a, use, False)
+    out += _map_region_uses(f)
     todo = [u[0] for u in out]
     seen = set(todo)
     while todo:
@@ -304,7 +369,7 @@ def _region_uses(f: _Facts) -> list[tuple[Alias, bool, Query, bool]]:
                 chain = _chain(f, b, f.defs[a], False)
                 out += chain
                 todo += [c[0] for c in chain]
-    return out
+    return out + _held_region_uses(f)
 
 
 def may_be_nonfinite(body: LogicNode, alias_nonfinite: Callable[[Alias], bool]) -> bool:

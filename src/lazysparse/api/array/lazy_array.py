@@ -311,7 +311,7 @@ class LazyArray(ArrayOperators, NumpyMethods, ScipyMethods):
         if self._depth > MAX_PLAN_DEPTH or self._size > MAX_PLAN_NODES:
             # bounded plans: a loop that never computes materializes here, so no plan,
             # pass, key or kernel grows with the length of the user's history
-            compute_arrays((self,))
+            compute_arrays((self,), keep_regions=True)
 
     @classmethod
     def from_tensor(cls, tensor: Tensor | Any, device: Device | None = None) -> LazyArray:
@@ -487,7 +487,7 @@ class LazyArray(ArrayOperators, NumpyMethods, ScipyMethods):
         ``backends.cuda.DeviceTensor`` on device cuda)."""
         self._sync()
         if self._result is None:
-            compute_arrays((self,))
+            compute_arrays((self,), keep_regions=True)  # not asked for: keeps its region
         assert self._result is not None
         return self._result
 

@@ -11,10 +11,12 @@ plan uses the stored tensor instead of recomputing it. A unit-axis view of store
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from lazysparse.api.array import memo
 from lazysparse.api.array.devices import device_mix_error, is_device_tensor
+from lazysparse.api.array.held_regions import dense_when_full, region_layout
 from lazysparse.api.array.held_values import held_values, only_these
 from lazysparse.api.array.live import BY_ALIAS
 from lazysparse.api.array.memo import memoized
@@ -22,6 +24,7 @@ from lazysparse.api.array.plan_nodes import fresh_alias, fresh_fields
 from lazysparse.engine import Explanation, executor_for, explain_plan
 from lazysparse.engine.known_shapes import run_known
 from lazysparse.formats import tensor_ops as T
+from lazysparse.formats.specs import FormatSpec
 from lazysparse.logic.nodes import (
     Alias,
     Immediate,
@@ -57,14 +60,33 @@ def _memoized_table(node: LogicNode) -> LogicNode | None:
     return None
 
 
-def build_plan(arrays: tuple[LazyArray, ...]) -> Plan:
-    """One plan computing every array in ``arrays``: a query each, then ``Produces``."""
+def _region_kept(node: LogicNode, layouts: dict[int, FormatSpec],
+                 cache: dict[int, LogicNode]) -> LogicNode | None:
+    """A kept held value's subquery computed into its region layout (``layouts``, by
+    subquery id: ``held_regions.region_layout``), its history rewritten as
+    :func:`substitute_memoized` does; a memoized subquery's table; else None."""
+    spec = layouts.get(id(node))
+    if spec is None:
+        return _memoized_table(node)
+    assert isinstance(node, Subquery)
+    arg = prewalk(node.arg, lambda n: _region_kept(n, layouts, cache), cache)
+    return Subquery(node.lhs, Reformat(Immediate(spec), arg))
+
+
+def build_plan(arrays: tuple[LazyArray, ...],
+               layouts: dict[int, FormatSpec] | None = None) -> Plan:
+    """One plan computing every array in ``arrays``: a query each, then ``Produces``;
+    ``layouts``: the region layout of kept held values, by subquery id (every read of
+    such a value in the plan reads that layout)."""
     cache: dict[int, LogicNode] = {}
     queries: list[LogicNode] = []
     outs: list[Alias] = []
     for a in arrays:
         a._sync()  # ``a.expr``; the attributes below read directly (this runs per compute)
-        expr = a._expr if a._epoch >= memo.EPOCH else substitute_memoized(a._expr, cache)
+        if layouts:
+            expr = prewalk(a._expr, lambda n: _region_kept(n, layouts, cache), cache)
+        else:
+            expr = a._expr if a._epoch >= memo.EPOCH else substitute_memoized(a._expr, cache)
         out = fresh_alias()
         fields = fresh_fields(len(a._shape))
         rhs: LogicNode = Relabel(expr, fields)
@@ -75,12 +97,16 @@ def build_plan(arrays: tuple[LazyArray, ...]) -> Plan:
     return Plan((*queries, Produces(tuple(outs))))
 
 
-def compute_arrays(arrays: tuple[LazyArray, ...]) -> None:
+def compute_arrays(arrays: tuple[LazyArray, ...], keep_regions: bool = False) -> None:
     """Compute ``arrays`` together in one plan; each keeps its result and becomes a leaf.
     Reductions the user still holds inside their histories, or sharing them, are computed
     in the same plan when keeping them costs no more than recomputing them
-    (``api.held_values``). ValueError when the arrays live on several devices."""
-    if len(arrays) == 1 and _computed_known(arrays[0]):
+    (``api.held_values``), in a layout keeping their implicit region
+    (``api.held_regions``); ``keep_regions``: ``arrays`` too (a value the library
+    materializes for its own use: an eager function's operand, a write, a conversion,
+    which the user never asked to compute). ValueError when the arrays live on several
+    devices."""
+    if not keep_regions and len(arrays) == 1 and _computed_known(arrays[0]):
         return
     if len(arrays) > 1:  # loops below, not comprehensions: per call
         devices = {a._device.name for a in arrays}
@@ -96,10 +122,15 @@ def compute_arrays(arrays: tuple[LazyArray, ...]) -> None:
     if todo_by_id:
         todo = tuple(todo_by_id.values())
         kept = held_values(todo, BY_ALIAS)
+        layouts = _region_layouts([k.array for k in kept]) if kept else None
+        if keep_regions:
+            layouts = {**(layouts or {}), **_region_layouts(todo)}
         if kept:
             todo += tuple([k.array for k in kept])
-        results = executor_for(todo[0]._device.name)(build_plan(todo))
+        results = executor_for(todo[0]._device.name)(build_plan(todo, layouts))
         for a, tensor in zip(todo, results, strict=True):
+            if layouts and id(a._expr) in layouts:
+                tensor = dense_when_full(tensor)
             a.set_result(tensor)
 
 
@@ -123,12 +154,25 @@ def _computed_known(a: LazyArray) -> bool:
     return True
 
 
+def _region_layouts(arrays: Iterable[LazyArray]) -> dict[int, FormatSpec]:
+    """The region layout of each of ``arrays`` that has an implicit region, by the id of
+    its subquery (``held_regions``: its stored form keeps that region for later reads)."""
+    out: dict[int, FormatSpec] = {}
+    for a in arrays:
+        spec = region_layout(a)
+        if spec is not None:
+            out[id(a._expr)] = spec
+    return out
+
+
 def explain_arrays(arrays: tuple[LazyArray, ...], run: bool = False) -> Explanation:
     """How computing ``arrays`` together would run, with the held values it would keep
     (``run``: running the kernels, ``engine.explain.explain_plan``)."""
     todo = tuple({id(a): a for a in arrays if a.result is None}.values())
     kept = held_values(todo, BY_ALIAS) if todo else ()
-    expl = explain_plan(build_plan(tuple(arrays) + tuple(k.array for k in kept)), run=run)
+    layouts = _region_layouts([k.array for k in kept]) if kept else None
+    expl = explain_plan(build_plan(tuple(arrays) + tuple(k.array for k in kept), layouts),
+                        run=run)
     return dataclasses.replace(expl, kept=tuple(k.describe() for k in kept))
 
 

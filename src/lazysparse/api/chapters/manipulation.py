@@ -20,10 +20,10 @@ from typing import Any
 import numpy as np
 
 from lazysparse.api.array.lazy_array import LazyArray
+from lazysparse.api.array.materialize import compute_arrays
 from lazysparse.api.array.operands import as_array, is_array_like
 from lazysparse.api.array.plan_nodes import access, broadcast_shapes, fresh_fields, identify
 from lazysparse.api.building.views import reshaped_strides, strides_of, unit_view
-from lazysparse.api.chapters.compute import compute
 from lazysparse.api.stored.eager import eager_apply, leaf
 from lazysparse.formats import Tensor, convert
 from lazysparse.formats import tensor_ops as T
@@ -294,8 +294,10 @@ def concat(arrays: tuple[LazyArray, ...] | list[LazyArray], /, *,
 
 def _sparse_of_one_fill(arrays: list[LazyArray], d: np.dtype) -> list[Tensor] | None:
     """The computed arrays' tensors when all are sparse with one fill value (in ``d``): a
-    join keeps them sparse; None when one is dense or the fills differ (a dense result)."""
-    compute(*arrays)
+    join keeps them sparse; None when one is dense or the fills differ (a dense result).
+    The operands are computed together, each keeping its implicit region (a product's
+    unreached entries stay implicit in the join: ``api.held_regions``)."""
+    compute_arrays(tuple(arrays), keep_regions=True)
     tensors = [a.tensor() for a in arrays]
     fill = np.asarray(tensors[0].fill_value).astype(d)[()]
     if all(not T.is_dense(t) and same_value(np.asarray(t.fill_value).astype(d)[()], fill)
