@@ -127,6 +127,7 @@ def _check(case: Case) -> None:
 @settings(max_examples=EXAMPLES, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(case=cases())
+@pytest.mark.slow
 def test_map_of_a_reduction_keeps_unreached_entries_at_the_fill(case: Case) -> None:
     _check(case)
 
