@@ -60,6 +60,7 @@ def test_second_process_compiles_nothing(tmp_path):
     assert sorted(p.name for p in tmp_path.glob("lsk_*.py")) == files
 
 
+@pytest.mark.slow  # two fresh interpreters: the full suite
 def test_two_processes_compiling_at_once(tmp_path):
     env = dict(os.environ, LAZYSPARSE_CACHE_DIR=str(tmp_path), PYTHONWARNINGS="ignore")
     procs = [subprocess.Popen([sys.executable, "-c", SCRIPT], stdout=subprocess.PIPE,
