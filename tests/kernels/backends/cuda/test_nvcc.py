@@ -23,7 +23,6 @@ def compiled() -> CompileResult:
     return _RESULT[0]
 
 
-@pytest.mark.slow  # every kernel through the host compiler: the full suite
 def test_every_generated_kernel_compiles() -> None:
     res = compiled()
     assert res.ok, res.log[-6000:]
