@@ -12,6 +12,7 @@ draws more or fewer examples than the profile's default writes its ``ci`` count 
 from __future__ import annotations
 
 import os
+from collections import defaultdict
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from typing import Any
 
@@ -71,6 +72,48 @@ def rotation(cases: Sequence[Any], choices: Sequence[Any],
             out.append(pytest.param(*values, *picked, marks=slow,
                                     id="-".join([name, *map(_param_id, picked)])))
     return out
+
+
+def covering(items: Sequence[pytest.Item]) -> list[pytest.Item]:
+    """A few of one test function's parametrized ``items`` in which every value of every
+    parametrize axis occurs at least once (a value is its object, as parametrize holds it):
+    greedily the item that adds the most values not yet seen, the earlier one on a tie.
+    The fast tier runs these (one kernel per value, not one per combination); the full
+    suite runs them all."""
+    values = [{(name, id(v)) for name, v in item.callspec.params.items()} for item in items]
+    seen: set[tuple[str, int]] = set()
+    picked: list[int] = []
+    while True:
+        gain, best = max((len(v - seen), -i) for i, v in enumerate(values))
+        if gain == 0:
+            return [items[i] for i in sorted(picked)]
+        picked.append(-best)
+        seen |= values[-best]
+
+
+def _axes(item: pytest.Item) -> int:
+    """How many ``parametrize`` marks (axes) ``item`` is parametrized by; names
+    parametrized together (``"dtype, fill"``, a ``rotation``) are one axis."""
+    if getattr(item, "callspec", None) is None:
+        return 0
+    return sum(1 for _ in item.iter_markers("parametrize"))
+
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m "not slow"`` deselects by mark
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A test function parametrized over two or more axes (``dtype`` x ``fmt`` x ``op``)
+    runs their whole product in the full suite and a :func:`covering` of it in the fast
+    tier: the other fast items get the ``slow`` mark. Already-``slow`` items stay out of
+    the covering (``slow_except``, ``rotation`` choose theirs)."""
+    groups: dict[str, list[pytest.Item]] = defaultdict(list)
+    for item in items:
+        if _axes(item) > 1 and item.get_closest_marker("slow") is None:
+            groups[item.nodeid.split("[", 1)[0]].append(item)
+    for group in groups.values():
+        keep = {id(item) for item in covering(group)}
+        for item in group:
+            if id(item) not in keep:
+                item.add_marker(pytest.mark.slow)
 
 
 def _param_id(value: Any) -> str:

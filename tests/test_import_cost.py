@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import lazysparse
 
 SRC = str(Path(lazysparse.__file__).parent.parent)
@@ -76,5 +78,6 @@ def test_import_loads_no_compiler_then_a_kernel_runs() -> None:
     _child(KERNEL)
 
 
+@pytest.mark.slow
 def test_helpers_compile_on_first_call() -> None:
     _child(HELPERS)

@@ -42,6 +42,13 @@ DOC_FILES = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs
 # "<file>:block<N>" -> why that ```python notest block is not run. Keep this small: prefer
 # making an example self-contained (define the data it uses) over not running it.
 NOT_RUN_REASONS: dict[str, str] = {}
+# blocks that run in the full suite only (``slow``), with why; a later block of the same
+# page goes with them, since it runs the earlier ones as its set-up
+SLOW_BLOCKS: dict[str, str] = {
+    "docs/api.md:block6": "four solvers on a 900 x 900 Laplacian (tests/sparse_linalg has "
+                          "each)",
+    "docs/dask.md:block1": "a dask cluster's set-up and ten kernels (tests/dask_chunks)",
+}
 
 # optional extras: a block importing one of these is skipped when it is missing
 OPTIONAL_MODULES = ("dask", "distributed", "cupy")
@@ -102,8 +109,12 @@ ALL_BLOCKS = [block for blocks in BLOCKS.values() for block in blocks]
 
 def _params() -> list[object]:
     params = []
+    slow_pages: set[Path] = set()
     for block in ALL_BLOCKS:
         marks = []
+        if block.id in SLOW_BLOCKS or block.path in slow_pages:
+            slow_pages.add(block.path)
+            marks.append(pytest.mark.slow)
         if "notest" in block.flags:
             reason = NOT_RUN_REASONS.get(block.id)
             if reason is not None:
@@ -203,6 +214,7 @@ def test_fast_tier_is_named_next_to_the_full_suite() -> None:
         assert FAST_TESTS in text and FULL_TESTS in text, name
 
 
+@pytest.mark.slow
 def test_python_m_lazysparse(tmp_path: Path) -> None:
     """``python -m lazysparse`` from the repository root, with a fresh kernel cache."""
     env = dict(os.environ, LAZYSPARSE_CACHE_DIR=str(tmp_path / "kernel-cache"))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.conftest import rotation
+from tests.conftest import covering, rotation
 
 
 def _split(params: list) -> tuple[list[tuple], list[tuple]]:
@@ -33,3 +33,30 @@ def test_tuples_spread_over_argument_names_and_slow_extras_stay_slow() -> None:
 def test_a_tuple_choice_wrapped_once_is_one_value() -> None:
     (param,) = rotation(["sum"], [((0, 1),)])
     assert param.values == ("sum", (0, 1)) and param.id == "sum-(0, 1)"
+
+
+class _Spec:
+    """A stand-in for a parametrized item's ``callspec``."""
+
+    def __init__(self, params: dict) -> None:
+        self.params = params
+
+
+class _Item:
+    def __init__(self, **params) -> None:
+        self.callspec = _Spec(params)
+
+
+def test_covering_keeps_every_value_of_every_axis_once() -> None:
+    dtypes, fmts, ops = ["f8", "i4", "b1"], ["csr", "coo"], ["add", "mul", "max", "min"]
+    items = [_Item(dtype=d, fmt=f, op=o) for d in dtypes for f in fmts for o in ops]
+    picked = covering(items)
+    assert len(picked) == len(ops) < len(items)  # the longest axis, not the product
+    for name, values in (("dtype", dtypes), ("fmt", fmts), ("op", ops)):
+        assert {it.callspec.params[name] for it in picked} == set(values)
+    assert picked == [it for it in items if it in picked]  # in collection order
+
+
+def test_covering_of_one_axis_keeps_every_item() -> None:
+    items = [_Item(case=c) for c in "abc"]
+    assert covering(items) == items

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from lazysparse import warm
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,6 +33,7 @@ def _warm(cache: Path, *extra: str) -> tuple[int, int]:
     return int(total[1]), int(total[2])
 
 
+@pytest.mark.slow
 def test_warm_compiles_once_and_a_new_process_loads(tmp_path: Path) -> None:
     compiled, loaded = _warm(tmp_path)
     assert compiled >= len(ONLY) and loaded == 0

@@ -50,6 +50,7 @@ def test_shared_history_does_not_unfold() -> None:
     assert history_extent(x.expr)[:2] == (0, 0)
 
 
+@pytest.mark.slow
 def test_sparse_never_computed_loop() -> None:
     a = sp.random_array((3000, 3000), density=0.001, format="csr", random_state=1)
     A = xp.asarray(a)

@@ -127,10 +127,12 @@ def _check(case: Case) -> None:
 @settings(max_examples=EXAMPLES, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(case=cases())
+@pytest.mark.slow
 def test_map_of_a_reduction_keeps_unreached_entries_at_the_fill(case: Case) -> None:
     _check(case)
 
 
+@pytest.mark.slow  # hash workspaces at size: the full suite
 @settings(max_examples=max(1, EXAMPLES // 3), deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                  HealthCheck.function_scoped_fixture])

@@ -96,6 +96,7 @@ def chains(draw: st.DrawFn) -> Chain:
                  draw(st.booleans()))
 
 
+@pytest.mark.slow  # random chains: the full suite; the fast tier keeps the cases below
 @settings(max_examples=EXAMPLES, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(case=chains())

@@ -443,6 +443,7 @@ def test_loops_as_users_write_them(fmt: str) -> None:
     assert total == pytest.approx(a[::3].sum())
 
 
+@pytest.mark.slow  # scikit-learn at size: the full suite
 def test_sklearn_euclidean_distances_with_lazysparse_input() -> None:
     pytest.importorskip("sklearn")
     code = textwrap.dedent("""

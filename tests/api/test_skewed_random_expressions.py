@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pytest
 import scipy.sparse as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -129,6 +130,7 @@ def test_the_leaves_are_skewed() -> None:
                 assert disp is not None and disp > SKEW_DISPERSION, (kind, n, seed, disp)
 
 
+@pytest.mark.slow  # skewed data at size; the full suite draws its examples
 @settings(max_examples=EXAMPLES, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(expr=programs())

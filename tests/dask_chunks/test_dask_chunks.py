@@ -156,6 +156,7 @@ def test_matvec_and_matmat() -> None:
     check(V[None, :20] @ d(A[:20], chunks=10), V[None, :20] @ DA[:20])
 
 
+@pytest.mark.slow
 def test_sparse_times_sparse_blocked() -> None:
     x = d(chunks=20)
     out = check(x @ x.T, DA @ DA.T, sparse=True)
@@ -163,6 +164,7 @@ def test_sparse_times_sparse_blocked() -> None:
     check(d(A, chunks=(20, 20)) @ d(B.T.tocsr(), chunks=(20, 30)), DA @ DB.T, sparse=True)
 
 
+@pytest.mark.slow
 def test_tensordot_and_einsum() -> None:
     x, y = d(), d(B)
     check(da.tensordot(x, y, axes=((1,), (1,))), DA @ DB.T, sparse=True)

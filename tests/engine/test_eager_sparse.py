@@ -237,6 +237,7 @@ def test_scaled_product_runs_eager(stored_tier: Callable[[str], None]) -> None:
     assert (ran, refused) == (0, 1)
 
 
+@pytest.mark.slow  # a fresh interpreter: the full suite
 def test_background_large_operands_run_eager_first(stored_tier: Callable[[str], None],
                                                    tmp_path: Any,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:

@@ -74,6 +74,7 @@ def test_a_new_process_computes_known_expressions_without_the_optimizer(
     np.testing.assert_allclose(second["values"], _WANT)
 
 
+@pytest.mark.slow
 def test_a_new_process_runs_a_known_shape_compiled_at_once(tmp_path: Path) -> None:
     """A plan on disk ran compiled before, so its kernels are in the kernel cache: in the
     default mode a new process runs it compiled on its first call (no eager run, no
@@ -108,6 +109,7 @@ def test_a_shape_that_only_ran_eager_is_kept_on_disk_as_eager(tmp_path: Path) ->
     np.testing.assert_allclose(hot["values"], _WANT)
 
 
+@pytest.mark.slow
 def test_a_corrupt_entry_falls_back_to_the_optimizer_and_is_rewritten(tmp_path: Path) -> None:
     _fresh_process(tmp_path)
     damaged, truncated = _entries(tmp_path)

@@ -306,6 +306,7 @@ def test_a_hot_shape_stops_waiting_for_its_background_compile(
     assert st.last is Tier.COMPILED
 
 
+@pytest.mark.slow  # fresh processes: the full suite
 def test_a_forked_process_starts_its_own_worker(mode: Callable[[str], None],
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """A worker belongs to the process that started it: after a fork (seen as a new pid)
@@ -345,6 +346,7 @@ def test_a_tier_record_lives_as_long_as_its_entry(mode: Callable[[str], None]) -
     assert _state(v * 3.0).last is Tier.COMPILED
 
 
+@pytest.mark.slow  # fresh processes: the full suite
 @pytest.mark.skipif(not hasattr(os, "getpriority"), reason="no process priorities")
 def test_the_worker_runs_at_the_lowest_priority_from_its_start(
         mode: Callable[[str], None]) -> None:

@@ -53,6 +53,7 @@ def _run(package_copy: Path, home: Path, cache_dir: str) -> None:
     assert out.stdout.strip().endswith("ok")
 
 
+@pytest.mark.slow  # a fresh interpreter: the full suite
 def test_helpers_cache_under_the_cache_dir(package_copy: Path, tmp_path: Path) -> None:
     home, cache = tmp_path / "home", tmp_path / "cache"
     home.mkdir()

@@ -64,6 +64,7 @@ def test_rows_of_a_power_law_graph_times_it_stay_sparse_through_a_row_workspace(
     np.testing.assert_allclose(xp.to_numpy(r), ref)
 
 
+@pytest.mark.slow
 def test_two_hop_and_triangles_of_a_power_law_graph() -> None:
     a, d = xp.asarray(G), G.toarray()
     two = xp.compute(a @ a)
@@ -84,6 +85,7 @@ def test_dense_self_similarity_of_zipf_documents_is_stored_dense() -> None:
     np.testing.assert_allclose(xp.to_numpy(r), ref)
 
 
+@pytest.mark.slow
 def test_co_occurrence_and_transposed_vector_products_of_zipf_text() -> None:
     d = zipf_terms(2000, 3000, 40_000, seed=8)
     x, dd = xp.asarray(d), d.toarray()

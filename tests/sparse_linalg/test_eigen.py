@@ -23,6 +23,7 @@ def _check_pairs(a: sp.csr_array, vals: np.ndarray, vecs: LazyArray, tol: float)
 
 
 @pytest.mark.parametrize("which", ["LA", "SA"])
+@pytest.mark.slow
 def test_eigsh_matches_scipy(which: str) -> None:
     vals, vecs = xp.sparse_linalg.eigsh(xp.asarray(SPD), k=3, which=which, tol=1e-7,
                                         maxiter=500)
@@ -33,6 +34,7 @@ def test_eigsh_matches_scipy(which: str) -> None:
 
 
 @pytest.mark.parametrize("largest", [True, False])
+@pytest.mark.slow
 def test_lobpcg_matches_scipy(largest: bool) -> None:
     x0 = np.random.default_rng(0).standard_normal((SPD.shape[0], 2))
     vals, vecs = xp.sparse_linalg.lobpcg(SPD, x0, tol=1e-7, maxiter=400, largest=largest)
@@ -68,6 +70,7 @@ def test_lobpcg_float32() -> None:
     assert err <= max(2 * err_ref, 2e-4 * want.max()), (err, err_ref)
 
 
+@pytest.mark.slow
 def test_eigsh_v0_and_seed() -> None:
     """A start vector near the top eigenvector is taken as the first column; the result
     does not depend on it or on the seed beyond the tolerance."""

@@ -34,6 +34,7 @@ def test_matches_scipy(kind: str) -> None:
         assert got == pytest.approx(want, rel=1e-6, abs=1e-12)
 
 
+@pytest.mark.slow
 def test_float32() -> None:
     a32, b32 = TALL.astype(np.float32), B.astype(np.float32)
     res = xp.sparse_linalg.lsqr(xp.asarray(a32), b32)

@@ -47,12 +47,16 @@ def dense_bytes(w: Workflow) -> int:
 
 
 # the fast tier leaves out the workflows compiling the most kernels of their own (SGD,
-# regression, Jacobi, label propagation, top-k cosine); the full suite runs every one
+# regression, Jacobi, label propagation, top-k cosine) and the longest-running small ones
+# (natural PageRank, random walk, tf-idf with L2 rows, sublinear tf, Laplacian diagonals);
+# the full suite runs every one
 _SMALL_SLOW = {"ml_minibatch_sgd", "graph_label_propagation_natural", "ml_logreg_computed",
                "ml_linreg_gd", "sci_jacobi", "sci_jacobi_splitting", "text_cosine_topk",
                "text_binarize_counts", "sci_laplacian2d_xp", "ml_logreg_natural",
                "graph_laplacian_eye", "ml_standard_scale", "sci_laplacian2d_scipy_shift",
-               "text_ngrams_min_df", "skew_graph_triangles"}
+               "text_ngrams_min_df", "skew_graph_triangles", "graph_pagerank_natural",
+               "graph_random_walk", "text_tfidf_l2", "text_sublinear_tf",
+               "graph_laplacian_diags"}
 
 
 @pytest.mark.parametrize("name", slow_except(list(WORKFLOWS), set(WORKFLOWS) - _SMALL_SLOW))

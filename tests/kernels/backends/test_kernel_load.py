@@ -140,6 +140,7 @@ def _child(cache_dir: Path) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_a_new_process_loads_cached_kernels_without_numbas_refresh(tmp_path: Path) -> None:
     first = _child(tmp_path)
     assert first["ok"] and first["compiled"] > 0 and first["refresh_ran"]

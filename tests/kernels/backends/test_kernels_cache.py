@@ -60,6 +60,7 @@ def test_second_process_compiles_nothing(tmp_path):
     assert sorted(p.name for p in tmp_path.glob("lsk_*.py")) == files
 
 
+@pytest.mark.slow  # two fresh interpreters: the full suite
 def test_two_processes_compiling_at_once(tmp_path):
     env = dict(os.environ, LAZYSPARSE_CACHE_DIR=str(tmp_path), PYTHONWARNINGS="ignore")
     procs = [subprocess.Popen([sys.executable, "-c", SCRIPT], stdout=subprocess.PIPE,
@@ -94,10 +95,31 @@ def test_kernel_attributes_and_readable_source():
     assert k.loop_order == ("i", "j")
     assert k.output_format.name == "csr"
     assert k.inputs == ("A", "B")
-    assert "def fill(" in k.source and "# loop j: merge drivers A,B" in k.source
-    assert "merge drivers A,B" in k.loop_ir
+    # the comments name operands by slot, as the parameters (a0_vals) do; inputs map them
+    assert "def fill(" in k.source and "# loop j: merge drivers a0,a1" in k.source
+    assert "merge drivers a0,a1" in k.loop_ir
     assert k.key in k.source
     assert K.compile_query(q, {Alias("A"): A, Alias("B"): B}) is k
+
+
+def test_operand_names_do_not_make_a_second_module():
+    """The same loop nest over operands named otherwise prints the same source: one
+    module, one digest, so it compiles (or loads from disk) once, whatever the plan's
+    aliases; values as NumPy's."""
+    rng = np.random.default_rng(1)
+    a = np.where(rng.random((6, 5)) < 0.4, rng.random((6, 5)), 0.0)
+    b = np.where(rng.random((6, 5)) < 0.4, rng.random((6, 5)), 0.0)
+    kernels = []
+    for x, y in (("A", "B"), ("P7", "Q12")):
+        body = Reorder(mj("add", acc(x, "i", "j"), acc(y, "i", "j")), F("i", "j"))
+        q = compute("out", "csr", 2, body)
+        ops = {Alias(x): tensor(a, "csr"), Alias(y): tensor(b, "csr")}
+        kernels.append(K.compile_query(q, ops))
+        out = K.execute_plan(plan({x: ops[Alias(x)], y: ops[Alias(y)]}, q))[0]
+        np.testing.assert_allclose(dense(out), a + b)
+    first, second = kernels
+    assert first.inputs == ("A", "B") and second.inputs == ("P7", "Q12")
+    assert first.source == second.source and first.key == second.key
 
 
 def test_numpy_executor_for_small_dense():

@@ -22,6 +22,7 @@ from lazysparse.kernels.compile.planning.parallel import (
     chunk_count,
     combine_count,
 )
+from tests.conftest import slow_except
 
 
 def _source(expr) -> str:
@@ -98,7 +99,8 @@ def two_threads(monkeypatch):
     numba.set_num_threads(old)
 
 
-@pytest.mark.parametrize("dtype", [np.float64, np.int32, np.complex128, np.uint8])
+@pytest.mark.parametrize("dtype", slow_except([np.float64, np.int32, np.complex128, np.uint8],
+                                               [np.float64, np.int32]))
 def test_partials_combine_like_numpy(two_threads, dtype) -> None:
     A = _csr(300, 200, 0.05, 7)
     A.data = (A.data * 10).astype(dtype)

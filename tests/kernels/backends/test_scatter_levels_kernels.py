@@ -214,6 +214,7 @@ def test_spmspv_push_through_a_hash_workspace() -> None:
     np.testing.assert_allclose(t.to_numpy(), A.T @ x.toarray())
 
 
+@pytest.mark.slow
 def test_hash_workspace_grows_and_matches_dense(monkeypatch: pytest.MonkeyPatch) -> None:
     import lazysparse.kernels.backends.numba.cache as kcache
     import lazysparse.kernels.compile.lowering.workspaces as lws

@@ -84,5 +84,6 @@ def test_maps_skip_the_fill_pass(poison: list[int]) -> None:
     assert len(poison) == before + 1
 
 
+@pytest.mark.slow
 def test_random_expressions_under_the_poison(poison: list[int]) -> None:
     corpus.test_random_expression_matches_numpy_and_oracle()

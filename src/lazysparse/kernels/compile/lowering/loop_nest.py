@@ -36,8 +36,10 @@ from lazysparse.kernels.compile.planning.coiterate import LevelPlan, LoopKind
 
 
 def describe(info: KernelInfo, lp: LevelPlan) -> str:
-    """The operands a loop drives, follows and locates (for its comment)."""
-    names = {o.slot: o.alias for o in info.operands}
+    """The operands a loop drives, follows and locates (for its comment), named by slot as
+    the code's parameters are (``a0``), not by the plan's aliases: one loop nest prints one
+    source, so it compiles once whatever its operands were called."""
+    names = {o.slot: f"a{o.slot}" for o in info.operands}
     txt = []
     if lp.drivers:
         txt.append("drivers " + ",".join(names[s] for s in lp.drivers))

@@ -53,7 +53,7 @@ class StorageNest:
     def comment(self, ctx: LowerContext, order: str, note: str = "") -> Comment:
         """The nest's comment: its loops, the ``order`` it walks them in, its driver."""
         return Comment(f"loops {self.rows.field}, {self.cols.field}: {order} over "
-                       f"{ctx.info.operands[self.s].alias}{note}")
+                       f"a{self.s}{note}")
 
 
 def storage_nest(ctx: LowerContext, output: OutputLowering, d: int, st: State,
