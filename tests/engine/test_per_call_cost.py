@@ -134,9 +134,9 @@ def test_leaf_keys_carry_shape_and_density() -> None:
     sparse = sp.random_array((40, 40), density=0.01, format="csr", rng=0)
     dense = sp.random_array((40, 40), density=0.9, format="csr", rng=0)
     small = sp.random_array((20, 40), density=0.01, format="csr", rng=0)
-    keys = {plan_cache._data_key(xp.asarray(m).tensor()) for m in (sparse, dense, small)}
+    keys = {plan_cache.input_key(xp.asarray(m).tensor()) for m in (sparse, dense, small)}
     assert len(keys) == 3
-    assert plan_cache._data_key(3.0) is None
+    assert plan_cache.input_key(3.0) is None
 
 
 @pytest.mark.parametrize("val", [2.0, -3.5, 0.0, -0.0, 1.0, -1.0, np.nan, np.inf, -np.inf,

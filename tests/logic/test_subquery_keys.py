@@ -18,7 +18,7 @@ import scipy.sparse as sp
 import lazysparse as xp
 import lazysparse.logic.structural_key  # noqa: F401  (the module, not the function)
 from lazysparse.api.chapters.compute import build_plan
-from lazysparse.engine.plan_cache import _data_key, plan_key
+from lazysparse.engine.plan_cache import input_key, plan_key
 
 SK = sys.modules["lazysparse.logic.structural_key"]
 
@@ -82,7 +82,7 @@ def _key(fast: bool, name: str, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, .
     monkeypatch.setattr(SK, "FAST_PATH", fast)
     a = _ARRAYS
     key, data, nodes = SK.key_data_and_parameter_nodes(build_plan((BUILDERS[name](a),)),
-                                                       _data_key)
+                                                       input_key)
     return key, tuple(id(d) for d in data), tuple(n.val for n in nodes)
 
 
@@ -229,7 +229,7 @@ def test_a_plan_of_several_arrays_keeps_their_sharing(monkeypatch: pytest.Monkey
     for shared in (True, False):
         for fast in (True, False):
             monkeypatch.setattr(SK, "FAST_PATH", fast)
-            keys[shared, fast] = SK.key_data_and_parameter_nodes(plans(shared), _data_key)[0]
+            keys[shared, fast] = SK.key_data_and_parameter_nodes(plans(shared), input_key)[0]
     assert keys[True, True] == keys[True, False]
     assert keys[False, True] == keys[False, False]
     assert keys[True, True] != keys[False, True]

@@ -20,8 +20,8 @@ from typing import Any
 
 from lazysparse.engine import executors, plan_cache
 from lazysparse.engine.plan_cache import (
-    _data_key,
     const_classes,
+    input_key,
     known_entry,
     same_inputs,
 )
@@ -29,7 +29,7 @@ from lazysparse.engine.tiers import compiled_again
 from lazysparse.formats.config import get_densify_limit
 from lazysparse.logic.nodes import Plan, Produces, Query, Relabel, Subquery, Table
 from lazysparse.logic.structural_key import (
-    _WHOLE,
+    WHOLE_TOKEN,
     SubqueryKey,
     node_classes,
     subquery_key,
@@ -53,10 +53,10 @@ def known_key(node: Subquery, ndim: int) -> tuple[Any, SubqueryKey] | None:
         return None
     sk = node.key_cache or subquery_key(node)
     inputs = sk.data
-    classes = node_classes(node, _data_key) if inputs else ()
+    classes = node_classes(node, input_key) if inputs else ()
     # the one-query plan's structure, as ``structural_key._computing_plan_key`` makes it
     nums = _FIELD_NUMBERS[ndim] if ndim < len(_FIELD_NUMBERS) else tuple(range(ndim))
-    tokens = (Plan, 2, Query, 0, Relabel, nums, _WHOLE, sk.key, Produces, 1, _OUT)
+    tokens = (Plan, 2, Query, 0, Relabel, nums, WHOLE_TOKEN, sk.key, Produces, 1, _OUT)
     return ("cpu", ((tokens, classes), const_classes(sk.params), same_inputs(inputs),
                     get_densify_limit())), sk
 

@@ -118,7 +118,7 @@ def _is_dense(t: Any) -> bool:
     return all(lv.properties.full and lv.capabilities.locate for lv in t.levels)
 
 
-def _data_key(val: Any) -> Any:
+def input_key(val: Any) -> Any:
     """The key of an input: its signature (without the fill value when it is dense), its
     shape, its density bucket and its skew (``formats.statistics.skew_signature``: degree
     statistics size skewed operands); None for what is not data. Everything the optimizer reads
@@ -178,7 +178,7 @@ def plan_key(plan: Plan) -> tuple[Any, list[Any], tuple[Immediate, ...]]:
     density buckets are in the data keys), the data the plan reads (in key order; a tensor
     read twice appears twice) and the plan's parameter nodes in parameter order, from one
     walk."""
-    key, inputs, nodes = key_data_and_parameter_nodes(plan, _data_key)
+    key, inputs, nodes = key_data_and_parameter_nodes(plan, input_key)
     return (key, const_classes(tuple(map(_VALUE, nodes))), same_inputs(inputs),
             get_densify_limit()), inputs, nodes
 

@@ -334,7 +334,7 @@ def _mapjoin_key(node: Subquery) -> SubqueryKey | None:
         else:
             ids.update(sk.ids)
             inner.append(sk)
-            out += (_WHOLE, sk.key)
+            out += (WHOLE_TOKEN, sk.key)
             data += sk.data
             sources += (s,) if sk.data else ()
             params += sk.params
@@ -452,7 +452,7 @@ class _Keyer:
                         and id(arg) not in seen:
                     whole = self.embed(arg)
                     if whole is not None:
-                        emit(_WHOLE)
+                        emit(WHOLE_TOKEN)
                         emit(whole)
                         continue
                 push(arg)
@@ -540,7 +540,7 @@ _KEY_STEPS: dict[type, Callable[[_Keyer, Any, list[Any], list[Any]], None]] = {
 # subquery whose own key follows as one token
 _AGAIN = "again"
 _LEAF = "leaf"
-_WHOLE = "whole"
+WHOLE_TOKEN = "whole"
 _DATA = ("data",)  # a data value in the structure: its class is in the key's second part
 
 
@@ -596,7 +596,7 @@ def _computing_plan_key(plan: LogicNode, data_key_fn: Callable[[Any], Any]
         for f in rhs.idxs:
             nums.append(fields.setdefault(f.name, len(fields)))
         out += (Query, aliases.setdefault(body.lhs.name, len(aliases)), Relabel, tuple(nums),
-                _WHOLE, sk.key)
+                WHOLE_TOKEN, sk.key)
         if sk.data:
             data += sk.data
             classes += node_classes(node, data_key_fn)
