@@ -235,3 +235,32 @@ def test_a_selection_annihilates_where_its_selector_stores_nothing(fmt: str,
     want[1, 1] = np.nan  # S stores there: -inf * 0 is NaN (IEEE on stored entries)
     np.testing.assert_array_equal(results[1], want)
     np.testing.assert_array_equal(results[0], want)
+
+
+@pytest.mark.parametrize("fmt", slow_except(["csr", "csc", "coo"], ["coo"]))
+def test_a_selection_on_a_dense_condition_holds_data(fmt: str) -> None:
+    """Found by a random hunt: ``(where(D > 0, S, 0) / Z) * ((S1 * S2) * (S3 * d))`` with
+    ``D`` and ``Z`` dense (no implicit region): the selection holds data wherever its dense
+    condition does, so its 0 outside ``S`` is held and ``0 / 0`` is NaN there, which the
+    stored entries of ``S1 * S2 * S3`` keep (a kernel once merged over ``S`` as if that 0
+    were an implicit fill annihilating the division, giving 0)."""
+    cond = np.array([[3.0, -2, 3, 1], [0, 0, -2, -2], [1, 0.5, 0, 3]])
+    s = np.array([[0.0, 0, 1, 0.5], [-2, 1, 0, 0], [1, 0.5, -2, -2]])
+    s1 = np.array([[-2.0, -2, 0.5, 1], [0.5, 1, 3, 0], [0, -2, 0.5, 0]])
+    s2 = np.array([[-2.0, 0.5, 3, -2], [-2, 0, 3, 0], [-2, 0, 1, -2]])
+    s3 = np.array([[0.0, 3, 0.5, -2], [-2, 1, 0.5, -2], [1, 1, 1, -2]])
+    row = np.array([[0.0, -2, -2, 1]])
+    results = []
+    for executor in (None, "reference"):
+        with _executor(executor), np.errstate(all="ignore"):
+            left = xp.where(xp.asarray(cond) > 0, xp.asarray(s, format=fmt), 0.0)
+            left = left / xp.asarray(np.zeros((3, 4)))
+            right = (xp.asarray(s1, format=fmt) * xp.asarray(s2, format=fmt)) * (
+                xp.asarray(s3, format=fmt) * xp.asarray(row))
+            results.append(np.asarray(xp.compute(left * right)))
+    with np.errstate(all="ignore"):
+        held = np.where(cond > 0, s, 0.0) / 0.0  # every entry of the selection is held
+        stored = (s1 != 0) & (s2 != 0) & (s3 != 0)  # where the sparse product stores
+        want = np.where(stored, held * (s1 * s2 * s3 * row), 0.0)
+    np.testing.assert_array_equal(results[1], want)
+    np.testing.assert_array_equal(results[0], want)

@@ -29,11 +29,13 @@ from lazysparse.kernels.compile.planning.regions import (
     ALL,
     DATA,
     FILL_EXPR,
+    HELD_FILL_EXPR,
     NONE,
     Atom,
     Known,
     Missing,
     Region,
+    held_as,
     intersect,
     union,
 )
@@ -71,8 +73,8 @@ def region_of(node: PNode, fld: str, info: KernelInfo, fills: tuple[Any, ...],
             subs = [region_of(a, fld, info, fills, sparse, full, consts) for a in args]
             ann_regions, zval = [], None
             for i, ((reg, miss), od) in enumerate(zip(subs, opds, strict=True)):
-                if reg in (ALL, NONE) or miss.data:
-                    continue
+                if reg in (ALL, NONE) or miss.data or miss.held:
+                    continue  # held data never annihilates
                 z = _annihilator(op, i, od)
                 if miss is FILL_EXPR:  # needs the constants: decided by analysis
                     if i in node.annihilates:
@@ -97,9 +99,10 @@ def region_of(node: PNode, fld: str, info: KernelInfo, fills: tuple[Any, ...],
             region = union([r for r, _ in subs])
             if any(m.data for _, m in subs):
                 return region, DATA
+            held = any(m.held for _, m in subs)
             if absent is not None:
-                return region, Known(absent)
-            return region, FILL_EXPR
+                return region, held_as(Known(absent), held)
+            return region, held_as(FILL_EXPR, held)
     raise TypeError(f"unknown pointwise node {node!r}")
 
 
@@ -138,11 +141,20 @@ def _selected_region(node: PApply, subs: list[tuple[Region, Missing]]
         region = union([reg, reg_j])
         if region == ALL:
             return None
+        held = miss.held  # the condition ``i`` holds data outside its region
         if isinstance(miss_j, Known):
             v = np.asarray(miss_j.value).astype(opds[j]).astype(rd)[()]
-            return region, Known(v)
-        return region, miss_j
+            return region, held_as(Known(v), held or miss_j.held)
+        return region, held_as(miss_j, held)
     return None
+
+
+def _condition_holds_data(subs: list[tuple[Region, Missing]], results: Any) -> bool:
+    """Whether an argument of a selection other than ``results`` (its condition) holds data
+    outside its region (dense, or itself held): the selection then holds data wherever the
+    condition does (the lowering's holds-data rule), so its value there is no implicit fill."""
+    return any(reg == ALL or miss.data or miss.held
+               for k, (reg, miss) in enumerate(subs) if k not in results)
 
 
 def _uniform_region(node: PApply, subs: list[tuple[Region, Missing]]
@@ -158,12 +170,13 @@ def _uniform_region(node: PApply, subs: list[tuple[Region, Missing]]
     if any(m.data for m in misses):
         return None
     region = union([subs[r][0] for r in results])
+    held = any(m.held for m in misses) or _condition_holds_data(subs, results)
     known = [m for m in misses if isinstance(m, Known)]
     if not known:
-        return region, FILL_EXPR
+        return region, held_as(FILL_EXPR, held)
     r0 = results[misses.index(known[0])]
     v = np.asarray(known[0].value).astype(node.operand_dtypes[r0]).astype(node.dtype)[()]
-    return region, Known(v)
+    return region, held_as(Known(v), held)
 
 
 def _annihilator(op: Any, position: int, dtype: np.dtype) -> Any:
@@ -344,7 +357,7 @@ def plan_level(info: KernelInfo, depth: int, fills: tuple[Any, ...],
 def _may_skip(info: KernelInfo, miss: Missing, out_fill: Any) -> bool:
     """Whether coordinates outside the region contribute nothing observable."""
     if info.reduce_op is not None:
-        if miss is FILL_EXPR:  # the constants decide: analysis evaluated it
+        if miss is FILL_EXPR or miss is HELD_FILL_EXPR:  # the constants decide: analysis
             return info.fill_identity
         if not isinstance(miss, Known):
             return False
@@ -353,7 +366,7 @@ def _may_skip(info: KernelInfo, miss: Missing, out_fill: Any) -> bool:
         if ident is not None and same_value(v, ident):
             return True
         return _keeps_init(info, v, out_fill)
-    if miss is FILL_EXPR:
+    if miss is FILL_EXPR or miss is HELD_FILL_EXPR:
         return True
     if isinstance(miss, Known):
         return same_value(np.asarray(miss.value).astype(info.out_dtype)[()], out_fill)

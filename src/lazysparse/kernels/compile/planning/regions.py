@@ -139,6 +139,14 @@ class Missing:
         """Whether the value depends on data (no constant describes it)."""
         return False
 
+    @property
+    def held(self) -> bool:
+        """Whether the value is held data, not an implicit fill: a selection whose condition
+        holds data there (``where(D > 0, S, 0)`` with ``D`` dense is an explicit 0 outside
+        ``S``), which no operator may annihilate (the fill rule: implicit fills annihilate,
+        stored entries follow IEEE)."""
+        return False
+
 
 @dataclass(frozen=True, eq=False)
 class Known(Missing):
@@ -151,9 +159,27 @@ class Known(Missing):
         return True
 
 
+@dataclass(frozen=True, eq=False)
+class Held(Known):
+    """The constant ``value``, held as data (see :attr:`Missing.held`)."""
+
+    @property
+    def held(self) -> bool:
+        return True
+
+
 @dataclass(frozen=True)
 class _FillExpr(Missing):
     """A value of the fills and the call's constants (decided by analysis per call)."""
+
+
+@dataclass(frozen=True)
+class _HeldFillExpr(_FillExpr):
+    """A value of the fills and the call's constants, held as data."""
+
+    @property
+    def held(self) -> bool:
+        return True
 
 
 @dataclass(frozen=True)
@@ -166,7 +192,17 @@ class _Data(Missing):
 
 
 FILL_EXPR: Missing = _FillExpr()
+HELD_FILL_EXPR: Missing = _HeldFillExpr()
 DATA: Missing = _Data()
 
-__all__ = ["ALL", "DATA", "FILL_EXPR", "NONE", "And", "Atom", "Known", "Missing", "Or",
-           "Region", "intersect", "union"]
+
+def held_as(miss: Missing, held: bool) -> Missing:
+    """``miss``, held as data when ``held`` (the same value otherwise)."""
+    if not held or miss.held or miss.data:
+        return miss
+    if isinstance(miss, Known):
+        return Held(miss.value)
+    return HELD_FILL_EXPR
+
+__all__ = ["ALL", "DATA", "FILL_EXPR", "HELD_FILL_EXPR", "NONE", "And", "Atom", "Held",
+           "Known", "Missing", "Or", "Region", "held_as", "intersect", "union"]
