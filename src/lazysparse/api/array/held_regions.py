@@ -12,7 +12,10 @@ format the optimizer picks for a dense-looking product would turn those reads in
 NaN. Each such value that has a region is therefore computed into a sparse layout keeping
 every entry it reaches (``FormatSpec.keeps_fills``: a sum that cancels to 0 stays stored,
 as in the plan that reads it lazily); a result that reached every entry is stored dense
-afterwards (:func:`dense_when_full`: no region, nothing lost).
+afterwards (:func:`dense_when_full`: no region, nothing lost). A copy of it returned in
+a format asked for stores no fills (:func:`copied_without_fills`), as every computed sparse
+result; an array read by the user (``nnz``, ``np.asarray``) is computed as ``xp.compute``
+computes it, an eager function's operand (``reshape``, ``concat``) keeps its region.
 
 The region is known without computing (``logic.inference.infer_region``) and is often
 empty: a product of one stored sparse matrix with dense operands reaches every coordinate
@@ -36,6 +39,7 @@ from lazysparse.formats.levels.registry import DENSE_KIND, PLAIN_KIND
 from lazysparse.formats.specs import FormatSpec, infer_spec
 from lazysparse.formats.statistics import statistics
 from lazysparse.formats.tensor import Tensor
+from lazysparse.kernels.backends.numba.fill_compaction import drop_stored_fills, fill_mask
 from lazysparse.logic.inference import infer_region
 from lazysparse.logic.nodes import (
     Aggregate,
@@ -78,6 +82,20 @@ def dense_when_full(tensor: Tensor | Any) -> Tensor | Any:
             int(tensor.nnz) != int(np.prod(tensor.shape)):
         return tensor  # a device tensor stays as its backend wrote it
     return tensor.asformat("dense")
+
+
+def copied_without_fills(arr: LazyArray, tensor: Tensor | Any) -> Tensor | Any:
+    """The result of ``arr``, asked for in a layout of its own (``asformat``) in a compute
+    that kept a value in a region layout: a copy of that kept value would carry the entries
+    it keeps equal to the fill, which no computed sparse result stores (scipy's counts)."""
+    if not isinstance(tensor, Tensor) or tensor.full or not (
+            arr._requested_format is not None or isinstance(arr._expr.arg, Reformat)):
+        return tensor
+    out = drop_stored_fills(tensor)
+    if out is tensor and fill_mask(np.asarray(tensor.values), tensor.fill_value).any():
+        # a layout the compaction cannot rewrite in place (hashed, structured): through COO
+        out = drop_stored_fills(tensor.asformat("coo")).asformat(tensor.spec)
+    return out
 
 
 def _known(node: LogicNode) -> Region | None:
@@ -158,4 +176,4 @@ def _stored_axes(node: LogicNode) -> tuple[Tensor, tuple[Any, ...]] | None:
     return None
 
 
-__all__ = ["dense_when_full", "region_layout"]
+__all__ = ["copied_without_fills", "dense_when_full", "region_layout"]

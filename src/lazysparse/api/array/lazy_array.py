@@ -487,7 +487,7 @@ class LazyArray(ArrayOperators, NumpyMethods, ScipyMethods):
         ``backends.cuda.DeviceTensor`` on device cuda)."""
         self._sync()
         if self._result is None:
-            compute_arrays((self,), keep_regions=True)  # not asked for: keeps its region
+            compute_arrays((self,))
         assert self._result is not None
         return self._result
 

@@ -16,7 +16,11 @@ from typing import TYPE_CHECKING
 
 from lazysparse.api.array import memo
 from lazysparse.api.array.devices import device_mix_error, is_device_tensor
-from lazysparse.api.array.held_regions import dense_when_full, region_layout
+from lazysparse.api.array.held_regions import (
+    copied_without_fills,
+    dense_when_full,
+    region_layout,
+)
 from lazysparse.api.array.held_values import held_values, only_these
 from lazysparse.api.array.live import BY_ALIAS
 from lazysparse.api.array.memo import memoized
@@ -131,6 +135,8 @@ def compute_arrays(arrays: tuple[LazyArray, ...], keep_regions: bool = False) ->
         for a, tensor in zip(todo, results, strict=True):
             if layouts and id(a._expr) in layouts:
                 tensor = dense_when_full(tensor)
+            elif layouts:
+                tensor = copied_without_fills(a, tensor)
             a.set_result(tensor)
 
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from lazysparse.api.array.devices import CPU, Device
 from lazysparse.api.array.lazy_array import LazyArray
+from lazysparse.api.array.materialize import compute_arrays
 from lazysparse.formats.config import check_densify
 from lazysparse.formats.levels.registry import is_located
 from lazysparse.formats.tensor import Tensor
@@ -98,5 +99,8 @@ def eager_apply(x: LazyArray, dense_fn: Callable[[np.ndarray], np.ndarray],
                 ) -> LazyArray:
     """Compute ``x`` and apply an operation to its data: ``dense_fn`` on the NumPy array of a
     dense tensor, ``sparse_fn(coords, values, shape) -> (shape, coords, values)`` on the
-    stored entries of a sparse one (the fill value is kept)."""
+    stored entries of a sparse one (the fill value is kept). ``x``, computed for this
+    function's own use, keeps its implicit region (``api.array.held_regions``)."""
+    if x.result is None:
+        compute_arrays((x,), keep_regions=True)
     return leaf(apply_eager(x.tensor(), dense_fn, sparse_fn), x)
