@@ -31,6 +31,7 @@ from lazysparse.api.chapters import (
     linalg,
     manipulation,
     searching,
+    setitem,
     sets,
     sorting,
     statistical,
@@ -109,4 +110,4 @@ array_operators.install(ArrayFunctions(
     permute_dims=manipulation.permute_dims, matrix_transpose=manipulation.matrix_transpose,
     matmul=linalg.matmul))
 # a write into a view is repeated up its chain with this assignment (docs/api.md)
-install_assign(indexing.assign)
+install_assign(indexing.assign, setitem.write_region)

@@ -192,6 +192,10 @@ class ViewLink(Protocol):
         """``(key, value)``: the assignment ``parent[key] = value`` that repeats the view's
         current value in ``parent``."""
 
+    def region(self, values: np.ndarray, view: LazyArray) -> np.ndarray | None:
+        """The NumPy view of ``values`` (the parent's dense values) this view is, None
+        where NumPy would copy (a dense region write then cannot reach the parent)."""
+
 
 class _WriteClock:
     """Counts the writes into arrays: a view whose chain was checked at the current count
@@ -235,11 +239,17 @@ class ViewState:
 # ``x[key] = value`` into ``x`` alone (``indexing.assign``), installed when the namespace
 # is built (as ``array_operators.install``): ``write_through`` repeats it up a chain
 _ASSIGN: list[Callable[[LazyArray, Any, Any], None]] = []
+# the dense region write into the top array of a chain (``setitem.write_region``)
+Chain = list[tuple["LazyArray", "ViewState", "LazyArray"]]
+_REGION: list[Callable[[Chain, Any, Any], bool]] = []
 
 
-def install_assign(assign: Callable[[LazyArray, Any, Any], None]) -> None:
-    """Give ``LazyArray.write_through`` the assignment into one array."""
+def install_assign(assign: Callable[[LazyArray, Any, Any], None],
+                   region: Callable[[Chain, Any, Any], bool]) -> None:
+    """Give ``LazyArray.write_through`` the assignment into one array and the dense region
+    write into the top array of a view chain."""
     _ASSIGN[:] = [assign]
+    _REGION[:] = [region]
 
 
 _SCALAR_SPEC = format_spec("dense", 0)
@@ -566,20 +576,52 @@ class LazyArray(ArrayOperators, NumpyMethods, ScipyMethods):
         """After a write into this array (``__setitem__``, ``+=``, ``@=``): a new write
         version, and the same write into the array it views, that one's array and so on up
         the chain (a loop), as NumPy's shared memory would make it; every other view of
-        them follows when next read. A view whose array has died takes the write alone."""
+        them follows when next read. A view whose array has died takes the write alone.
+        A chain over dense storage takes it as one region write (:meth:`write_region`)."""
+        if self.write_region(None, self):
+            return
         self._version += 1
+        for view, state, parent in self._chain():
+            key, value = state.link.write(parent, view)
+            _ASSIGN[0](parent, key, value)
+            parent._version += 1
+            state.seen = parent._version  # the view and its array agree
+        WRITES.tick()
+
+    def write_region(self, key: Any, value: Any) -> bool:
+        """``self[key] = value`` (``key`` None: all of it) written straight into the dense
+        storage of the top array of this view's chain, through the NumPy views the links
+        make of it (``setitem.write_region``: copy-on-write, no coordinates). Every array of
+        the chain gets a new write version; the views between (and this one, for a key)
+        take their value again when next read (with no key, this one holds the value
+        written and agrees with its array). False (nothing written) when this is no view
+        or the chain cannot take it so (sparse or lazy storage, a copying reshape)."""
+        if self._view is None:
+            return False
+        chain = self._chain()
+        if not chain or not _REGION[0](chain, key, value):
+            return False
+        self._version += 1
+        for _view, _state, parent in chain:
+            parent._version += 1
+        if key is None:
+            chain[0][1].seen = chain[0][2]._version
+        WRITES.tick()
+        return True
+
+    def _chain(self) -> Chain:
+        """``(view, state, parent)`` from this array up to the top living array of its
+        chain (a view whose array has died is no view any more)."""
+        chain: Chain = []
         view = self
         while (state := view._view) is not None:
             parent = state.parent()
             if parent is None:
                 view._view = None
                 break
-            key, value = state.link.write(parent, view)
-            _ASSIGN[0](parent, key, value)
-            parent._version += 1
-            state.seen = parent._version  # the view and its array agree
+            chain.append((view, state, parent))
             view = parent
-        WRITES.tick()
+        return chain
 
     # --- functional updates ---
     def replace_with(self, other: LazyArray) -> None:

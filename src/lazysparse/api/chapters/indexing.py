@@ -141,6 +141,9 @@ class IndexLink:
         shape = tuple(d for d, k in zip(view.shape, axes, strict=True) if k is not None)
         return kept, view if shape == view.shape else reshape(view, shape, copy=True)
 
+    def region(self, values: np.ndarray, view: LazyArray) -> np.ndarray:
+        return values[self.items]
+
 
 def _select(x: LazyArray, items: list[Any]) -> LazyArray:
     """``x`` indexed by normalized ``items``."""
@@ -389,8 +392,21 @@ def setitem(x: LazyArray, key: Any, value: Any) -> None:
     A write into a view is written into the array it views too
     (``LazyArray.write_through``)."""
     x._refresh()  # noqa: SLF001 - a stale view takes its array's value before the write
+    if x._view is not None:  # noqa: SLF001 - a view over dense storage: one region write
+        items = _basic_items(x, key)
+        if items is not None and x.write_region(items, value):
+            return
     assign(x, key, value)
     x.write_through()
+
+
+def _basic_items(x: LazyArray, key: Any) -> tuple[Any, ...] | None:
+    """``key`` normalized when it is a basic index (integers, slices, ``...``, ``None``),
+    else None."""
+    if isinstance(key, LazyArray):
+        return None
+    items = normalize_key(key, x.shape)
+    return None if any(isinstance(k, np.ndarray) for k in items) else tuple(items)
 
 
 def assign(x: LazyArray, key: Any, value: Any) -> None:

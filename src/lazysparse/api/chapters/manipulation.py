@@ -71,10 +71,12 @@ def _wrap(x: LazyArray, body: Any, shape: tuple[int, ...], fmt: str | None = Non
 class WholeLink:
     """A whole-array view (transpose, reshape) of ``parent``: taken again as
     ``forward(parent, view)``; a write into it repeated as
-    ``parent[...] = back(view, parent)``."""
+    ``parent[...] = back(view, parent)``; ``numpy(values, shape)``: the same view of the
+    parent's dense values (a NumPy view, None where NumPy would copy)."""
 
     forward: Callable[[LazyArray, LazyArray], LazyArray]
     back: Callable[[LazyArray, LazyArray], LazyArray]
+    numpy: Callable[[np.ndarray, tuple[int, ...]], np.ndarray | None]
 
     def read(self, parent: LazyArray, view: LazyArray) -> LazyArray:
         return self.forward(parent, view)
@@ -82,10 +84,19 @@ class WholeLink:
     def write(self, parent: LazyArray, view: LazyArray) -> tuple[Any, Any]:
         return ..., self.back(view, parent)
 
+    def region(self, values: np.ndarray, view: LazyArray) -> np.ndarray | None:
+        return self.numpy(values, view.shape)
+
 
 def _permuted(source: LazyArray, other: LazyArray, axes: tuple[int, ...]) -> LazyArray:
     """``source`` permuted by ``axes`` (to ``other``'s shape)."""
     return permute_dims(source, axes)
+
+
+def _permuted_values(values: np.ndarray, shape: tuple[int, ...], axes: tuple[int, ...]
+                     ) -> np.ndarray:
+    """``values`` transposed by ``axes`` (a NumPy view)."""
+    return values.transpose(axes)
 
 
 def _reshaped(source: LazyArray, other: LazyArray) -> LazyArray:
@@ -93,7 +104,15 @@ def _reshaped(source: LazyArray, other: LazyArray) -> LazyArray:
     return reshape(source, other.shape, copy=True)
 
 
-RESHAPED = WholeLink(_reshaped, _reshaped)
+def _reshaped_values(values: np.ndarray, shape: tuple[int, ...]) -> np.ndarray | None:
+    """NumPy's reshape of ``values`` as a view of them (None where it would copy)."""
+    try:
+        return np.reshape(values, shape, copy=False)
+    except ValueError:
+        return None
+
+
+RESHAPED = WholeLink(_reshaped, _reshaped, _reshaped_values)
 
 
 def permute_dims(x: LazyArray, /, axes: tuple[int, ...]) -> LazyArray:
@@ -108,7 +127,8 @@ def permute_dims(x: LazyArray, /, axes: tuple[int, ...]) -> LazyArray:
     f = fresh_fields(x.ndim)
     body = Reorder(Relabel(x.expr, f), tuple(f[a] for a in perm))
     inverse = tuple(sorted(range(len(perm)), key=perm.__getitem__))  # no NumPy call per .T
-    link = WholeLink(partial(_permuted, axes=perm), partial(_permuted, axes=inverse))
+    link = WholeLink(partial(_permuted, axes=perm), partial(_permuted, axes=inverse),
+                     partial(_permuted_values, axes=perm))
     strides = strides_of(x)
     return _wrap(x, body, tuple(x.shape[a] for a in perm)).view_of(
         x, link, tuple(strides[a] for a in perm))  # NumPy: a view
@@ -388,10 +408,17 @@ def flip(x: LazyArray, /, *, axis: int | tuple[int, ...] | None = None) -> LazyA
             c[a] = shape[a] - 1 - c[a]
         return shape, c, v
 
-    link = WholeLink(partial(_flipped, axes=axes), partial(_flipped, axes=axes))
+    link = WholeLink(partial(_flipped, axes=axes), partial(_flipped, axes=axes),
+                     partial(_flipped_values, axes=axes))
     strides = tuple(-s if k in axes else s for k, s in enumerate(strides_of(x)))
     return eager_apply(x, lambda a: np.flip(a, axis=axes), sparse_fn).view_of(
         x, link, strides)  # NumPy: a view
+
+
+def _flipped_values(values: np.ndarray, shape: tuple[int, ...], axes: tuple[int, ...]
+                    ) -> np.ndarray:
+    """``values`` reversed along ``axes`` (a NumPy view)."""
+    return np.flip(values, axis=axes)
 
 
 def _flipped(source: LazyArray, other: LazyArray, axes: tuple[int, ...]) -> LazyArray:

@@ -51,7 +51,7 @@ from lazysparse.logic.nodes import Alias, Table
 from lazysparse.logic.operators import get_operator
 
 # how often each path ran (tests check that in-place writes do not copy)
-STATS = Counters("copies", "merges", "layers", "computes")
+STATS = Counters("copies", "merges", "layers", "computes", "regions")
 
 # threads reading arrays with pending entries merge or probe them one at a time
 _MERGING = threading.RLock()
@@ -285,13 +285,59 @@ def write(x: LazyArray, items: list[Any], val: Any) -> None:
 
 def _write_dense(t: formats.Tensor, items: list[Any], val: Any) -> None:
     """NumPy assignment through a view of ``t``'s values in axis order."""
+    _assign_region(_axis_view(t), tuple(items), val)
+
+
+def _axis_view(t: formats.Tensor) -> np.ndarray:
+    """Dense ``t``'s values as a NumPy view in axis order."""
     inverse = tuple(int(i) for i in np.argsort(t.mode_order))
-    view = t.values.reshape([t.shape[m] for m in t.mode_order]).transpose(inverse)
+    return t.values.reshape([t.shape[m] for m in t.mode_order]).transpose(inverse)
+
+
+def _assign_region(region: np.ndarray, key: Any, val: Any) -> None:
+    """``region[key] = val`` by NumPy (ValueError naming the value's shape)."""
     try:
-        view[tuple(items)] = val
+        region[key] = val
     except (ValueError, TypeError) as e:  # NumPy says TypeError for some shapes
         raise ValueError(f"__setitem__: value of shape {np.shape(val)} cannot be assigned "
                          f"to the selection ({e})") from None
+
+
+def write_region(chain: list[tuple[LazyArray, Any, LazyArray]], key: Any, val: Any
+                 ) -> bool:
+    """``view[key] = val`` (``key`` None: the view's own value, written whole) as NumPy's
+    region assignment into the dense storage of the chain's top array, through the NumPy
+    views its links make (``chain``: ``LazyArray._chain``, from the view up): a lazy top
+    array is computed first (as NumPy's is), then the value; the storage is copied first
+    when shared (copy-on-write, as ``write``). False, nothing written, when the top array
+    is not dense on the host or a link has no NumPy view (the per-array path then runs)."""
+    view, top = chain[0][0], chain[-1][2]
+    if view.dtype != top.dtype:
+        return False
+    if top._result is None:  # NumPy's array is computed: so is this one, once
+        materialize(top)
+    t = top._result
+    if not in_place_capable(top) or not T.is_dense(t) or \
+            _region(_axis_view(t), chain) is None:
+        return False
+    value = np.asarray(view if key is None else value_operand(view, val))
+    STATS.bump("regions")
+    region = _region(_axis_view(owned_state(top).tensor), chain)
+    assert region is not None
+    _assign_region(region, ... if key is None else key, value)
+    return True
+
+
+def _region(values: np.ndarray, chain: list[tuple[LazyArray, Any, LazyArray]]
+            ) -> np.ndarray | None:
+    """The NumPy view of the top array's ``values`` that ``chain``'s first view is (links
+    applied top-down), None when a link has none."""
+    region: np.ndarray | None = values
+    for view, state, _parent in reversed(chain):
+        region = state.link.region(region, view)
+        if region is None:
+            return None
+    return region
 
 
 def _write_sparse(x: LazyArray, t: formats.Tensor, items: list[Any], val: Any) -> None:
