@@ -291,3 +291,31 @@ def test_a_scalar_never_annihilates_data(case: str, fmt: str) -> None:
                 np.errstate(all="ignore"):
             got = np.asarray(xp.compute(ops[case](xp, xp.asarray(d), xp.asarray(s, format=fmt))))
         np.testing.assert_array_equal(got, want, err_msg=name)
+
+
+@pytest.mark.parametrize("fmt", slow_except(["csr", "csc", "coo"], ["csc"]))
+@pytest.mark.parametrize("case", ["*inf", "inf*", "+1", "maximum(,-1)", "/0"])
+def test_a_held_selection_meets_a_scalar_everywhere(case: str, fmt: str) -> None:
+    """Found by a widened random hunt: ``where(D > 0, S, 0) * inf`` fused into one kernel;
+    the selection holds data wherever its dense condition does, so the result is dense and
+    ``0 * inf`` is NaN where ``S`` stores nothing (a kernel once skipped those entries, as
+    if the scalar's value there were the result's fill, leaving 0)."""
+    d = np.array([[0.0, np.inf, 1.0], [np.nan, -np.inf, -2.0]])
+    s = np.array([[0.0, np.inf, 0.0], [np.nan, 0.0, 3.0]])
+    ops = {  # the operation on NumPy's or lazysparse's arrays (``ns``: the namespace)
+        "*inf": lambda ns, w: w * np.inf,
+        "inf*": lambda ns, w: np.inf * w,
+        "+1": lambda ns, w: w + 1.0,
+        "maximum(,-1)": lambda ns, w: ns.maximum(w, -1.0),
+        "/0": lambda ns, w: w / 0.0,
+    }
+    with np.errstate(all="ignore"):
+        want = np.asarray(ops[case](np, np.where(d > 0, s, 0.0)))
+    for name in ("compiled", "eager", "reference"):
+        with _executor("reference" if name == "reference" else None), \
+                compile_mode_set(CompileMode.EAGER if name == "eager" else CompileMode.SYNC), \
+                np.errstate(all="ignore"):
+            # no name holds the selection: it fuses into the kernel of the scalar's op
+            got = np.asarray(xp.compute(ops[case](xp, xp.where(
+                xp.asarray(d) > 0, xp.asarray(s, format=fmt), 0.0))))
+        np.testing.assert_array_equal(got, want, err_msg=name)
