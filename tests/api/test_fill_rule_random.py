@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import lazysparse as xp
+from lazysparse.engine.tiers import CompileMode, compile_mode_set
 from tests.conftest import examples, slow_except
 
 from .test_random_expressions import _executor
@@ -264,3 +265,57 @@ def test_a_selection_on_a_dense_condition_holds_data(fmt: str) -> None:
         want = np.where(stored, held * (s1 * s2 * s3 * row), 0.0)
     np.testing.assert_array_equal(results[1], want)
     np.testing.assert_array_equal(results[0], want)
+
+
+@pytest.mark.parametrize("fmt", slow_except(["csr", "csc", "coo"], ["csr"]))
+@pytest.mark.parametrize("case", ["D*0", "0*D", "S*0", "maximum(S,inf)", "minimum(D,-inf)"])
+def test_a_scalar_never_annihilates_data(case: str, fmt: str) -> None:
+    """Found by a widened random hunt: ``D * 0.0`` with ``D`` dense holding inf and NaN;
+    a scalar holds its value everywhere, so it meets stored data by IEEE (NaN there, as
+    NumPy), in the compiled tier, the eager tier and the reference interpreter (which
+    once let the scalar's 0 annihilate like an implicit fill, giving 0)."""
+    d = np.array([[0.0, np.inf, 1.0], [np.nan, -np.inf, -2.0]])
+    s = np.array([[0.0, np.inf, 0.0], [np.nan, 0.0, 3.0]])
+    ops = {  # the operation on NumPy's or lazysparse's arrays (``ns``: the namespace)
+        "D*0": lambda ns, D, S: D * 0.0,
+        "0*D": lambda ns, D, S: 0.0 * D,
+        "S*0": lambda ns, D, S: S * 0.0,
+        "maximum(S,inf)": lambda ns, D, S: ns.maximum(S, np.inf),
+        "minimum(D,-inf)": lambda ns, D, S: ns.minimum(D, -np.inf),
+    }
+    with np.errstate(all="ignore"):
+        want = np.asarray(ops[case](np, d, s))
+    for name in ("compiled", "eager", "reference"):
+        with _executor("reference" if name == "reference" else None), \
+                compile_mode_set(CompileMode.EAGER if name == "eager" else CompileMode.SYNC), \
+                np.errstate(all="ignore"):
+            got = np.asarray(xp.compute(ops[case](xp, xp.asarray(d), xp.asarray(s, format=fmt))))
+        np.testing.assert_array_equal(got, want, err_msg=name)
+
+
+@pytest.mark.parametrize("fmt", slow_except(["csr", "csc", "coo"], ["csc"]))
+@pytest.mark.parametrize("case", ["*inf", "inf*", "+1", "maximum(,-1)", "/0"])
+def test_a_held_selection_meets_a_scalar_everywhere(case: str, fmt: str) -> None:
+    """Found by a widened random hunt: ``where(D > 0, S, 0) * inf`` fused into one kernel;
+    the selection holds data wherever its dense condition does, so the result is dense and
+    ``0 * inf`` is NaN where ``S`` stores nothing (a kernel once skipped those entries, as
+    if the scalar's value there were the result's fill, leaving 0)."""
+    d = np.array([[0.0, np.inf, 1.0], [np.nan, -np.inf, -2.0]])
+    s = np.array([[0.0, np.inf, 0.0], [np.nan, 0.0, 3.0]])
+    ops = {  # the operation on NumPy's or lazysparse's arrays (``ns``: the namespace)
+        "*inf": lambda ns, w: w * np.inf,
+        "inf*": lambda ns, w: np.inf * w,
+        "+1": lambda ns, w: w + 1.0,
+        "maximum(,-1)": lambda ns, w: ns.maximum(w, -1.0),
+        "/0": lambda ns, w: w / 0.0,
+    }
+    with np.errstate(all="ignore"):
+        want = np.asarray(ops[case](np, np.where(d > 0, s, 0.0)))
+    for name in ("compiled", "eager", "reference"):
+        with _executor("reference" if name == "reference" else None), \
+                compile_mode_set(CompileMode.EAGER if name == "eager" else CompileMode.SYNC), \
+                np.errstate(all="ignore"):
+            # no name holds the selection: it fuses into the kernel of the scalar's op
+            got = np.asarray(xp.compute(ops[case](xp, xp.where(
+                xp.asarray(d) > 0, xp.asarray(s, format=fmt), 0.0))))
+        np.testing.assert_array_equal(got, want, err_msg=name)

@@ -444,6 +444,10 @@ def fill_rule(op: Operator, args: list[Any], fills: list[Any], masks: list[Any],
             continue
         fi = scalar_as(fills[i], opds[i])
         z = op.annihilator_at(i, opds[i])
+        # a scalar holds its value everywhere: it never annihilates data (``D * 0`` is NaN
+        # where ``D`` holds inf, ``S * 0`` where ``S`` stores inf, as NumPy and the kernels)
+        if z is not None and same_value(fi, z) and np.ndim(args[i]) == 0:
+            continue
         if z is not None and same_value(fi, z):
             zr = scalar_as(z, rd)
             hit = np.broadcast_to(m, dense_shape) & ~all_imp

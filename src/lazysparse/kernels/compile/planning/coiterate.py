@@ -366,8 +366,10 @@ def _may_skip(info: KernelInfo, miss: Missing, out_fill: Any) -> bool:
         if ident is not None and same_value(v, ident):
             return True
         return _keeps_init(info, v, out_fill)
-    if miss is FILL_EXPR or miss is HELD_FILL_EXPR:
+    if miss is FILL_EXPR:  # an implicit value of the constants: the result's fill
         return True
+    if miss is HELD_FILL_EXPR:  # held data (``where(D > 0, S, 0) * c``): the result is
+        return False  # dense, its fill nominal, so every entry is computed
     if isinstance(miss, Known):
         return same_value(np.asarray(miss.value).astype(info.out_dtype)[()], out_fill)
     return False
