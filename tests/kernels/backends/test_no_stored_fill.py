@@ -12,13 +12,9 @@ import scipy.sparse as sp
 
 import lazysparse as xp
 from lazysparse.formats.levels import Compressed, Dense, Singleton
+from lazysparse.formats.stored_fills import compact_levels, drop_stored_fills, fill_mask
 from lazysparse.formats.tensor import Tensor
-from lazysparse.kernels.backends.numba.fill_compaction import (
-    compact_chunks,
-    compact_levels,
-    drop_stored_fills,
-    fill_mask,
-)
+from lazysparse.kernels.backends.numba.fill_compaction import compact_chunks
 from lazysparse.kernels.compile.planning.stored_fill import FillTest, keep_expr, same_expr
 from tests.conftest import slow_except
 

@@ -38,8 +38,8 @@ from lazysparse.formats.dtypes import same_value
 from lazysparse.formats.levels.registry import DENSE_KIND, PLAIN_KIND
 from lazysparse.formats.specs import FormatSpec, infer_spec
 from lazysparse.formats.statistics import statistics
+from lazysparse.formats.stored_fills import drop_stored_fills, fill_mask
 from lazysparse.formats.tensor import Tensor
-from lazysparse.kernels.backends.numba.fill_compaction import drop_stored_fills, fill_mask
 from lazysparse.logic.inference import infer_region
 from lazysparse.logic.nodes import (
     Aggregate,

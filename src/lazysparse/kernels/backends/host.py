@@ -33,7 +33,7 @@ def assemble(info: KernelInfo, data: QueryData, out: OutputPlan, res: tuple[Any,
     """The result tensor of a kernel's arrays, in the layout its query asked for (a
     hashed or bytemap layout is relabeled from the compressed one the kernel wrote).
     ``written`` maps the tensor as written first (the CPU host drops a shared pattern's
-    entries equal to the fill: ``fill_compaction.drop_stored_fills``)."""
+    entries equal to the fill: ``formats.stored_fills.drop_stored_fills``)."""
     t = _assemble_written(info, data, out, res, make)
     if written is not None:
         t = written(t)

@@ -21,6 +21,7 @@ from lazysparse.formats.compiled.sync import KeyLocks
 from lazysparse.formats.dtypes import SUPPORTED_DTYPE_SET
 from lazysparse.formats.levels import Dense
 from lazysparse.formats.specs import FormatSpec
+from lazysparse.formats.stored_fills import drop_stored_fills
 from lazysparse.formats.tensor import Tensor
 from lazysparse.kernels.backends import host
 from lazysparse.kernels.backends.numba import cache
@@ -33,7 +34,6 @@ from lazysparse.kernels.backends.numba.cpu_host import (
     no_workspaces,
     run_chunks,
 )
-from lazysparse.kernels.backends.numba.fill_compaction import drop_stored_fills
 from lazysparse.kernels.compile.ir.dead_code import drop_dead_assigns
 from lazysparse.kernels.compile.ir.loop_ir import Alloc, format_function
 from lazysparse.kernels.compile.lowering.kernel import Lowered, lower_plan
@@ -285,7 +285,7 @@ def _all_dense(levels: list[Any]) -> bool:
 
 def assemble(k: Kernel, data: QueryData, res: tuple[Any, ...]) -> Tensor:
     """Wrap the kernel's returned arrays as the result Tensor (a shared pattern's entries
-    that computed the fill are dropped: ``fill_compaction.drop_stored_fills``)."""
+    that computed the fill are dropped: ``formats.stored_fills.drop_stored_fills``)."""
     lw = k.lowered
     # a shared output also returns how many values each chunk found equal to the fill
     some = (lw.output.mode is OutputMode.SHARED and lw.drop_fill is not None
