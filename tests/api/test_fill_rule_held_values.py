@@ -357,3 +357,56 @@ def test_stored_map_read_by_a_product_with_non_finite_data(tier_name: str, fmt: 
         got = np.asarray(got)
     np.testing.assert_allclose(got, want, rtol=1e-12, equal_nan=True,
                                err_msg=f"{tier_name} {fmt} {how}")
+
+
+def _kron_sum_parts(s: int) -> tuple[np.ndarray, np.ndarray]:
+    """The identity and the 1-D Laplacian of size ``s`` (the 2-D Laplacian's factors)."""
+    eye = np.eye(s)
+    return eye, 2 * eye - np.eye(s, k=1) - np.eye(s, k=-1)
+
+
+@pytest.mark.parametrize("tier_name", TIERS)
+def test_kept_sum_of_outer_products_stores_only_what_a_term_reaches(tier_name: str) -> None:
+    """``I ⊗ T + T ⊗ I`` as a broadcast product, kept for ``reshape`` (an eager function's
+    operand keeps its region): the loops walk the union of ``I``'s and ``T``'s rows at
+    both levels, a point no term reaches stays implicit, so the Laplacian stores scipy's
+    entries and ``L @ d`` with inf in ``d`` is NaN nowhere (no stored 0 meets an inf)."""
+    s = 7
+    i_np, t_np = _kron_sum_parts(s)
+    want_l = np.kron(i_np, t_np) + np.kron(t_np, i_np)
+    d = np.zeros(s * s)
+    d[::5] = np.inf
+    want = fold(want_l, want_l != 0, d[:, None])[:, 0]
+    with tier(tier_name), np.errstate(all="ignore"):
+        eye = xp.eye(s)
+        t = 2 * eye - xp.eye(s, k=1) - xp.eye(s, k=-1)
+        l4 = (eye[:, None, :, None] * t[None, :, None, :]
+              + t[:, None, :, None] * eye[None, :, None, :])
+        lap = xp.reshape(l4, (s * s, s * s))
+        got = np.asarray(xp.compute(lap @ xp.asarray(d)))
+        assert lap.nnz == int(np.count_nonzero(want_l)), tier_name
+    np.testing.assert_array_equal(got, want, err_msg=tier_name)
+
+
+@pytest.mark.parametrize("tier_name", TIERS)
+def test_kept_sum_of_products_reduced_stores_only_reached_entries(tier_name: str) -> None:
+    """``sum_k A[i,k] B[k,j] + C[i,k] E[k,j]`` kept for ``reshape``: a point where only
+    ``A`` and ``E`` store is reached by neither term, so an output entry no term reaches
+    stays implicit even though the loops visit it."""
+    a = np.array([[1.0, 0.0], [0.0, 0.0]])
+    c = np.array([[0.0, 0.0], [1.0, 0.0]])
+    b = np.array([[0.0, 0.0], [0.0, 0.0]])
+    e = np.array([[0.0, 2.0], [0.0, 0.0]])
+    # A(0,0) with E(0,1): the loops visit (i=0, k=0, j=1) through A's row and E's row
+    b[0, 0] = 3.0
+    want_p = a @ b + c @ e
+    reached = _hit(a, b) | _hit(c, e)
+    d = np.array([[np.inf], [1.0]])
+    want = fold(want_p, reached, d)
+    with tier(tier_name), np.errstate(all="ignore"):
+        sa, sb, sc, se = (xp.asarray(m, format="csr") for m in (a, b, c, e))
+        p3 = sa[:, :, None] * sb[None, :, :] + sc[:, :, None] * se[None, :, :]
+        p = xp.reshape(xp.sum(p3, axis=1), (2, 2))
+        got = np.asarray(xp.compute(p @ xp.asarray(d)))
+        assert p.nnz == int(reached.sum()), tier_name
+    np.testing.assert_array_equal(got, want, err_msg=tier_name)

@@ -79,8 +79,24 @@ class OutputLowering:
         ctx = self.ctx
         val = ctx.value(ctx.info.expr, st) if ctx.fill else None
         if self.out.acc_depth is not None:
-            return self.accumulate(val)
-        return self.insert(st, val)
+            return self.where_reached(st, self.accumulate(val))
+        return self.where_reached(st, self.insert(st, val))
+
+    def where_reached(self, st: State, body: list[Stmt]) -> list[Stmt]:
+        """``body`` run only where the expression holds data when the layout keeps every
+        entry it reaches (``FormatSpec.keeps_fills``): the loops' co-iteration may visit a
+        point no term reaches (``A[i,k] * B[j,l] + C[i,k] * D[j,l]`` walks ``k`` over the
+        union of ``A``'s and ``C``'s rows and ``l`` over ``B``'s and ``D``'s), whose value
+        is the fill and which a kept region must leave implicit. The test is structural, so
+        the count phase counts what the fill phase writes; a reduction skips the point as
+        co-iteration skips an unstored one (its value is the fill)."""
+        ctx = self.ctx
+        if not (body and self.out.mode.sparse and ctx.info.out_spec.keeps_fills):
+            return body
+        held = ctx.holds_data(ctx.info.expr, st)
+        if held is True:
+            return body
+        return [] if held is False else [If(held, tuple(body))]  # type: ignore[arg-type]
 
     def accumulate(self, val: Expr | None) -> list[Stmt]:
         """Reduce ``val`` into the scalar accumulator."""
@@ -167,7 +183,7 @@ class SharedOutput(OutputLowering):
     def write(self, st: State, val: Expr) -> list[Stmt]:
         """Store ``val`` at the shared position; with the plan's ``drop_fill``, count the
         values equal to the result fill (``nf``: the host gives the shared pattern up
-        only when some chunk counted one, ``backends.numba.fill_compaction.drop_stored_fills``)."""
+        only when some chunk counted one, ``formats.stored_fills.drop_stored_fills``)."""
         test = self.ctx.plan.drop_fill
         if test is None:
             return [Store("out", self.position(st), val)]

@@ -55,7 +55,8 @@ class WorkspaceOutput(AppendOutput):
 
     def innermost(self, st: State) -> list[Stmt]:
         ctx = self.ctx
-        return self.ws_insert(st, ctx.value(ctx.info.expr, st) if ctx.fill else None)
+        val = ctx.value(ctx.info.expr, st) if ctx.fill else None
+        return self.where_reached(st, self.ws_insert(st, val))
 
     def chunk_start(self) -> list[Stmt]:
         return super().chunk_start() + self.ws_alloc()

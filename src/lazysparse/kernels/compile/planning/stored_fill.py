@@ -11,7 +11,9 @@ NaN in either part of a complex counts). Which results, and where the test runs:
 - **unless a reader needs them**: a layout that ``keeps_fills`` (the optimizer's choice for a
   sparse result that a map reads where its implicit entries annihilate while a reached one
   does not: ``(A @ B) / D`` with the product stored first, ``optimizer.unreached``) keeps
-  every entry its kernel reaches, a sum that cancels to the fill included;
+  every entry a term of its value reaches, a sum that cancels to the fill included (where
+  the loops' co-iteration visits more, the kernel tests the structural "holds data" rule
+  at each point: ``compile.lowering.outputs.OutputLowering.where_reached``);
 - **appends and workspaces** (``OutputMode.sparse``): the fill phase tests each entry as it
   is emitted (one compare, :func:`keep_expr`), so nothing equal to the fill is written and
   an ancestor group opens only for a child that is kept. The count phase stays
@@ -24,7 +26,7 @@ NaN in either part of a complex counts). Which results, and where the test runs:
   the kernel writes one value per stored entry): each chunk counts the values it wrote
   that equal the fill (``nfill[t]``, one compare per entry, :func:`same_expr`); only when
   some chunk counted one does the host give the sharing up and build compacted index
-  arrays (``backends.numba.fill_compaction.drop_stored_fills``); otherwise the result
+  arrays (``formats.stored_fills.drop_stored_fills``); otherwise the result
   still shares the operand's arrays. A structured result (DIA, BSR, ELL, run-length)
   keeps its layout and stores the fill where the layout does anyway.
 
