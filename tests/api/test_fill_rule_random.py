@@ -319,3 +319,32 @@ def test_a_held_selection_meets_a_scalar_everywhere(case: str, fmt: str) -> None
             got = np.asarray(xp.compute(ops[case](xp, xp.where(
                 xp.asarray(d) > 0, xp.asarray(s, format=fmt), 0.0))))
         np.testing.assert_array_equal(got, want, err_msg=name)
+
+
+@pytest.mark.parametrize("fmts", [("coo", "csr"), ("coo", "csc"), ("csr", "csr")])
+@pytest.mark.parametrize("case", ["c*(S0*Sinf)", "max(Sinf,1)*(S0*Sinf)"])
+def test_an_implicit_zero_annihilates_only_where_another_operand_stores(
+        fmts: tuple[str, str], case: str) -> None:
+    """Found by a widened random hunt: ``c * (S0 * Sinf)`` (fills 0 and inf) with ``c``
+    dense. A row where ``S0`` stores nothing is 0 only where ``Sinf`` stores an entry and
+    ``0 * inf = NaN`` elsewhere, so the kernel cannot skip ``S0``'s empty rows even though
+    ``Sinf``'s row level is dense (it once wrote 0 across them, ``S0`` in COO driving the
+    rows alone)."""
+    a0 = np.zeros((3, 3))
+    a0[0, 1] = 2.0
+    ainf = np.full((3, 3), np.inf)
+    ainf[1, 1], ainf[0, 1], ainf[2, 0] = 1.0, 3.0, -1.0
+    results = []
+    for executor in (None, "reference"):
+        with _executor(executor), np.errstate(all="ignore"):
+            s0 = xp.asarray(a0, format=fmts[0])
+            sinf = xp.asarray(ainf, format=fmts[1], fill_value=np.inf)
+            c = xp.max(sinf, axis=1) if case.startswith("max") else xp.asarray(np.ones(3))
+            results.append(np.asarray(xp.compute(c * (s0 * sinf))))
+    with np.errstate(all="ignore"):
+        w = np.where((a0 != 0) | (ainf != np.inf), a0 * np.where(ainf == np.inf, 0.0, ainf),
+                     np.nan)  # 0 where one stores, 0 * inf where neither does
+        c_np = np.max(ainf, axis=1) if case.startswith("max") else np.ones(3)
+        want = c_np * w
+    np.testing.assert_array_equal(results[1], want)
+    np.testing.assert_array_equal(results[0], want)

@@ -85,8 +85,9 @@ def region_of(node: PNode, fld: str, info: KernelInfo, fills: tuple[Any, ...],
                     ann_regions.append(reg)
                     zval = z
             absent = _value_of_fills(op, subs, opds)  # where no argument holds data
-            if ann_regions and absent is not None and zval is not None \
-                    and not same_value(absent, np.asarray(zval)[()]):
+            if ann_regions and zval is not None and (
+                    (absent is not None and not same_value(absent, np.asarray(zval)[()]))
+                    or not _annihilates_below(node, info, fills, consts, zval)):
                 ann_regions = []  # 0 * NaN: op(fills) there is not the annihilator
             if ann_regions:
                 if zval is None:
@@ -117,6 +118,59 @@ def _value_of_fills(op: Any, subs: list[tuple[Region, Missing]],
         v = op.apply(*(np.asarray(m.value).astype(od)[()]  # type: ignore[attr-defined]
                        for (_, m), od in zip(subs, opds, strict=True)))
     return np.asarray(v)[()]
+
+
+class _Deep(StrEnum):
+    """What :func:`_deep_fill` finds instead of a value."""
+
+    DATA = "holds data everywhere"  # a dense operand, a field
+    UNKNOWN = "needs the call's constants"
+
+
+def _annihilates_below(node: PApply, info: KernelInfo, fills: tuple[Any, ...],
+                       consts: tuple[Any, ...] | None, z: Any) -> bool:
+    """Whether ``node`` is its annihilator ``z`` wherever an annihilating argument stores
+    nothing, at every deeper level too: another argument is dense there (it holds data,
+    the fill rule annihilates), or the value where no operand stores anything is ``z``.
+    ``S0 * Sinf`` (fills 0 and inf) is ``0 * inf = NaN`` where neither stores, even where
+    ``Sinf``'s rows are all present at this loop; a value needing the constants was decided
+    by analysis (``PApply.annihilates``)."""
+    vals = [_deep_fill(a, info, fills, consts) for a in node.args]
+    if any(isinstance(v, _Deep) for v in vals):
+        return True
+    with np.errstate(all="ignore"):
+        v = node.op.apply(*(np.asarray(x).astype(od)[()]  # type: ignore[attr-defined]
+                            for x, od in zip(vals, node.operand_dtypes, strict=True)))
+    return bool(same_value(np.asarray(v).astype(node.dtype)[()],
+                           np.asarray(z).astype(node.dtype)[()]))
+
+
+def _deep_fill(node: PNode, info: KernelInfo, fills: tuple[Any, ...],
+               consts: tuple[Any, ...] | None) -> Any:
+    """The value of ``node`` where no operand stores an entry at any level (the lowering's
+    fill rule: an annihilated op is its annihilator where another argument holds data, a
+    decided selection its selected argument), or a :class:`_Deep` marker."""
+    match node:
+        case PAccess(slot=s, dtype=d):
+            if all(lv.located for lv in info.operands[s].levels):
+                return _Deep.DATA
+            return np.asarray(fills[s]).astype(d)[()]
+        case PConst(slot=k):
+            return _Deep.UNKNOWN if consts is None else np.asarray(consts[k])[()]
+        case PField():
+            return _Deep.DATA
+    assert isinstance(node, PApply)
+    vals = [_deep_fill(a, info, fills, consts) for a in node.args]
+    if node.selects:
+        return vals[node.selects[0][1]]
+    if node.annihilates and any(v is _Deep.DATA for v in vals):
+        i = node.annihilates[0]
+        return node.op.annihilator_at(i, node.operand_dtypes[i])
+    if any(isinstance(v, _Deep) for v in vals):
+        return _Deep.DATA if _Deep.DATA in vals else _Deep.UNKNOWN
+    with np.errstate(all="ignore"):
+        return node.op.apply(*(np.asarray(x).astype(od)[()]  # type: ignore[attr-defined]
+                               for x, od in zip(vals, node.operand_dtypes, strict=True)))
 
 
 def _selected_region(node: PApply, subs: list[tuple[Region, Missing]]
