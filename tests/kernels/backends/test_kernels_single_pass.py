@@ -202,3 +202,38 @@ def test_nan_inf_propagate_under_reassoc():
     np.testing.assert_array_equal(np.isnan(got[S != 0]), np.isnan(ref[S != 0]))
     np.testing.assert_array_equal(got[S != 0][~np.isnan(ref[S != 0])],
                                   ref[S != 0][~np.isnan(ref[S != 0])])
+
+
+def transposed_spmv(A, v, fa="csr"):
+    """``A.T @ v``: rows of ``A`` scattered into a sparse vector (a workspace at loop 0)."""
+    body = agg("add", 0, Reorder(mj("multiply", acc("A", "i", "j"), acc("v", "i")),
+                                 F("i", "j")), "i")
+    return execute_plan(plan({"A": tensor(A, fa), "v": tensor(v, "dense")},
+                             compute("out", "csf", 1, body)))[0]
+
+
+@pytest.mark.parametrize("cols", [0, 3, 40])
+def test_scattered_vector_single_pass_skips_count(cols, single_passes):
+    """A vector result written through a workspace (``A.T @ v`` with empty columns: issue
+    36's zipf text) is bounded by its length: one fill pass, no count pass over the
+    matrix; cancelled sums are still dropped."""
+    A = sprand((50, 60), 0.1)
+    A[:, cols:cols + 10] = 0.0  # empty columns: a sparse vector result
+    A[7, 5], A[8, 5] = 1.0, -1.0  # column 5 cancels against v = 1 there
+    v = np.ones(50)
+    out = transposed_spmv(A, v)
+    want = A.T @ v
+    np.testing.assert_allclose(dense(out), want, atol=1e-12)
+    assert out.nnz == int(np.count_nonzero(want))
+    assert len(single_passes) == 1 and not single_passes[0].lowered.output.dense_prefix
+
+
+def test_scattered_vector_counts_first_past_the_slack(monkeypatch, single_passes):
+    """A vector much longer than the operands' stored entries is counted first (its
+    buffers would be mostly unused address space)."""
+    monkeypatch.setattr(host, "SINGLE_PASS_SLACK", 0)
+    monkeypatch.setattr(host, "SINGLE_PASS_MIN", 0)
+    A = sprand((30, 40), 0.1)
+    np.testing.assert_allclose(dense(transposed_spmv(A, np.ones(30))), A.T @ np.ones(30),
+                               atol=1e-12)
+    assert not single_passes

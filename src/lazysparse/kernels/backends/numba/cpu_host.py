@@ -481,7 +481,7 @@ def _entry_bounds(k: Kernel, data: QueryData) -> list[int] | None:
             return None  # a loop's extent far past the data: count first
         return ub
     if lw.ws_bound is None:
-        return None
+        return _whole_output_bound(k, data)
     a, la, b = lw.ws_bound
     aidx = data.tensors[a].levels[la].idx
     bptr = data.tensors[b].levels[1].ptr
@@ -496,6 +496,18 @@ def _entry_bounds(k: Kernel, data: QueryData) -> list[int] | None:
         return [ub]
     entry = np.dtype(_index_dtype(data)).itemsize + k.info.out_dtype.itemsize
     return [ub] if workspace_single_pass(ub, entry, get_densify_limit()) else None
+
+
+def _whole_output_bound(k: Kernel, data: QueryData) -> list[int] | None:
+    """A sparse result of one group and no dense prefix (a vector, COO) has at most its
+    dense size in entries: the bound when that size is within the single pass's slack (``A.T @ v`` scattered into a vector of 3·10⁴
+    entries: one fill pass, not a count pass and a fill pass over the matrix)."""
+    out = k.lowered.output
+    if len(out.groups) != 1 or out.dense_prefix:
+        return None
+    size = math.prod(data.out_shape)
+    return [size] if size <= max(SINGLE_PASS_SLACK * stored_positions(data),
+                                 SINGLE_PASS_MIN) else None
 
 
 def _single_pass(k: Kernel, data: QueryData, args: list[Any], dsize: int,
