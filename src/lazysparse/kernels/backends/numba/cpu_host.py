@@ -500,8 +500,9 @@ def _entry_bounds(k: Kernel, data: QueryData) -> list[int] | None:
 
 def _whole_output_bound(k: Kernel, data: QueryData) -> list[int] | None:
     """A sparse result of one group and no dense prefix (a vector, COO) has at most its
-    dense size in entries: the bound when that size is within the single pass's slack (``A.T @ v`` scattered into a vector of 3·10⁴
-    entries: one fill pass, not a count pass and a fill pass over the matrix)."""
+    dense size in entries: the bound when that size is within the single pass's slack
+    (``A.T @ v`` scattered into a vector of 3·10⁴ entries: one fill pass, not a count
+    pass and a fill pass over the matrix)."""
     out = k.lowered.output
     if len(out.groups) != 1 or out.dense_prefix:
         return None
