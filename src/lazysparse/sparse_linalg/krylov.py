@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from lazysparse.api.array.lazy_array import LazyArray
+from lazysparse.api.array.replay import Replay
 from lazysparse.sparse_linalg.operators import (
     Operator,
     Vector,
@@ -29,8 +30,10 @@ from lazysparse.sparse_linalg.operators import (
     iterations,
     norm,
     ratio,
+    replay_for,
     square_operator,
     start,
+    step_arrays,
     tolerance,
     xp,
     zeros,
@@ -57,13 +60,13 @@ def cg(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: float = 0.0,
     r = b if x0 is None else b - op.matvec(x)
     r, z, rho, rr = _preconditioned(r, psolve)
     p, rho_old = z, 1.0
+    step = replay_for(op, psolve)
     for it in range(maxiter):
         if math.sqrt(max(rr, 0.0)) <= tol:
             return x, 0
-        if it:
-            p = z + (rho / rho_old) * p
+        beta = rho / rho_old if it else None
         rho_old = rho
-        x, r, z, p, rho, rr = _cg_step(op, psolve, x, r, p, rho)
+        x, r, z, p, rho, rr = _cg_step(op, psolve, (x, r, z, p), rho, beta, step)
         if callback is not None:
             callback(x)
     return x, (0 if math.sqrt(max(rr, 0.0)) <= tol else maxiter)
@@ -80,18 +83,42 @@ def _preconditioned(r: LazyArray, psolve: Vector | None
     return r, z, float(rz), float(rr)
 
 
-def _cg_step(op: Operator, psolve: Vector | None, x: LazyArray, r: LazyArray, p: LazyArray,
-             rho: float) -> tuple[LazyArray, LazyArray, LazyArray, LazyArray, float, float]:
-    """One CG iteration in one plan: ``q = A p``, the step ``alpha = rho / p.q`` (a lazy
-    0-d array the two updates read), ``x + alpha p``, ``r - alpha q``, ``z = M r`` and the
-    dots ``r.z``, ``r.r``; returns ``x, r, z, p, r.z, r.r``."""
+def _cg_step(op: Operator, psolve: Vector | None,
+             vectors: tuple[LazyArray, LazyArray, LazyArray, LazyArray], rho: float,
+             beta: float | None, step: Replay | None
+             ) -> tuple[LazyArray, LazyArray, LazyArray, LazyArray, float, float]:
+    """One CG iteration in one plan (:func:`_cg_built`) of ``vectors`` ``x, r, z, p``;
+    returns ``x, r, z, p, r.z, r.r``. From the second iteration on (``beta`` given) a
+    ``Replay`` runs it from its cached program without building it again."""
+    x, r, z, p = vectors
+    build = lambda: _cg_built(op, psolve, vectors, rho, beta)  # noqa: E731
+    if step is None or beta is None:
+        out = xp.compute(*build())
+    else:
+        reads = (x, r, p) if psolve is None else (x, r, z, p)
+        out = step(step_arrays(op, psolve, reads), (rho, beta), build)
+    if psolve is None:
+        x, r, p, rr = out
+        return x, r, r, p, float(rr), float(rr)
+    x, r, z, p, rz, rr = out
+    return x, r, z, p, float(rz), float(rr)
+
+
+def _cg_built(op: Operator, psolve: Vector | None,
+              vectors: tuple[LazyArray, LazyArray, LazyArray, LazyArray], rho: float,
+              beta: float | None) -> tuple[LazyArray, ...]:
+    """The lazy arrays of one CG iteration: the direction ``p = z + beta p`` (``p`` itself
+    without ``beta``), ``q = A p``, the step ``alpha = rho / p.q`` (a lazy 0-d array the two
+    updates read), ``x + alpha p``, ``r - alpha q``, ``z = M r`` and the dots ``r.z``,
+    ``r.r``: ``x, r, p, r.r`` or, with ``M``, ``x, r, z, p, r.z, r.r``."""
+    x, r, z, p = vectors
+    if beta is not None:
+        p = z + beta * p
     x, r = _cg_updates(op, x, r, p, rho)
     if psolve is None:
-        x, r, p, rr = xp.compute(x, r, p, xp.vecdot(r, r))
-        return x, r, r, p, float(rr), float(rr)
+        return x, r, p, xp.vecdot(r, r)
     z = psolve(r)
-    x, r, z, p, rz, rr = xp.compute(x, r, z, p, xp.vecdot(r, z), xp.vecdot(r, r))
-    return x, r, z, p, float(rz), float(rr)
+    return x, r, z, p, xp.vecdot(r, z), xp.vecdot(r, r)
 
 
 def _cg_updates(op: Operator, x: LazyArray, r: LazyArray, p: LazyArray, rho: float

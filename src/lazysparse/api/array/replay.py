@@ -1,0 +1,214 @@
+"""A loop step's compute replayed from its cached program, without building it again.
+
+A native solver's iteration builds the same expression each time from the same kind of
+arrays (the matrix and the iterates, computed leaves) and a few Python floats, and computes
+several arrays of it in one plan (cg: ``x, r, p, r.r``). Its queries share subqueries
+(``p`` feeds ``A p``, ``p.Ap`` and ``x + alpha p``), so the one-array fast path
+(``engine.known_shapes.run_known``) cannot serve it, and each iteration pays the full path:
+building a score of nodes, a walk keying the plan, the plan-cache lookup (issue 34).
+
+:class:`Replay` runs a step's full path once and records how the plan-cache key, the
+program's inputs (in key order) and its parameters (in parameter order) follow from the
+step's arrays and scalars. A later call builds nothing: it derives the key from the
+recorded structure and the new data's classes (each leaf's, as the full path reads them),
+and runs the cached program on the new tensors (``engine.known_shapes.run_entry``).
+
+It answers what the full path answers: the recorded route is taken only when the derived
+key is the recorded one (same structure, data classes, constant classes, aliasing of the
+inputs) and its entry a plain compiled hit. A step is recorded only when every output is a
+new uncomputed cpu array, nothing else held is uncomputed (``held_values.only_these``: no
+value to keep), every input of the plan is the tensor of one of the step's arrays (by
+identity) and every parameter one of its scalars converted to the parameter's dtype (as
+``logic.dtypes.scalar_as`` converts an operand), matching exactly one of them bit for bit.
+A record is used once two full-path calls made the same one with every scalar a
+parameter follows changed in between: a constant of the step that happens to equal a
+scalar's value, or a scalar the step transformed, never passes for that scalar. The
+step's expression must depend on its arrays and scalars only through the key's classes,
+as the optimizer's plans do (the solvers' steps do: products, axpys, dots). Otherwise,
+and on any miss, the step runs the full path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from lazysparse.api.array.held_values import only_these
+from lazysparse.api.array.lazy_array import CPU, LazyArray
+from lazysparse.api.array.materialize import build_plan, compute_arrays
+from lazysparse.engine.known_shapes import run_entry
+from lazysparse.engine.plan_cache import const_classes, input_key, plan_key, same_inputs
+from lazysparse.formats.compiled.sync import Counters
+from lazysparse.formats.config import get_densify_limit
+from lazysparse.logic.dtypes import scalar_as
+from lazysparse.logic.nodes import Reorder, Table
+from lazysparse.logic.structural_key import node_classes, subquery_key
+
+# whether steps replay (tests compare both routes' results bit for bit)
+ENABLED = True
+STATS = Counters("recorded", "replayed", "full")
+
+
+@dataclass(frozen=True)
+class _Record:
+    """How one step's plan-cache key and program arguments follow from its arrays and
+    scalars: ``key`` the full key recorded, ``structure`` its data-free part, ``data``
+    the array each plan input is the tensor of, ``params`` the scalar each parameter is
+    and its dtype (None: the scalar as it is); ``values`` the call's scalars as the
+    parameters read them (to confirm a record by a second one)."""
+
+    key: Any
+    structure: Any
+    data: tuple[int, ...]
+    params: tuple[tuple[int, np.dtype | None], ...]
+    values: tuple[Any, ...]
+
+    def confirms(self, earlier: _Record) -> bool:
+        """Whether this record and an earlier call's agree, every scalar a parameter
+        reads having changed between the two calls (module docstring)."""
+        if (self.key, self.data, self.params) != (earlier.key, earlier.data, earlier.params):
+            return False
+        return all(not _same(self.values[k], earlier.values[k])
+                   for k in range(len(self.params)))
+
+
+def _same(x: Any, y: Any) -> bool:
+    """Whether two scalars are the same value bit for bit, of the same type."""
+    return type(x) is type(y) and np.asarray(x).tobytes() == np.asarray(y).tobytes()
+
+
+def _converted(value: Any, dtype: np.dtype | None) -> Any:
+    """A scalar as a parameter of ``dtype`` reads it (as the api converts operands)."""
+    return value if dtype is None else scalar_as(value, dtype)
+
+
+def _leaf_tensor(a: LazyArray) -> Any:
+    """The tensor of computed cpu leaf ``a`` as a plan reads it (its ``Table``'s), else
+    None (uncomputed, a view or queued writes to bring up to date, another device)."""
+    if a._result is None or a._view is not None or a._update is not None \
+            or a._device.name != "cpu" or type(a._expr.arg) is not Table:
+        return None
+    return a._expr.arg.tns.val
+
+
+def _leaf_class(a: LazyArray) -> Any:
+    """The class the plan key gives leaf ``a``'s data: its node's, kept on the node."""
+    node = a._expr
+    if node.key_cache is None:
+        subquery_key(node)
+    return node_classes(node, input_key)[0]
+
+
+class Replay:
+    """One loop's repeated step (module docstring): ``step(arrays, scalars, build)``
+    returns the computed arrays ``build()`` makes from ``arrays`` and ``scalars``."""
+
+    __slots__ = ("record", "candidate")
+
+    def __init__(self) -> None:
+        self.record: _Record | None = None  # confirmed: replayed
+        self.candidate: _Record | None = None  # the last full call's, to confirm
+
+    def __call__(self, arrays: Sequence[LazyArray], scalars: Sequence[float],
+                 build: Callable[[], tuple[LazyArray, ...]]) -> tuple[LazyArray, ...]:
+        """The results of ``build()`` (arrays it makes of ``arrays`` and ``scalars``
+        alone), computed together; replayed when recorded, else computed (and recorded)."""
+        if self.record is not None:
+            out = self._replayed(arrays, scalars)
+            if out is not None:
+                STATS.bump("replayed")
+                return out
+        outs = build()
+        if self.record is None and ENABLED:
+            self._record(_recorded(arrays, scalars, outs))
+        STATS.bump("full")
+        compute_arrays(outs)
+        return outs
+
+    def _record(self, rec: _Record | None) -> None:
+        """Keep this full call's record as the candidate, or as the record when it
+        confirms the candidate."""
+        if rec is not None and self.candidate is not None and rec.confirms(self.candidate):
+            self.record, self.candidate = rec, None
+            STATS.bump("recorded")
+        else:
+            self.candidate = rec
+
+    def _replayed(self, arrays: Sequence[LazyArray], scalars: Sequence[float]
+                  ) -> tuple[LazyArray, ...] | None:
+        """The recorded program's results on the new arrays and scalars, as new leaves;
+        None where the full path must run (the record dropped when its key changed)."""
+        rec = self.record
+        assert rec is not None
+        classes = []
+        tensors = []
+        for a in arrays:
+            t = _leaf_tensor(a)
+            if t is None:
+                return None
+            tensors.append(t)
+            classes.append(_leaf_class(a))
+        data = [tensors[i] for i in rec.data]
+        params = tuple([_converted(scalars[j], d) for j, d in rec.params])
+        key = ("cpu", ((rec.structure, tuple([classes[i] for i in rec.data])),
+                       const_classes(params), same_inputs(data), get_densify_limit()))
+        if key != rec.key:
+            self.record = None  # recorded again from this call's full path
+            return None
+        results = run_entry(key, data, params)
+        if results is None:
+            return None
+        return tuple([LazyArray.from_tensor(t, CPU) for t in results])
+
+
+def _recorded(arrays: Sequence[LazyArray], scalars: Sequence[float],
+              outs: tuple[LazyArray, ...]) -> _Record | None:
+    """The record of a step whose full path computes ``outs`` of ``arrays`` and
+    ``scalars`` (module docstring: when it can be replayed), else None."""
+    if not _plain_outputs(outs):
+        return None
+    tensors = [_leaf_tensor(a) for a in arrays]
+    if any(t is None for t in tensors):
+        return None
+    where = {id(t): i for i, t in enumerate(tensors)}
+    if len(where) != len(tensors):
+        return None  # an array passed twice: its role is ambiguous
+    raw, inputs, nodes = plan_key(build_plan(outs))
+    data = tuple([where.get(id(t), -1) for t in inputs])
+    params = tuple([_source(n.val, scalars) for n in nodes])
+    if -1 in data or None in params:
+        return None
+    return _Record(("cpu", raw), raw[0][0], data, params,  # type: ignore[arg-type]
+                   tuple([n.val for n in nodes]))
+
+
+def _source(value: Any, scalars: Sequence[float]) -> tuple[int, np.dtype | None] | None:
+    """Which scalar a parameter of value ``value`` is, converted to its dtype: the one
+    whose conversion is ``value`` bit for bit, or None (none, or several)."""
+    dtype = value.dtype if isinstance(value, np.generic) else None
+    found = None
+    for j, s in enumerate(scalars):
+        try:
+            same = _same(_converted(s, dtype), value)
+        except (TypeError, ValueError, OverflowError):
+            same = False
+        if same:
+            if found is not None:
+                return None
+            found = (j, dtype)
+    return found
+
+
+def _plain_outputs(outs: tuple[LazyArray, ...]) -> bool:
+    """Whether ``outs`` are distinct new uncomputed cpu arrays, no view of another, that a
+    compute runs in one plan of their own (nothing else held to keep)."""
+    if len({id(a) for a in outs}) != len(outs):
+        return False
+    for a in outs:
+        if a._result is not None or a._view is not None or a._update is not None \
+                or a._device.name != "cpu" or type(a._expr.arg) is Reorder:
+            return False
+    return only_these(tuple(outs))
