@@ -102,66 +102,81 @@ def _leaf_class(a: LazyArray) -> Any:
     return node_classes(node, input_key)[0]
 
 
+# the most confirmed records (and candidates) one step keeps: one per key its calls take
+# (a step scalar's sign is in the key: minres' ``phi`` alternates)
+MAX_RECORDS = 8
+
+
 class Replay:
     """One loop's repeated step (module docstring): ``step(arrays, scalars, build)``
-    returns the computed arrays ``build()`` makes from ``arrays`` and ``scalars``."""
+    returns the computed arrays ``build()`` makes from ``arrays`` and ``scalars``.
+    ``records``: the confirmed records, most recently used first; ``candidates``: the
+    records of full calls not yet confirmed, by key."""
 
-    __slots__ = ("record", "candidate")
+    __slots__ = ("records", "candidates")
 
     def __init__(self) -> None:
-        self.record: _Record | None = None  # confirmed: replayed
-        self.candidate: _Record | None = None  # the last full call's, to confirm
+        self.records: list[_Record] = []
+        self.candidates: dict[Any, _Record] = {}
 
     def __call__(self, arrays: Sequence[LazyArray], scalars: Sequence[float],
                  build: Callable[[], tuple[LazyArray, ...]]) -> tuple[LazyArray, ...]:
         """The results of ``build()`` (arrays it makes of ``arrays`` and ``scalars``
         alone), computed together; replayed when recorded, else computed (and recorded)."""
-        if self.record is not None:
-            out = self._replayed(arrays, scalars)
+        replayable = False
+        if self.records:
+            out, replayable = self._replayed(arrays, scalars)
             if out is not None:
                 STATS.bump("replayed")
                 return out
         outs = build()
-        if self.record is None and ENABLED:
+        if ENABLED and not replayable:
             self._record(_recorded(arrays, scalars, outs))
         STATS.bump("full")
         compute_arrays(outs)
         return outs
 
     def _record(self, rec: _Record | None) -> None:
-        """Keep this full call's record as the candidate, or as the record when it
-        confirms the candidate."""
-        if rec is not None and self.candidate is not None and rec.confirms(self.candidate):
-            self.record, self.candidate = rec, None
+        """Keep this full call's record as a candidate, or as a record when it confirms
+        the candidate of its key."""
+        if rec is None:
+            return
+        earlier = self.candidates.pop(rec.key, None)
+        if earlier is not None and rec.confirms(earlier):
+            self.records.insert(0, rec)
+            del self.records[MAX_RECORDS:]
             STATS.bump("recorded")
-        else:
-            self.candidate = rec
+            return
+        if len(self.candidates) >= MAX_RECORDS:
+            self.candidates.clear()
+        self.candidates[rec.key] = rec
 
     def _replayed(self, arrays: Sequence[LazyArray], scalars: Sequence[float]
-                  ) -> tuple[LazyArray, ...] | None:
-        """The recorded program's results on the new arrays and scalars, as new leaves;
-        None where the full path must run (the record dropped when its key changed)."""
-        rec = self.record
-        assert rec is not None
+                  ) -> tuple[tuple[LazyArray, ...] | None, bool]:
+        """The results of the record whose key this call's data and scalars give, run by
+        its program, as new leaves; None where the full path must run, and whether a
+        record's key matched (then a full call records nothing new)."""
         classes = []
         tensors = []
         for a in arrays:
             t = _leaf_tensor(a)
             if t is None:
-                return None
+                return None, False
             tensors.append(t)
             classes.append(_leaf_class(a))
-        data = [tensors[i] for i in rec.data]
-        params = tuple([_converted(scalars[j], d) for j, d in rec.params])
-        key = ("cpu", ((rec.structure, tuple([classes[i] for i in rec.data])),
-                       const_classes(params), same_inputs(data), get_densify_limit()))
-        if key != rec.key:
-            self.record = None  # recorded again from this call's full path
-            return None
-        results = run_entry(key, data, params)
-        if results is None:
-            return None
-        return tuple([LazyArray.from_tensor(t, CPU) for t in results])
+        for k, rec in enumerate(self.records):
+            data = [tensors[i] for i in rec.data]
+            params = tuple([_converted(scalars[j], d) for j, d in rec.params])
+            key = ("cpu", ((rec.structure, tuple([classes[i] for i in rec.data])),
+                           const_classes(params), same_inputs(data), get_densify_limit()))
+            if key == rec.key:
+                if k:
+                    self.records.insert(0, self.records.pop(k))
+                results = run_entry(key, data, params)
+                if results is None:
+                    return None, True
+                return tuple([LazyArray.from_tensor(t, CPU) for t in results]), True
+        return None, False
 
 
 def _recorded(arrays: Sequence[LazyArray], scalars: Sequence[float],
