@@ -13,19 +13,25 @@ step's arrays and scalars. A later call builds nothing: it derives the key from 
 recorded structure and the new data's classes (each leaf's, as the full path reads them),
 and runs the cached program on the new tensors (``engine.known_shapes.run_entry``).
 
-It answers what the full path answers: the recorded route is taken only when the derived
-key is the recorded one (same structure, data classes, constant classes, aliasing of the
-inputs) and its entry a plain compiled hit. A step is recorded only when every output is a
+It answers what the full path answers. A call takes a record's route only when the key it
+derives is that record's (same structure, data classes, constant classes, aliasing of the
+inputs, which of the step's arrays hold one tensor) and the entry a compiled hit (a shape
+whose formats exact counts decided found by the counts' verdicts on this call's data, as
+``plan_cache.lookup`` finds it). A full call makes a record only when every output is a
 new uncomputed cpu array, nothing else held is uncomputed (``held_values.only_these``: no
 value to keep), every input of the plan is the tensor of one of the step's arrays (by
-identity) and every parameter one of its scalars converted to the parameter's dtype (as
-``logic.dtypes.scalar_as`` converts an operand), matching exactly one of them bit for bit.
-A record is used once two full-path calls made the same one with every scalar a
-parameter follows changed in between: a constant of the step that happens to equal a
-scalar's value, or a scalar the step transformed, never passes for that scalar. The
-step's expression must depend on its arrays and scalars only through the key's classes,
-as the optimizer's plans do (the solvers' steps do: products, axpys, dots). Otherwise,
-and on any miss, the step runs the full path.
+identity) and every parameter exactly one of its scalars converted to the parameter's
+dtype (``logic.dtypes.scalar_as``, as the api converts an operand), bit for bit. A record
+is used once a second full call with the same key made the same one, every scalar having
+changed in between: a constant of the step equal to a scalar's value by chance, or a
+scalar the step transformed, never passes for that scalar. A step keeps a record per key
+it meets (:data:`MAX_RECORDS`: a scalar's sign is in the key).
+
+The caller's part: the step's expression depends on its arrays and scalars only through
+the key's classes, as the optimizer's plans do (the solvers' products, axpys and dots);
+a step whose expression a host branch changes (minres' first iteration, lsqr's zero
+norms) keeps a ``Replay`` per branch or runs that branch by ``xp.compute``. Otherwise, and
+on any miss, the step runs the full path.
 """
 
 from __future__ import annotations
@@ -62,6 +68,7 @@ class _Record:
 
     key: Any
     structure: Any
+    shared: tuple[int, ...]  # which of the step's arrays hold one tensor (``same_inputs``)
     data: tuple[int, ...]
     params: tuple[tuple[int, np.dtype | None], ...]
     values: tuple[Any, ...]
@@ -69,7 +76,8 @@ class _Record:
     def confirms(self, earlier: _Record) -> bool:
         """Whether this record and an earlier call's agree, every scalar a parameter
         reads having changed between the two calls (module docstring)."""
-        if (self.key, self.data, self.params) != (earlier.key, earlier.data, earlier.params):
+        if (self.key, self.shared, self.data, self.params) != (
+                earlier.key, earlier.shared, earlier.data, earlier.params):
             return False
         return all(not _same(self.values[k], earlier.values[k])
                    for k in range(len(self.params)))
@@ -164,7 +172,10 @@ class Replay:
                 return None, False
             tensors.append(t)
             classes.append(_leaf_class(a))
+        shared = same_inputs(tensors)
         for k, rec in enumerate(self.records):
+            if rec.shared != shared:
+                continue
             data = [tensors[i] for i in rec.data]
             params = tuple([_converted(scalars[j], d) for j, d in rec.params])
             key = ("cpu", ((rec.structure, tuple([classes[i] for i in rec.data])),
@@ -172,7 +183,7 @@ class Replay:
             if key == rec.key:
                 if k:
                     self.records.insert(0, self.records.pop(k))
-                results = run_entry(key, data, params)
+                results = run_entry(key, data, params, counted=True)
                 if results is None:
                     return None, True
                 return tuple([LazyArray.from_tensor(t, CPU) for t in results]), True
@@ -188,15 +199,14 @@ def _recorded(arrays: Sequence[LazyArray], scalars: Sequence[float],
     tensors = [_leaf_tensor(a) for a in arrays]
     if any(t is None for t in tensors):
         return None
-    where = {id(t): i for i, t in enumerate(tensors)}
-    if len(where) != len(tensors):
-        return None  # an array passed twice: its role is ambiguous
+    where = {id(t): i for i, t in reversed(list(enumerate(tensors)))}  # first positions
     raw, inputs, nodes = plan_key(build_plan(outs))
     data = tuple([where.get(id(t), -1) for t in inputs])
     params = tuple([_source(n.val, scalars) for n in nodes])
     if -1 in data or None in params:
         return None
-    return _Record(("cpu", raw), raw[0][0], data, params,  # type: ignore[arg-type]
+    return _Record(("cpu", raw), raw[0][0], same_inputs(tensors), data,
+                   params,  # type: ignore[arg-type]
                    tuple([n.val for n in nodes]))
 
 
