@@ -19,7 +19,8 @@ inputs, which of the step's arrays hold one tensor) and the entry a compiled hit
 whose formats exact counts decided found by the counts' verdicts on this call's data, as
 ``plan_cache.lookup`` finds it). A full call makes a record only when every output is a
 new uncomputed cpu array, nothing else held is uncomputed (``held_values.only_these``: no
-value to keep), every input of the plan is the tensor of one of the step's arrays (by
+value to keep), every output computed has its tensor's fill value (a replay's outputs are
+leaves of the tensors), every input of the plan is the tensor of one of the step's arrays (by
 identity) and every parameter exactly one of its scalars converted to the parameter's
 dtype (``logic.dtypes.scalar_as``, as the api converts an operand), bit for bit. A record
 is used once a second full call with the same key made the same one, every scalar having
@@ -102,6 +103,13 @@ def _leaf_tensor(a: LazyArray) -> Any:
     return a._expr.arg.tns.val
 
 
+def _own_fill(a: LazyArray) -> bool:
+    """Whether computed ``a`` has its tensor's fill value (bit for bit): then a replay's
+    leaf of the tensor (``LazyArray.from_tensor``) is the array the full path made."""
+    t = a._result
+    return t is not None and _same(a._fill_value, t.fill_value)
+
+
 def _leaf_class(a: LazyArray) -> Any:
     """The class the plan key gives leaf ``a``'s data: its node's, kept on the node."""
     node = a._expr
@@ -138,10 +146,11 @@ class Replay:
                 STATS.bump("replayed")
                 return out
         outs = build()
-        if ENABLED and not replayable:
-            self._record(_recorded(arrays, scalars, outs))
+        rec = _recorded(arrays, scalars, outs) if ENABLED and not replayable else None
         STATS.bump("full")
         compute_arrays(outs)
+        if rec is not None and all(map(_own_fill, outs)):
+            self._record(rec)
         return outs
 
     def _record(self, rec: _Record | None) -> None:
