@@ -7,8 +7,9 @@ a convection–diffusion matrix (bicgstab, gmres with restart 20), the tall ``[L
 per iteration: the best of ``--repeat`` runs after a warm-up run (compiles, caches) of
 each, scipy and lazysparse alternating so both share the machine's load; the ratio is
 lazysparse / scipy (< 1: lazysparse faster). "computes/it" counts ``xp.compute`` calls
-and replayed steps (``api.array.replay``) per iteration and "backends/it" generated-kernel runs (a profiled extra run): each compute pays
-a per-call overhead, each kernel a pass over its operands and a fresh output.
+and replayed steps (``api.array.replay``) per iteration and "backends/it" generated-kernel
+runs (a profiled extra run): each compute pays a per-call overhead, each kernel a pass over
+its operands and a fresh output.
 Single thread unless ``--threads``.
 
 Usage: ``python benchmarks/bench_solvers.py [--side 320] [--iters 50] [--repeat 3]
