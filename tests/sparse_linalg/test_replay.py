@@ -41,9 +41,11 @@ def _solvers() -> dict[str, Callable[[int], Any]]:
     a, c, t = xp.asarray(SPD), xp.asarray(NONSYM), xp.asarray(TALL)
     b, bt = rhs(SPD.shape[0]), rhs(TALL.shape[0])
     ind = xp.asarray(indefinite(8))
+    a32 = xp.asarray(SPD.astype(np.float32))
     return {
         "cg": lambda k: SL.cg(a, b, rtol=0.0, maxiter=k),
         "cg_jacobi": lambda k: SL.cg(a, b, rtol=0.0, maxiter=k, M=SL.jacobi(a)),
+        "cg_float32": lambda k: SL.cg(a32, b.astype(np.float32), rtol=0.0, maxiter=k),
         "minres": lambda k: SL.minres(a, b, rtol=0.0, maxiter=k),
         "minres_indefinite": lambda k: SL.minres(ind, b, rtol=0.0, maxiter=k),
         "minres_jacobi": lambda k: SL.minres(a, b, rtol=0.0, maxiter=k, M=SL.jacobi(a)),
@@ -213,3 +215,17 @@ def test_a_step_on_new_data_classes_or_uncomputed_arrays_runs_the_full_path() ->
         got = step((arr, p), (3.5,), lambda arr=arr: build(arr, p, 3.5))[0]
         assert replay.STATS["replayed"] == before
         np.testing.assert_allclose(np.asarray(got), want * 3.5 + pn, rtol=1e-12)
+
+
+def test_a_solver_replays_while_the_user_holds_other_lazy_arrays() -> None:
+    """Uncomputed arrays the user holds (unrelated to the solve) are no value a step keeps:
+    cg still replays, with the full path's values, and the held arrays stay lazy."""
+    a, b = xp.asarray(SPD), rhs(SPD.shape[0])
+    held = [xp.asarray(b) * 2.0, xp.sum(a, axis=1)]
+    with _replay(False):
+        want = SL.cg(a, b, rtol=0.0, maxiter=15)[0]
+    before = replay.STATS["replayed"]
+    got = SL.cg(a, b, rtol=0.0, maxiter=15)[0]
+    assert replay.STATS["replayed"] > before
+    assert all(h.result is None for h in held)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))

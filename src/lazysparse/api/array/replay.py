@@ -18,10 +18,11 @@ derives is that record's (same structure, data classes, constant classes, aliasi
 inputs, which of the step's arrays hold one tensor) and the entry a compiled hit (a shape
 whose formats exact counts decided found by the counts' verdicts on this call's data, as
 ``plan_cache.lookup`` finds it). A full call makes a record only when every output is a
-new uncomputed cpu array, nothing else held is uncomputed (``held_values.only_these``: no
-value to keep), every output computed has its tensor's fill value (a replay's outputs are
-leaves of the tensors), every input of the plan is the tensor of one of the step's arrays (by
-identity) and every parameter exactly one of its scalars converted to the parameter's
+new uncomputed cpu array, the full path keeps no held value with them (``api.held_values``:
+the step's temporaries die before it computes, so a later call keeps none either), every
+output computed has its tensor's fill value (a replay's outputs are leaves of the
+tensors), every input of the plan is the tensor of one of the step's arrays (by identity)
+and every parameter exactly one of its scalars converted to the parameter's
 dtype (``logic.dtypes.scalar_as``, as the api converts an operand), bit for bit. A record
 is used once a second full call with the same key made the same one, every scalar having
 changed in between: a constant of the step equal to a scalar's value by chance, or a
@@ -43,8 +44,9 @@ from typing import Any
 
 import numpy as np
 
-from lazysparse.api.array.held_values import only_these
+from lazysparse.api.array.held_values import held_values
 from lazysparse.api.array.lazy_array import CPU, LazyArray
+from lazysparse.api.array.live import BY_ALIAS
 from lazysparse.api.array.materialize import build_plan, compute_arrays
 from lazysparse.engine.known_shapes import run_entry
 from lazysparse.engine.plan_cache import const_classes, input_key, plan_key, same_inputs
@@ -238,11 +240,13 @@ def _source(value: Any, scalars: Sequence[float]) -> tuple[int, np.dtype | None]
 
 def _plain_outputs(outs: tuple[LazyArray, ...]) -> bool:
     """Whether ``outs`` are distinct new uncomputed cpu arrays, no view of another, that a
-    compute runs in one plan of their own (nothing else held to keep)."""
+    compute runs in one plan of their own (no held value to keep: ``held_values``; a
+    later call's would be none too, its history being the step's own temporaries and
+    leaves)."""
     if len({id(a) for a in outs}) != len(outs):
         return False
     for a in outs:
         if a._result is not None or a._view is not None or a._update is not None \
                 or a._device.name != "cpu" or type(a._expr.arg) is Reorder:
             return False
-    return only_these(tuple(outs))
+    return not held_values(tuple(outs), BY_ALIAS)
