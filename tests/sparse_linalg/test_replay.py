@@ -229,3 +229,24 @@ def test_a_solver_replays_while_the_user_holds_other_lazy_arrays() -> None:
     assert replay.STATS["replayed"] > before
     assert all(h.result is None for h in held)
     np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+def test_a_step_that_never_records_stops_trying(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each try to record keys the plan once more: a step that can never replay (its
+    scalar transformed) tries ``MAX_MISSES`` times, then runs the plain full path."""
+    keyed = 0
+    real = replay.plan_key
+
+    def counted(plan: Any) -> Any:
+        nonlocal keyed
+        keyed += 1
+        return real(plan)
+
+    monkeypatch.setattr(replay, "plan_key", counted)
+    build = CASES["a transformed scalar"][0]
+    scalars = lambda i: 0.5 + 0.1 * i  # noqa: E731
+    got = _loop(Replay(), build, scalars, n=3 * replay.MAX_MISSES)
+    assert keyed == replay.MAX_MISSES
+    for g, w in zip(got, _reference(build, scalars, n=3 * replay.MAX_MISSES), strict=True):
+        for a, b in zip(g, w, strict=True):
+            np.testing.assert_array_equal(a, b)

@@ -123,6 +123,9 @@ def _leaf_class(a: LazyArray) -> Any:
 # the most confirmed records (and candidates) one step keeps: one per key its calls take
 # (a step scalar's sign is in the key: minres' ``phi`` alternates)
 MAX_RECORDS = 8
+# full calls in a row that could make no record after which a step stops trying (each try
+# keys its plan once more: a step that can never replay pays it only this often)
+MAX_MISSES = 8
 
 
 class Replay:
@@ -131,11 +134,12 @@ class Replay:
     ``records``: the confirmed records, most recently used first; ``candidates``: the
     records of full calls not yet confirmed, by key."""
 
-    __slots__ = ("records", "candidates")
+    __slots__ = ("records", "candidates", "misses")
 
     def __init__(self) -> None:
         self.records: list[_Record] = []
         self.candidates: dict[Any, _Record] = {}
+        self.misses = 0  # full calls in a row that could make no record
 
     def __call__(self, arrays: Sequence[LazyArray], scalars: Sequence[float],
                  build: Callable[[], tuple[LazyArray, ...]]) -> tuple[LazyArray, ...]:
@@ -148,11 +152,16 @@ class Replay:
                 STATS.bump("replayed")
                 return out
         outs = build()
-        rec = _recorded(arrays, scalars, outs) if ENABLED and not replayable else None
+        rec = None
+        if ENABLED and not replayable and self.misses < MAX_MISSES:
+            rec = _recorded(arrays, scalars, outs)
         STATS.bump("full")
         compute_arrays(outs)
         if rec is not None and all(map(_own_fill, outs)):
             self._record(rec)
+            self.misses = 0
+        elif not replayable:
+            self.misses += 1
         return outs
 
     def _record(self, rec: _Record | None) -> None:
