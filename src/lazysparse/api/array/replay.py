@@ -99,9 +99,9 @@ def _converted(value: Any, dtype: np.dtype | None) -> Any:
 def _leaf_tensor(a: LazyArray) -> Any:
     """The tensor of computed cpu leaf ``a`` as a plan reads it (its ``Table``'s), else
     None (uncomputed, a view or queued writes to bring up to date, another device)."""
-    if a._result is None or a._view is not None or a._update is not None \
+    if a._result is None or a._view is not None or (a._update is not None and a._update.dirty) \
             or a._device.name != "cpu" or type(a._expr.arg) is not Table:
-        return None
+        return None  # (a write's state with nothing queued: ``_sync`` would do nothing)
     return a._expr.arg.tns.val
 
 
