@@ -11,7 +11,8 @@ saves nothing); a step is three ``xp.compute`` calls and one row write (which to
 copies the whole basis: the copy-on-write check of ``x[i] = v`` sees references that
 the kernel caches keep to an array a compute has read). The small Hessenberg
 least-squares problem (Givens rotations, the triangular solve) runs on the host in NumPy,
-as scipy's does.
+as scipy's does. The three computes read only computed arrays, so each replays from its
+cached program once recorded (``api.array.replay``).
 """
 
 from __future__ import annotations
