@@ -6,9 +6,10 @@ a convection–diffusion matrix (bicgstab, gmres with restart 20), the tall ``[L
 (lsqr, 204,800 x 102,400) and the 4 largest eigenpairs of the Laplacian (lobpcg). Reported
 per iteration: the best of ``--repeat`` runs after a warm-up run (compiles, caches) of
 each, scipy and lazysparse alternating so both share the machine's load; the ratio is
-lazysparse / scipy (< 1: lazysparse faster). "computes/it" counts ``xp.compute`` calls per
-iteration and "backends/it" generated-kernel runs (a profiled extra run): each compute pays
-a per-call overhead, each kernel a pass over its operands and a fresh output.
+lazysparse / scipy (< 1: lazysparse faster). "computes/it" counts ``xp.compute`` calls
+and replayed steps (``api.array.replay``) per iteration and "backends/it" generated-kernel
+runs (a profiled extra run): each compute pays a per-call overhead, each kernel a pass over
+its operands and a fresh output.
 Single thread unless ``--threads``.
 
 Usage: ``python benchmarks/bench_solvers.py [--side 320] [--iters 50] [--repeat 3]
@@ -120,7 +121,8 @@ def counts(case: Case, iters: int) -> tuple[float, float]:
     prof.runcall(case.ours, iters)
     stats = pstats.Stats(prof).stats  # type: ignore[attr-defined]
     calls = sum(v[1] for k, v in stats.items()
-                if k[2] == "compute" and k[0].endswith("api/chapters/compute.py"))
+                if k[2] == "compute" and k[0].endswith("api/chapters/compute.py")
+                or k[2] == "__call__" and k[0].endswith("api/array/replay.py"))
     kernels = sum(v[1] for k, v in stats.items()
                   if k[2] == "chunk" and Path(k[0]).name.startswith("lsk_"))
     per = case.per_call(iters)

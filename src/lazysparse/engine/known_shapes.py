@@ -71,8 +71,23 @@ def run_known(node: Subquery, ndim: int) -> tuple[Any, ...] | None:
     if found is None:
         return None
     key, sk = found
-    entry = known_entry(key)
+    return run_entry(key, sk.data, sk.params)
+
+
+def run_entry(key: Any, data: Any, params: tuple[Any, ...], counted: bool = False
+              ) -> tuple[Any, ...] | None:
+    """The results of the cached program under the full plan-cache ``key`` on ``data``
+    (the plan's inputs in key order) and ``params`` (its constants in parameter order),
+    as :func:`lookup` and the compiled tier would run them (with ``counted``, a shape
+    whose formats exact counts decided too, found by the counts' verdicts on them, as
+    :func:`lookup` finds it); None where the full path must decide: another executor, no
+    cached entry, a shape cached by constant values, not yet run compiled or not yet on
+    disk, the eager mode. A caller that derived the key of a plan it did not build
+    (``api.array.replay``) runs it here."""
+    if executors.get_executor() is not executors.compiled_executor:
+        return None
+    entry = known_entry(key, data if counted else None, params)
     if entry is None or not compiled_again(entry):
         return None
     plan_cache.STATS.bump("hits")
-    return entry.program.rerun(sk.data, sk.params)
+    return entry.program.rerun(data, params)

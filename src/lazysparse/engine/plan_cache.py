@@ -320,17 +320,23 @@ def lookup(plan: Plan, device: str = "cpu") -> tuple[CachedPlan, list[Any], tupl
     return entry, inputs, params
 
 
-def known_entry(key: Any) -> CachedPlan | None:
+def known_entry(key: Any, inputs: list[Any] | None = None,
+                params: tuple[Any, ...] = ()) -> CachedPlan | None:
     """The cached entry under the full plan-cache ``key`` (``(device, plan_key(...)[0])``)
     when it is a plain hit (marked recently used, as :func:`lookup` does; the caller
-    counts the hit once it uses it); None for a miss, a shape cached by constant values
-    or by exact counts' verdicts (those need :func:`lookup`'s full path)."""
+    counts the hit once it uses it); None for a miss or a shape cached by constant values
+    (those need :func:`lookup`'s full path). A shape whose formats exact counts decided
+    is found as :func:`lookup` finds it, by the counts' verdicts on ``inputs`` and
+    ``params`` (the plan's data and constants), when they are given; else None."""
     with _LOCK:
         hit = _CACHE.get(key)
-        if type(hit) is not CachedPlan:
-            return None
-        _CACHE.move_to_end(key)
-    return hit
+        if type(hit) is CachedPlan:
+            _CACHE.move_to_end(key)
+            return hit
+    if inputs is None or not isinstance(hit, _Counted):
+        return None
+    found = _get(_counted_key(key, hit, inputs, params))
+    return found if type(found) is CachedPlan else None
 
 
 @dataclass(eq=False)

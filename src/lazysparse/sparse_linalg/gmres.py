@@ -11,7 +11,8 @@ saves nothing); a step is three ``xp.compute`` calls and one row write (which to
 copies the whole basis: the copy-on-write check of ``x[i] = v`` sees references that
 the kernel caches keep to an array a compute has read). The small Hessenberg
 least-squares problem (Givens rotations, the triangular solve) runs on the host in NumPy,
-as scipy's does.
+as scipy's does. The three computes read only computed arrays, so each replays from its
+cached program once recorded (``api.array.replay``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from lazysparse.api.array.lazy_array import LazyArray
+from lazysparse.api.array.replay import Replay
 from lazysparse.sparse_linalg.operators import (
     Operator,
     Vector,
@@ -31,8 +33,10 @@ from lazysparse.sparse_linalg.operators import (
     as_preconditioner,
     iterations,
     norm,
+    replay_for,
     square_operator,
     start,
+    step_arrays,
     tolerance,
     xp,
     zeros,
@@ -89,18 +93,41 @@ def _basis(m: int, n: int, like: LazyArray) -> LazyArray:
     return xp.compute(zeros((m + 1, n), like))
 
 
-def _arnoldi_step(op: Operator, psolve: Vector | None, basis: LazyArray, v: LazyArray
+def _arnoldi_step(op: Operator, psolve: Vector | None, basis: LazyArray, v: LazyArray,
+                  steps: tuple[Replay | None, ...]
                   ) -> tuple[LazyArray, np.ndarray, float, float]:
     """``w = A M v`` orthogonalized against the basis by classical Gram–Schmidt run twice
     (CGS2): the new direction, the Hessenberg column's projections, ``||w||`` after and
-    before."""
-    w = op.matvec(apply(psolve, v))
-    w, h1, w0 = xp.compute(w, basis @ w, xp.vecdot(w, w))
-    w = w - basis.T @ h1
-    w, h2 = xp.compute(w, basis @ w)
-    w = w - basis.T @ h2
-    w, h, ww = xp.compute(w, h1 + h2, xp.vecdot(w, w))
+    before. Its three computes read only computed arrays: each a ``Replay`` (``steps``)
+    runs from its cached program once recorded."""
+    w, h1, w0 = _run(steps[0], op, psolve, (basis, v),
+                     lambda: _projected(basis, op.matvec(apply(psolve, v))))
+    w, h2 = _run(steps[1], op, psolve, (basis, w, h1),
+                 lambda: _projected(basis, w - basis.T @ h1)[:2])
+    w, h, ww = _run(steps[2], op, psolve, (basis, w, h1, h2),
+                    lambda: _last_pass(basis, w, h1, h2))
     return w, np.asarray(h), math.sqrt(max(float(ww), 0.0)), math.sqrt(max(float(w0), 0.0))
+
+
+def _projected(basis: LazyArray, w: LazyArray) -> tuple[LazyArray, LazyArray, LazyArray]:
+    """``w``, its projections ``V @ w`` and ``w.w``."""
+    return w, basis @ w, xp.vecdot(w, w)
+
+
+def _last_pass(basis: LazyArray, w: LazyArray, h1: LazyArray, h2: LazyArray
+               ) -> tuple[LazyArray, LazyArray, LazyArray]:
+    """The second pass's ``w - V^T h2``, the column ``h1 + h2`` and the new ``w.w``."""
+    w = w - basis.T @ h2
+    return w, h1 + h2, xp.vecdot(w, w)
+
+
+def _run(step: Replay | None, op: Operator, psolve: Vector | None,
+         reads: tuple[LazyArray, ...], build: Callable[[], tuple[LazyArray, ...]]
+         ) -> tuple[LazyArray, ...]:
+    """``build()``'s arrays computed: replayed by ``step`` when there is one."""
+    if step is None:
+        return xp.compute(*build())
+    return step(step_arrays(op, psolve, reads), (), build)
 
 
 def gmres(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: float = 0.0,
@@ -130,6 +157,7 @@ def gmres(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: float = 0
     r = b if x0 is None else b - op.matvec(x)
     r, rr = xp.compute(r, xp.vecdot(r, r))
     beta = math.sqrt(max(float(rr), 0.0))
+    steps = tuple(replay_for(op, psolve) for _ in range(3))
     for _ in range(maxiter):
         if beta <= tol:
             return x, 0
@@ -138,7 +166,7 @@ def gmres(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: float = 0
         basis[0, :] = v
         hess = _Hessenberg(m, beta)
         for j in range(m):
-            w, h, hnorm, w0 = _arnoldi_step(op, psolve, basis, v)
+            w, h, hnorm, w0 = _arnoldi_step(op, psolve, basis, v, steps)
             h[j + 1] = hnorm
             presid = hess.add_column(j, h)
             k = j + 1

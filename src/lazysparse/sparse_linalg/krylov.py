@@ -12,6 +12,10 @@ iteration read stays a lazy 0-d array, so its compute is not split at a scalar r
   (so the ``x``/``r`` update of one iteration runs in the first compute of the next). One
   compute with lazy ``alpha`` and ``omega`` (15 queries instead of 13) measured 12-30 %
   slower (2026-12-02): its plan key costs more than the second compute saves.
+
+Each compute is built only of computed vectors and host scalars (bicgstab carries its
+pending update as ``_BiCGStab.pending``), so from the second or third iteration on a
+``Replay`` (``api.array.replay``) runs it from its cached program without building it.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from lazysparse.api.array.lazy_array import LazyArray
+from lazysparse.api.array.replay import Replay
 from lazysparse.sparse_linalg.operators import (
     Operator,
     Vector,
@@ -29,8 +34,10 @@ from lazysparse.sparse_linalg.operators import (
     iterations,
     norm,
     ratio,
+    replay_for,
     square_operator,
     start,
+    step_arrays,
     tolerance,
     xp,
     zeros,
@@ -57,13 +64,13 @@ def cg(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: float = 0.0,
     r = b if x0 is None else b - op.matvec(x)
     r, z, rho, rr = _preconditioned(r, psolve)
     p, rho_old = z, 1.0
+    step = replay_for(op, psolve)
     for it in range(maxiter):
         if math.sqrt(max(rr, 0.0)) <= tol:
             return x, 0
-        if it:
-            p = z + (rho / rho_old) * p
+        beta = rho / rho_old if it else None
         rho_old = rho
-        x, r, z, p, rho, rr = _cg_step(op, psolve, x, r, p, rho)
+        x, r, z, p, rho, rr = _cg_step(op, psolve, (x, r, z, p), rho, beta, step)
         if callback is not None:
             callback(x)
     return x, (0 if math.sqrt(max(rr, 0.0)) <= tol else maxiter)
@@ -80,18 +87,42 @@ def _preconditioned(r: LazyArray, psolve: Vector | None
     return r, z, float(rz), float(rr)
 
 
-def _cg_step(op: Operator, psolve: Vector | None, x: LazyArray, r: LazyArray, p: LazyArray,
-             rho: float) -> tuple[LazyArray, LazyArray, LazyArray, LazyArray, float, float]:
-    """One CG iteration in one plan: ``q = A p``, the step ``alpha = rho / p.q`` (a lazy
-    0-d array the two updates read), ``x + alpha p``, ``r - alpha q``, ``z = M r`` and the
-    dots ``r.z``, ``r.r``; returns ``x, r, z, p, r.z, r.r``."""
+def _cg_step(op: Operator, psolve: Vector | None,
+             vectors: tuple[LazyArray, LazyArray, LazyArray, LazyArray], rho: float,
+             beta: float | None, step: Replay | None
+             ) -> tuple[LazyArray, LazyArray, LazyArray, LazyArray, float, float]:
+    """One CG iteration in one plan (:func:`_cg_built`) of ``vectors`` ``x, r, z, p``;
+    returns ``x, r, z, p, r.z, r.r``. From the second iteration on (``beta`` given) a
+    ``Replay`` runs it from its cached program without building it again."""
+    x, r, z, p = vectors
+    build = lambda: _cg_built(op, psolve, vectors, rho, beta)  # noqa: E731
+    if step is None or beta is None:
+        out = xp.compute(*build())
+    else:
+        reads = (x, r, p) if psolve is None else (x, r, z, p)
+        out = step(step_arrays(op, psolve, reads), (rho, beta), build)
+    if psolve is None:
+        x, r, p, rr = out
+        return x, r, r, p, float(rr), float(rr)
+    x, r, z, p, rz, rr = out
+    return x, r, z, p, float(rz), float(rr)
+
+
+def _cg_built(op: Operator, psolve: Vector | None,
+              vectors: tuple[LazyArray, LazyArray, LazyArray, LazyArray], rho: float,
+              beta: float | None) -> tuple[LazyArray, ...]:
+    """The lazy arrays of one CG iteration: the direction ``p = z + beta p`` (``p`` itself
+    without ``beta``), ``q = A p``, the step ``alpha = rho / p.q`` (a lazy 0-d array the two
+    updates read), ``x + alpha p``, ``r - alpha q``, ``z = M r`` and the dots ``r.z``,
+    ``r.r``: ``x, r, p, r.r`` or, with ``M``, ``x, r, z, p, r.z, r.r``."""
+    x, r, z, p = vectors
+    if beta is not None:
+        p = z + beta * p
     x, r = _cg_updates(op, x, r, p, rho)
     if psolve is None:
-        x, r, p, rr = xp.compute(x, r, p, xp.vecdot(r, r))
-        return x, r, r, p, float(rr), float(rr)
+        return x, r, p, xp.vecdot(r, r)
     z = psolve(r)
-    x, r, z, p, rz, rr = xp.compute(x, r, z, p, xp.vecdot(r, z), xp.vecdot(r, r))
-    return x, r, z, p, float(rz), float(rr)
+    return x, r, z, p, xp.vecdot(r, z), xp.vecdot(r, r)
 
 
 def _cg_updates(op: Operator, x: LazyArray, r: LazyArray, p: LazyArray, rho: float
@@ -120,60 +151,130 @@ def bicgstab(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5, atol: float 
     eps2 = float(xp.finfo(b.dtype).eps) ** 2
     r = b if x0 is None else b - op.matvec(x)
     r, rr = xp.compute(r, xp.vecdot(r, r))
-    rhat, rho, rr = r, float(rr), float(rr)
+    rho, rr = float(rr), float(rr)
     if math.sqrt(max(rr, 0.0)) <= tol:
         return x, 0
-    p = v = None
+    it = _BiCGStab(op, psolve, r, x)
     alpha = omega = rho_old = 1.0
-    for it in range(maxiter):
+    for k in range(maxiter):
         if abs(rho) < eps2 * rr:
-            return xp.compute(x), -10
-        if p is None:
-            p = r
-        else:
-            if abs(omega) < eps2:
-                return xp.compute(x), -11
-            p = r + ((rho / rho_old) * (alpha / omega)) * (p - omega * v)
-        phat = apply(psolve, p)
-        v = op.matvec(phat)
-        if it == 0:
-            p, phat, v, rv = xp.compute(p, phat, v, xp.vecdot(rhat, v))
-        else:  # the previous iteration's x and r, and the residual test on them
-            x, r, p, phat, v, rv, rr = xp.compute(x, r, p, phat, v, xp.vecdot(rhat, v),
-                                                  xp.vecdot(r, r))
-            rr = float(rr)
+            return xp.compute(it.updates()[0]), -10
+        if k and abs(omega) < eps2:
+            return xp.compute(it.updates()[0]), -11
+        rv, rr_now = it.first_half((rho / rho_old) * (alpha / omega) if k else None)
+        if rr_now is not None:  # the previous iteration's x and r, and the residual test
+            rr = rr_now
             if math.sqrt(max(rr, 0.0)) <= tol:
-                return x, 0
-        rv = float(rv)
+                return it.x, 0
         if rv == 0.0:
-            return x, -11
+            return it.x, -11
         alpha = rho / rv
-        s, shat, t, ts, tt, rs, rt, ss = _stabilizing_half(op, psolve, r - alpha * v, rhat)
+        ts, tt, rs, rt, ss = it.second_half(alpha)
         if math.sqrt(max(ss, 0.0)) <= tol:
-            return xp.compute(x + alpha * phat), 0
+            return xp.compute(it.x + alpha * it.phat), 0
         omega = ts / tt if tt != 0.0 else 0.0
-        x = x + alpha * phat + omega * shat
-        r = s - omega * t
+        it.pending, it.omega = alpha, omega
         rho_old, rho = rho, rs - omega * rt
         rr = _speculative_norm2(ss, ts, tt, omega)
         if callback is not None:
-            x, r = xp.compute(x, r)
-            callback(x)
+            it.x, it.r = xp.compute(*it.updates())
+            it.pending = None
+            callback(it.x)
+    x, r = it.updates()
     x, r, rr = xp.compute(x, r, xp.vecdot(r, r))
     return x, (0 if math.sqrt(max(float(rr), 0.0)) <= tol else maxiter)
 
 
-def _stabilizing_half(op: Operator, psolve: Vector | None, s: LazyArray, rhat: LazyArray
-                      ) -> tuple[LazyArray, LazyArray, LazyArray, float, float, float, float,
-                                 float]:
-    """BiCGSTAB's second half-step in one plan: ``s``, ``shat = M s``, ``t = A shat`` and
-    the dot products ``t.s``, ``t.t``, ``rhat.s``, ``rhat.t``, ``s.s`` as floats."""
-    shat = apply(psolve, s)
-    t = op.matvec(shat)
-    s, shat, t, ts, tt, rs, rt, ss = xp.compute(
-        s, shat, t, xp.vecdot(t, s), xp.vecdot(t, t), xp.vecdot(rhat, s),
-        xp.vecdot(rhat, t), xp.vecdot(s, s))
-    return s, shat, t, float(ts), float(tt), float(rs), float(rt), float(ss)
+class _BiCGStab:
+    """BiCGSTAB's vectors between its two computes per iteration, each computed: ``x``,
+    ``r``, ``p``, ``phat = M p``, ``v = A phat`` (first half), ``s``, ``shat = M s``,
+    ``t = A shat`` (second half); ``pending``: the step size ``alpha`` of the updates
+    ``x + alpha phat + omega shat`` and ``s - omega t`` (``omega``: the latest) when they
+    have not run yet. They run in the next first half's plan, so each half is one plan
+    of computed vectors and host scalars: two computes per iteration, the ``x``/``r``
+    update of one iteration in the first of the next, each replayed (``Replay``) from the
+    third iteration on without building it again."""
+
+    def __init__(self, op: Operator, psolve: Vector | None, r: LazyArray, x: LazyArray
+                 ) -> None:
+        self.op, self.psolve, self.rhat = op, psolve, r
+        self.x, self.r = x, r
+        self.p = self.phat = self.v = self.s = self.shat = self.t = r
+        self.pending: float | None = None
+        self.omega = 1.0
+        self.steps = (replay_for(op, psolve), replay_for(op, psolve))
+
+    def updates(self) -> tuple[LazyArray, LazyArray]:
+        """The lazy ``x`` and ``r`` of the pending updates (the computed ones without)."""
+        if self.pending is None:
+            return self.x, self.r
+        alpha, omega = self.pending, self.omega
+        return self.x + alpha * self.phat + omega * self.shat, self.s - omega * self.t
+
+    def _first_built(self, coef: float | None) -> tuple[LazyArray, ...]:
+        """``p = r + coef (p - omega v)`` (``r`` itself without ``coef``), ``phat``, ``v``,
+        ``rhat.v`` and, with ``coef``, ``x`` and ``r`` first (the pending updates) and
+        ``r.r`` last."""
+        x, r = self.updates()
+        p = r if coef is None else r + coef * (self.p - self.omega * self.v)
+        phat = apply(self.psolve, p)
+        v = self.op.matvec(phat)
+        head = (p, v) if self.psolve is None else (p, phat, v)
+        if coef is None:
+            return (*head, xp.vecdot(self.rhat, v))
+        return (x, r, *head, xp.vecdot(self.rhat, v), xp.vecdot(r, r))
+
+    def first_half(self, coef: float | None) -> tuple[float, float | None]:
+        """Run the first half (:meth:`_first_built`) in one plan: ``rhat.v`` and, with
+        ``coef``, ``r.r`` (else None)."""
+        build = lambda: self._first_built(coef)  # noqa: E731
+        step = self.steps[0]
+        if step is None or coef is None or self.pending is None:
+            out = xp.compute(*build())
+        else:
+            reads = (self.rhat, self.x, self.phat, self.shat, self.s, self.t, self.p,
+                     self.v)
+            out = step(step_arrays(self.op, self.psolve, reads),
+                       (self.pending, self.omega, coef), build)
+        self.pending = None
+        if coef is not None:
+            self.x, self.r, *out = out
+        if self.psolve is None:
+            self.p, self.v = out[:2]
+            self.phat = self.p
+        else:
+            self.p, self.phat, self.v = out[:3]
+        if coef is None:
+            return float(out[-1]), None
+        return float(out[-2]), float(out[-1])
+
+    def _second_built(self, alpha: float) -> tuple[LazyArray, ...]:
+        """``s = r - alpha v``, ``shat = M s``, ``t = A shat`` and the dots ``t.s``,
+        ``t.t``, ``rhat.s``, ``rhat.t``, ``s.s``."""
+        s = self.r - alpha * self.v
+        shat = apply(self.psolve, s)
+        t = self.op.matvec(shat)
+        head = (s, t) if self.psolve is None else (s, shat, t)
+        return (*head, xp.vecdot(t, s), xp.vecdot(t, t), xp.vecdot(self.rhat, s),
+                xp.vecdot(self.rhat, t), xp.vecdot(s, s))
+
+    def second_half(self, alpha: float) -> tuple[float, float, float, float, float]:
+        """Run BiCGSTAB's second half-step (:meth:`_second_built`) in one plan: the dots
+        ``t.s``, ``t.t``, ``rhat.s``, ``rhat.t``, ``s.s`` as floats."""
+        build = lambda: self._second_built(alpha)  # noqa: E731
+        step = self.steps[1]
+        if step is None:
+            out = xp.compute(*build())
+        else:
+            reads = (self.rhat, self.r, self.v)
+            out = step(step_arrays(self.op, self.psolve, reads), (alpha,), build)
+        if self.psolve is None:
+            self.s, self.t = out[:2]
+            self.shat = self.s
+        else:
+            self.s, self.shat, self.t = out[:3]
+        ts, tt, rs, rt, ss = (float(v) for v in out[-5:])
+        return ts, tt, rs, rt, ss
 
 
 def _speculative_norm2(ss: float, ts: float, tt: float, omega: float) -> float:

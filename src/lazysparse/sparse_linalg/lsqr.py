@@ -16,11 +16,13 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from lazysparse.api.array.lazy_array import LazyArray
+from lazysparse.api.array.replay import Replay
 from lazysparse.sparse_linalg.operators import (
     Operator,
     as_operator,
     as_vector,
     iterations,
+    replay_for,
     result_dtype,
     xp,
     zeros,
@@ -122,36 +124,102 @@ def _lsqr_problem(A: Any, b: Any, calc_var: bool) -> tuple[Operator, LazyArray]:
 
 
 def _bidiagonalization_start(op: Operator, b: LazyArray, x: LazyArray, x0: Any
-                             ) -> tuple[LazyArray, LazyArray, _State]:
-    """Golub–Kahan's first vectors ``u = (b - A x0) / beta``, ``v = A^T u / alpha`` and
-    the state they start."""
+                             ) -> tuple[tuple[LazyArray, float | None],
+                                        tuple[LazyArray, float | None], _State]:
+    """Golub–Kahan's first vectors ``u = (b - A x0) / beta``, ``v = A^T u / alpha`` (each
+    as its computed raw vector and divisor, None: none) and the state they start."""
     u = b if x0 is None else b - op.matvec(x)
     u, uu, bb = xp.compute(u, xp.vecdot(u, u), xp.vecdot(b, b))
     beta, bnorm = math.sqrt(float(uu)), math.sqrt(float(bb))
     alpha = 0.0
-    v = x
+    v: tuple[LazyArray, float | None] = (x, None)
     if beta > 0:
-        u = u / beta
-        v, alpha = with_norm(op.rmatvec(u))
-    if alpha > 0:
-        v = v / alpha
+        assert op.rmatvec is not None
+        v_raw, alpha = with_norm(op.rmatvec(u / beta))
+        v = (v_raw, alpha if alpha > 0 else None)
     s = _State(alpha, beta, rhobar=alpha, phibar=beta, bnorm=bnorm, rnorm=beta,
                r1norm=beta, arnorm=alpha * beta)
-    return u, v, s
+    return (u, beta if beta > 0 else None), v, s
+
+
+@dataclass
+class _Vectors:
+    """LSQR's vectors before an iteration's first compute, as computed arrays and host
+    scalars (so its plan can be replayed, ``Replay``): ``u = u_raw / u_div`` and ``v =
+    v_raw / v_div`` (None: no division), ``x = x_old + t1 w_old`` and ``w = v + t2 w_old``
+    (``t`` None: ``x_old`` and ``v`` themselves, the first iteration)."""
+
+    u_raw: LazyArray
+    u_div: float | None
+    v_raw: LazyArray
+    v_div: float | None
+    x_old: LazyArray
+    w_old: LazyArray
+    t: tuple[float, float] | None = None
+
+    def v(self) -> LazyArray:
+        return self.v_raw if self.v_div is None else self.v_raw / self.v_div
+
+    def x_and_w(self, v: LazyArray) -> tuple[LazyArray, LazyArray]:
+        """The lazy ``x`` and ``w`` (``v``: the lazy ``v``)."""
+        if self.t is None:
+            return self.x_old, v
+        t1, t2 = self.t
+        return self.x_old + t1 * self.w_old, v + t2 * self.w_old
+
+
+def _first_built(op: Operator, vec: _Vectors, alpha: float) -> tuple[LazyArray, ...]:
+    """``x, w, w.w, u' = A v - alpha u, u'.u'`` and, where ``v`` is a division read twice
+    (by ``A v`` and ``w``), ``v`` (the value a compute keeps: ``api.held_values``)."""
+    u = vec.u_raw if vec.u_div is None else vec.u_raw / vec.u_div
+    v = vec.v()
+    x, w = vec.x_and_w(v)
+    u = op.matvec(v) - alpha * u
+    kept = (v,) if vec.t is not None and vec.v_div is not None else ()
+    return (x, w, xp.vecdot(w, w), u, xp.vecdot(u, u), *kept)
+
+
+def _first_compute(op: Operator, vec: _Vectors, alpha: float, step: Replay | None
+                   ) -> tuple[LazyArray, LazyArray, float, LazyArray, float, LazyArray]:
+    """An iteration's first plan (:func:`_first_built`): ``x, w, w.w, u', u'.u'`` and the
+    computed ``v``; replayed where every division and update is there."""
+    build = lambda: _first_built(op, vec, alpha)  # noqa: E731
+    if step is None or vec.t is None or vec.u_div is None or vec.v_div is None:
+        out = xp.compute(*build())
+    else:
+        reads = (op.matrix, vec.u_raw, vec.v_raw, vec.x_old, vec.w_old)
+        out = step(reads, (vec.u_div, alpha, *vec.t), build)  # type: ignore[arg-type]
+    x, w, ww, u, uu = out[:5]
+    v = out[5] if len(out) > 5 else (w if vec.t is None else vec.v())
+    return x, w, float(ww), u, float(uu), v
 
 
 def _bidiagonalization_step(op: Operator, s: _State, u: LazyArray, uu: float, v: LazyArray,
-                            damp: float) -> tuple[LazyArray, LazyArray]:
+                            damp: float, step: Replay | None
+                            ) -> tuple[LazyArray, float | None, LazyArray, float | None]:
     """Normalize ``u = A v - alpha u`` (``beta = ||u||``, ``uu`` its square), update
-    ``||A||``, and make the next ``v = (A^T u - beta v) / alpha``."""
+    ``||A||``, and make the next ``v = (A^T u - beta v) / alpha`` (``v`` computed): the
+    next ``u`` and ``v`` as ``_Vectors`` hold them, raw and divisor."""
     s.beta = math.sqrt(max(uu, 0.0))
-    if s.beta > 0:
-        u = u / s.beta
-        s.anorm = math.sqrt(s.anorm ** 2 + s.alpha ** 2 + s.beta ** 2 + damp ** 2)
-        v, s.alpha = with_norm(op.rmatvec(u) - s.beta * v)
-        if s.alpha > 0:
-            v = v / s.alpha
-    return u, v
+    if not s.beta > 0:
+        return u, None, v, None
+    s.anorm = math.sqrt(s.anorm ** 2 + s.alpha ** 2 + s.beta ** 2 + damp ** 2)
+    beta = s.beta
+    build = lambda: _second_built(op, u, beta, v)  # noqa: E731
+    if step is None:
+        v_raw, vv = xp.compute(*build())
+    else:
+        v_raw, vv = step((op.matrix, u, v), (beta,), build)  # type: ignore[arg-type]
+    s.alpha = math.sqrt(max(float(vv), 0.0))  # ``with_norm``'s
+    return u, beta, v_raw, (s.alpha if s.alpha > 0 else None)
+
+
+def _second_built(op: Operator, u: LazyArray, beta: float, v: LazyArray
+                  ) -> tuple[LazyArray, LazyArray]:
+    """``A^T (u / beta) - beta v`` and its square norm."""
+    assert op.rmatvec is not None
+    w = op.rmatvec(u / beta) - beta * v
+    return w, xp.vecdot(w, w)
 
 
 def lsqr(A: Any, b: Any, damp: float = 0.0, atol: float = 1e-6, btol: float = 1e-6,
@@ -169,22 +237,21 @@ def lsqr(A: Any, b: Any, damp: float = 0.0, atol: float = 1e-6, btol: float = 1e
     zeros_n = zeros(n, b)
     x = zeros_n if x0 is None else as_vector(x0, n, b.dtype, op.device, "x0", "lsqr")
     u, v, s = _bidiagonalization_start(op, b, x, x0)
-    w = v
     if s.arnorm == 0:
         x = xp.compute(x)
         return LsqrResult(x, 0, 0, s.beta, s.beta, 0.0, 0.0, 0.0, 0.0, zeros_n)
+    vec = _Vectors(*u, *v, x, x)
+    steps = (replay_for(op, None), replay_for(op, None))
     itn = istop = 0
     while itn < iter_lim:
         itn += 1
-        u = op.matvec(v) - s.alpha * u
-        x, w, ww, u, uu = xp.compute(x, w, xp.vecdot(w, w), u, xp.vecdot(u, u))
-        u, v = _bidiagonalization_step(op, s, u, float(uu), v, damp)
-        t1, t2 = s.rotate(damp, float(ww))
-        x = x + t1 * w
-        w = v + t2 * w
+        x, w, ww, u_new, uu, v_now = _first_compute(op, vec, s.alpha, steps[0])
+        u_raw, u_div, v_raw, v_div = _bidiagonalization_step(op, s, u_new, uu, v_now, damp,
+                                                             steps[1])
+        vec = _Vectors(u_raw, u_div, v_raw, v_div, x, w, s.rotate(damp, ww))
         istop = s.istop(itn, iter_lim, atol, btol, ctol, eps)
         if istop != 0:
             break
-    x = xp.compute(x)
+    x = xp.compute(vec.x_and_w(vec.v())[0])
     return LsqrResult(x, istop, itn, s.r1norm, s.rnorm, s.anorm, s.acond, s.arnorm,
                       s.xnorm, zeros_n)

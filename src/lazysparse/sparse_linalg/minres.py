@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from lazysparse.api.array.lazy_array import LazyArray
+from lazysparse.api.array.replay import Replay
 from lazysparse.sparse_linalg.operators import (
     Operator,
     Vector,
@@ -22,8 +23,10 @@ from lazysparse.sparse_linalg.operators import (
     as_preconditioner,
     iterations,
     ratio,
+    replay_for,
     square_operator,
     start,
+    step_arrays,
     xp,
     zeros,
 )
@@ -109,20 +112,60 @@ def _lanczos_vectors(op: Operator, psolve: Vector | None, y: LazyArray, r1: Lazy
     return v, r2, apply(psolve, r2), alfa
 
 
-def _lanczos(op: Operator, psolve: Vector | None, y: LazyArray, r1: LazyArray,
-             r2: LazyArray, s: _Scalars, itn: int, held: tuple[LazyArray, LazyArray] | None
+@dataclass(frozen=True)
+class _Held:
+    """The previous iteration's pending updates ``w = (v - oldeps w1 - delta w2) denom``
+    and ``x + phi w``, as the arrays and scalars they are made of (built inside the next
+    iteration's plan, so a replay of it builds nothing)."""
+
+    v: LazyArray
+    w1: LazyArray
+    w2: LazyArray
+    x: LazyArray
+    oldeps: float
+    delta: float
+    denom: float
+    phi: float
+
+    def updates(self) -> tuple[LazyArray, LazyArray]:
+        """The lazy ``w`` and ``x``."""
+        w = (self.v - self.oldeps * self.w1 - self.delta * self.w2) * self.denom
+        return w, self.x + self.phi * w
+
+
+def _lanczos(op: Operator, psolve: Vector | None, vectors: tuple[LazyArray, ...],
+             s: _Scalars, itn: int, held: _Held | None, step: Replay | None
              ) -> tuple[LazyArray, LazyArray, LazyArray, float, float, tuple[Any, ...]]:
-    """One MINRES iteration's vectors in one plan (``_lanczos_vectors``) with ``r2'.y'``,
-    and ``held`` (the previous step's ``w`` and ``x``) with ``||x||^2``: returns ``v, r2',
-    y', alfa, r2'.y'`` and ``(w, x, ||x||^2)`` (empty without ``held``)."""
-    v, r2, y, alfa = _lanczos_vectors(op, psolve, y, r1, r2, s, itn)
-    vecs = (v, r2) if psolve is None else (v, r2, y)
-    prev = () if held is None else (*held, xp.vecdot(held[1], held[1]))
-    out = xp.compute(*vecs, alfa, xp.vecdot(r2, y), *prev)
-    n = len(vecs)
+    """One MINRES iteration's vectors in one plan (:func:`_lanczos_built`) of ``vectors``
+    ``y, r1, r2`` (``y`` is ``r2`` without ``M``): returns ``v, r2', y', alfa, r2'.y'``
+    and ``(w, x, ||x||^2)`` (empty without ``held``). With ``held`` and from the second
+    Lanczos step on, a ``Replay`` runs it from its cached program."""
+    build = lambda: _lanczos_built(op, psolve, vectors, s, itn, held)  # noqa: E731
+    if step is None or held is None or itn < 2:
+        out = xp.compute(*build())
+    else:
+        h = held
+        reads = (*vectors[psolve is None:], h.v, h.w1, h.w2, h.x)
+        scalars = (s.beta, s.beta / s.oldb, h.oldeps, h.delta, h.denom, h.phi)
+        out = step(step_arrays(op, psolve, reads), scalars, build)
+    n = 2 if psolve is None else 3
     y = out[1] if psolve is None else out[2]
     done = () if held is None else (out[n + 2], out[n + 3], float(out[n + 4]))
     return out[0], out[1], y, float(out[n]), float(out[n + 1]), done
+
+
+def _lanczos_built(op: Operator, psolve: Vector | None, vectors: tuple[LazyArray, ...],
+                   s: _Scalars, itn: int, held: _Held | None) -> tuple[LazyArray, ...]:
+    """The lazy arrays of one MINRES iteration: ``_lanczos_vectors``, ``r2'.y'`` and, with
+    ``held``, the previous step's ``w``, ``x`` and ``||x||^2``."""
+    y, r1, r2 = vectors
+    prev: tuple[LazyArray, ...] = ()
+    if held is not None:
+        w, x = held.updates()
+        prev = (w, x, xp.vecdot(x, x))
+    v, r2, y, alfa = _lanczos_vectors(op, psolve, y, r1, r2, s, itn)
+    vecs = (v, r2) if psolve is None else (v, r2, y)
+    return (*vecs, alfa, xp.vecdot(r2, y), *prev)
 
 
 def _beta(ry: float, psolve: Vector | None) -> float:
@@ -162,9 +205,11 @@ def minres(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5,
     w = w2 = zeros(b.shape, b)
     r2 = r1
     step: _Step | None = None
+    held: _Held | None = None
+    replay = replay_for(op, psolve)
     for itn in range(1, maxiter + 1):
-        held = None if step is None else (w, x)
-        v, r2_new, y, alfa, ry, done = _lanczos(op, psolve, y, r1, r2, s, itn, held)
+        v, r2_new, y, alfa, ry, done = _lanczos(op, psolve, (y, r1, r2), s, itn, held,
+                                                replay)
         if step is not None:  # the previous step's x, then its tests
             w, x, xx = done
             if callback is not None:
@@ -174,17 +219,17 @@ def minres(A: Any, b: Any, x0: Any = None, *, rtol: float = 1e-5,
         r1, r2 = r2, r2_new
         s, step = _rotate(s, alfa, _beta(ry, psolve), eps)
         w1, w2 = w2, w
-        w = (v - step.oldeps * w1 - step.delta * w2) * step.denom
-        x = x + step.phi * w
+        held = _Held(v, w1, w2, x, step.oldeps, step.delta, step.denom, step.phi)
         if itn == 1 and s.beta / beta1 <= 10 * eps:  # b spans an invariant subspace
-            x = xp.compute(x)
+            x = xp.compute(held.updates()[1])
             if callback is not None:
                 callback(x)
             return x, 0
+    if held is not None:
+        x = held.updates()[1]
     x, xx = xp.compute(x, xp.vecdot(x, x))
     if callback is not None and step is not None:
         callback(x)
     istop = 0 if step is None else _stop(s, step, math.sqrt(float(xx)), maxiter, maxiter,
                                          rtol, eps)
     return x, (maxiter if istop == 6 else 0)
-

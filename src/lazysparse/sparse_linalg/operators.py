@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from lazysparse.api.array.lazy_array import Device, LazyArray
+from lazysparse.api.array.replay import Replay
 from lazysparse.api.namespace import NAMESPACE
 
 # the user namespace (``import lazysparse as xp``), reached from the api stage
@@ -252,3 +253,22 @@ def ratio(a: Any, b: Any, dtype: np.dtype) -> LazyArray:
 def apply(m: Vector | None, v: LazyArray) -> LazyArray:
     """``M v`` (``v`` itself without a preconditioner)."""
     return v if m is None else m(v)
+
+
+def replay_for(op: Operator, psolve: Vector | None) -> Replay | None:
+    """A ``Replay`` for a loop's step (``api.array.replay``: its cached program run without
+    building the step again) when every array the step reads is known to it: ``A`` a
+    lazysparse array, no preconditioner or ``jacobi``'s; None for a LinearOperator, a
+    callable or a matrix ``M`` (their products run code the step cannot see)."""
+    if op.matrix is None or not (psolve is None or isinstance(psolve, Jacobi)):
+        return None
+    return Replay()
+
+
+def step_arrays(op: Operator, psolve: Vector | None, vectors: tuple[LazyArray, ...]
+                ) -> tuple[LazyArray, ...]:
+    """The arrays a replayed step reads: ``A``, Jacobi's inverse diagonal, ``vectors``."""
+    assert op.matrix is not None
+    if isinstance(psolve, Jacobi):
+        return (op.matrix, psolve.inverse_diagonal, *vectors)
+    return (op.matrix, *vectors)
