@@ -26,6 +26,7 @@ os.environ.setdefault("NUMBA_NUM_THREADS", "2")
 for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_v] = "1"
 os.environ.setdefault("LAZYSPARSE_CACHE_DIR", tempfile.mkdtemp(prefix="lsk-bench-forms-"))
+os.environ.setdefault("LAZYSPARSE_COMPILE", "sync")  # hot timings: the compiled tier's
 
 import argparse  # noqa: E402
 import statistics  # noqa: E402

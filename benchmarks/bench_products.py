@@ -41,6 +41,11 @@ from typing import Any
 
 for _var in ("NUMBA_NUM_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
+# hot timings are the compiled tier's, which a loop reaches once its kernels are compiled;
+# in the default (background) mode the first rounds would time the eager tier while the
+# worker compiles on the same cores (D.T @ v 19x scipy, loaded). First calls:
+# bench_first_call.py
+os.environ.setdefault("LAZYSPARSE_COMPILE", "sync")
 
 import numpy as np  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
