@@ -37,7 +37,9 @@ from lazysparse.kernels.compile.planning.analysis import (
     const_decided,
     decisions_hold,
     eval_fill,
+    has_implicit,
 )
+from lazysparse.kernels.compile.planning.constant_fills import always_full
 from lazysparse.kernels.compile.planning.decisions import DecisionsRecord, QueryDecisions
 from lazysparse.logic.nodes import (
     Aggregate,
@@ -78,6 +80,9 @@ class Recipe:
     # each operand's layout the kernel was built for (an unordered operand the kernel
     # needed sorted, ``compile.planning.ordering``, is sorted again on every run)
     specs: tuple[Any, ...] = ()
+    # the result fill when every operand is dense, whatever the constants
+    # (``constant_fills.always_full``: 0 of the result dtype), else None: evaluated per run
+    dense_fill: Any = None
 
     # the last (fills and constants, result fill) whose facts held: every check below is
     # a function of the fills and constants, so a run with the same ones skips them. One
@@ -138,7 +143,10 @@ class Recipe:
         if info.epilogue is not None:  # the epilogue of the reduction's fill (the init)
             out_fill = eval_fill(info.epilogue, list(tensors), list(consts), self.init_fill)
         elif out_fill is None:
-            out_fill = eval_fill(info.expr, list(tensors), list(consts))
+            if self.dense_fill is not None and _all_dense(tensors):
+                out_fill = self.dense_fill  # what eval_fill gives, known without the constants
+            else:
+                out_fill = eval_fill(info.expr, list(tensors), list(consts))
         data = QueryData(tensors, consts, self.init, extents,
                          tuple(extents[f] for f in info.out_fields), out_fill)
         if self.out_fill_key is not DENSE_FILL and out_fill_key(info, data) != self.out_fill_key:
@@ -158,6 +166,14 @@ class Recipe:
 
 
 _FILL_VALUE = operator.attrgetter("fill_value")
+
+
+def _all_dense(tensors: tuple[Any, ...]) -> bool:
+    """Whether no operand has an implicit region (``analysis.has_implicit``)."""
+    for t in tensors:  # a loop: per run
+        if has_implicit(t):
+            return False
+    return True
 
 
 def _same_specs(tensors: tuple[Any, ...], specs: tuple[Any, ...]) -> bool:
@@ -258,12 +274,21 @@ def _recipe(template: Query, info: KernelInfo, data: QueryData, kernel: Kernel |
     recipe = Recipe(info, kernel, host, operands, tuple(pidx), tuple(extents),  # type: ignore[arg-type]
                     unit, data.init, init_fill, out_fill,
                     DENSE_FILL if kernel is None else out_fill_key(info, data), sparse, fold,
-                    const_decided(info), tuple(getattr(t, "spec", None) for t in data.tensors))
+                    const_decided(info), tuple(getattr(t, "spec", None) for t in data.tensors),
+                    _dense_fill(info, out_fill))
     env = {a: t for a, t in zip(operands, data.tensors, strict=True)}
     again = recipe.data(env, params)
     if again is None or not _same_data(again, data):
         return None
     return recipe
+
+
+def _dense_fill(info: KernelInfo, out_fill: Any) -> Any:
+    """:attr:`Recipe.dense_fill` of a query (None where the fill is fixed already, an
+    epilogue's follows the reduction, or the constants may decide it)."""
+    if out_fill is not None or info.epilogue is not None or not always_full(info.expr):
+        return None
+    return np.asarray(0).astype(info.expr.dtype)[()]  # type: ignore[attr-defined]
 
 
 def _same_data(a: QueryData, b: QueryData) -> bool:
