@@ -500,15 +500,17 @@ def _entry_bounds(k: Kernel, data: QueryData) -> list[int] | None:
 
 def _whole_output_bound(k: Kernel, data: QueryData) -> list[int] | None:
     """A sparse result of one group and no dense prefix (a vector, COO) has at most its
-    dense size in entries: the bound when that size is within the single pass's slack
-    (``A.T @ v`` scattered into a vector of 3·10⁴ entries: one fill pass, not a count
-    pass and a fill pass over the matrix)."""
+    dense size in entries: the bound when that size is within ``SINGLE_PASS_SLACK`` times
+    the values an operand stores (``A.T @ v`` scattered into a vector of 3·10⁴ entries from
+    2.6·10⁵ stored: one fill pass, not a count pass and a fill pass over the matrix). A
+    hypersparse operand's result is counted first: its dense size may dwarf its entries
+    (a column max of a 10⁷-column matrix of a few entries)."""
     out = k.lowered.output
     if len(out.groups) != 1 or out.dense_prefix:
         return None
     size = math.prod(data.out_shape)
-    return [size] if size <= max(SINGLE_PASS_SLACK * stored_positions(data),
-                                 SINGLE_PASS_MIN) else None
+    held = max((int(t.values.shape[0]) for t in data.tensors), default=0)
+    return [size] if size <= SINGLE_PASS_SLACK * held else None
 
 
 def _single_pass(k: Kernel, data: QueryData, args: list[Any], dsize: int,
