@@ -1,6 +1,6 @@
 """Random expressions of sparse operands with fills 0, inf, -inf, NaN and 1 (csr, csc and
-coo mixed in one expression), dense operands holding zeros, infinities and NaN, and
-reductions along an axis (sum, prod, max, min) broadcast back as a column or a row:
+coo mixed in one expression), dense operands holding zeros, infinities and NaN, scalars,
+and reductions along an axis (sum, prod, max, min) broadcast back as a column or a row:
 the compiled kernels, the eager tier and the reference interpreter (the oracle) agree value
 for value, and the lazy fill metadata is the computed tensor's (docs/api.md, "The fill
 rule"). The fast tier draws a few tens of examples, the slow test a wider run;
@@ -31,6 +31,7 @@ FILLS = (0.0, np.inf, -np.inf, np.nan, 1.0)
 # None: the leaf's fill (an unstored entry); stored entries may hold the specials too
 STORED = (None, None, None, 0.0, 1.0, -2.0, 0.5, np.inf, -np.inf, np.nan)
 SPECIALS = (0.0, 0.0, 1.0, -2.0, 0.5, np.inf, -np.inf, np.nan)
+SCALARS = (0.0, 0.5, -1.0, np.inf, -np.inf, np.nan)
 ELEMENTWISE = ("multiply", "divide", "add", "subtract", "maximum", "minimum", "where")
 REDUCTIONS = ("sum", "prod", "max", "min")
 TIERS = ("compiled", "eager", "reference")
@@ -99,11 +100,21 @@ def expressions(draw: st.DrawFn, shape: tuple[int, int], depth: int) -> Any:
     a = draw(expressions(shape, depth - 1))
     if op in REDUCTIONS:
         return Node(op, (a,), draw(st.integers(0, 1)))
-    b = draw(expressions(shape, depth - 1))
+    b = draw(operands(shape, depth - 1))
     if op == "where":
-        c = draw(st.one_of(st.sampled_from((0.0, 1.0, np.inf)), expressions(shape, depth - 1)))
-        return Node(op, (a, b, c))
+        return Node(op, (a, b, draw(operands(shape, depth - 1))))
+    if draw(st.integers(0, 4)) == 0:  # a scalar on the left: ``0.5 * x``, ``inf - x``
+        return Node(op, (b, a))
     return Node(op, (a, b))
+
+
+@st.composite
+def operands(draw: st.DrawFn, shape: tuple[int, int], depth: int) -> Any:
+    """An expression, or now and then a Python scalar (it holds its value everywhere and
+    never annihilates; the kernels take it as a constant)."""
+    if draw(st.integers(0, 3)) == 0:
+        return draw(st.sampled_from(SCALARS))
+    return draw(expressions(shape, depth))
 
 
 @st.composite
