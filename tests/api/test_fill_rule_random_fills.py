@@ -94,6 +94,8 @@ def leaves(draw: st.DrawFn, shape: tuple[int, int]) -> Leaf:
 
 @st.composite
 def expressions(draw: st.DrawFn, shape: tuple[int, int], depth: int) -> Any:
+    """A tree of elementwise ops and broadcast reductions over ``shape`` leaves, at most
+    ``depth`` deep."""
     if depth == 0 or draw(st.integers(0, 3)) == 0:
         return draw(leaves(shape))
     op = draw(st.sampled_from(ELEMENTWISE + REDUCTIONS))
@@ -103,7 +105,7 @@ def expressions(draw: st.DrawFn, shape: tuple[int, int], depth: int) -> Any:
     b = draw(operands(shape, depth - 1))
     if op == "where":
         return Node(op, (a, b, draw(operands(shape, depth - 1))))
-    if draw(st.integers(0, 4)) == 0:  # a scalar on the left: ``0.5 * x``, ``inf - x``
+    if draw(st.integers(0, 4)) == 0:  # swapped: a scalar may come first (``inf - x``)
         return Node(op, (b, a))
     return Node(op, (a, b))
 
@@ -119,6 +121,7 @@ def operands(draw: st.DrawFn, shape: tuple[int, int], depth: int) -> Any:
 
 @st.composite
 def programs(draw: st.DrawFn) -> Any:
+    """An expression of depth <= 3 over a random shape up to 4 x 4."""
     shape = (draw(st.integers(1, 4)), draw(st.integers(1, 4)))
     return draw(expressions(shape, 3))
 
