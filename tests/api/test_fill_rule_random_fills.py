@@ -25,8 +25,8 @@ from tests.conftest import examples
 from .test_random_expressions import PHASES, _executor
 
 _OVERRIDE = os.environ.get("LAZYSPARSE_RANDOM_EXAMPLES")
-FAST_EXAMPLES = int(_OVERRIDE) if _OVERRIDE else examples(40)
-SLOW_EXAMPLES = int(_OVERRIDE) if _OVERRIDE else examples(300)
+FAST_EXAMPLES = int(_OVERRIDE) if _OVERRIDE else examples(100)
+SLOW_EXAMPLES = int(_OVERRIDE) if _OVERRIDE else examples(200)
 FILLS = (0.0, np.inf, -np.inf, np.nan, 1.0)
 # None: the leaf's fill (an unstored entry); stored entries may hold the specials too
 STORED = (None, None, None, 0.0, 1.0, -2.0, 0.5, np.inf, -np.inf, np.nan)
