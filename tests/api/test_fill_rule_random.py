@@ -412,3 +412,29 @@ def test_a_reduction_visits_where_no_operand_stores(fmts: tuple[str, str], case:
                 y = y if case.startswith("S0") else xp.sum(y, axis=1)
             got = np.asarray(xp.compute(y))
         np.testing.assert_array_equal(got, want, err_msg=name)
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc", "coo"])
+@pytest.mark.parametrize("case", ["sum(S0,0)*Dinf", "minimum(max(S-inf,0),Dnan)"])
+def test_a_fused_reduction_to_a_vector_is_dense_in_every_tier(fmt: str, case: str) -> None:
+    """Found by a widened random hunt (sparse leaves only): ``sum(S0, axis=0) * Dinf`` with
+    an empty column in ``S0``. A reduction to a vector is dense (as NumPy's), so ``0 * inf``
+    is NaN there; the optimizer fuses the map into the reduction (an epilogue) and the eager
+    tier, which interprets that optimized plan, once gave the reduction the region of the
+    empty column and annihilated the map (0; ``minimum(max(S-inf, axis=0), Dnan)``: -inf)."""
+    s0 = np.array([[0.0, 1.0, 2.0], [0.0, 0.0, 3.0]])
+    sinf = np.array([[-np.inf, np.inf, 1.0], [-np.inf, 2.0, 3.0]])
+    with np.errstate(all="ignore"):
+        want = np.sum(s0, axis=0) * np.inf if case.startswith("sum") else \
+            np.minimum(np.max(sinf, axis=0), np.nan)
+    for name in ("compiled", "eager", "reference"):
+        with _executor("reference" if name == "reference" else None), \
+                compile_mode_set(CompileMode.EAGER if name == "eager" else CompileMode.SYNC), \
+                np.errstate(all="ignore"):
+            if case.startswith("sum"):
+                y = xp.sum(xp.asarray(s0, format=fmt), axis=0) * xp.asarray(np.full(3, np.inf))
+            else:
+                y = xp.minimum(xp.max(xp.asarray(sinf, format=fmt, fill_value=-np.inf), axis=0),
+                               xp.asarray(np.full(3, np.nan)))
+            got = np.asarray(xp.compute(y))
+        np.testing.assert_array_equal(got, want, err_msg=name)
