@@ -75,10 +75,11 @@ class Node:
 
 
 @st.composite
-def leaves(draw: st.DrawFn, shape: tuple[int, int]) -> Leaf:
-    """A sparse leaf (csr, csc or coo, any fill of FILLS, stored specials) or a dense one
-    holding specials, sometimes a broadcast row or column."""
-    fmt = draw(st.sampled_from(("dense", "csr", "csc", "coo")))
+def leaves(draw: st.DrawFn, shape: tuple[int, int], dense: bool) -> Leaf:
+    """A sparse leaf (csr, csc or coo, any fill of FILLS, stored specials) or, if ``dense``,
+    now and then a dense one holding specials, sometimes a broadcast row or column."""
+    fmt = draw(st.sampled_from(("dense", "csr", "csc", "coo") if dense else
+                               ("csr", "csc", "coo")))
     size = int(np.prod(shape))
     if fmt == "dense":
         vals = np.array(draw(st.lists(st.sampled_from(SPECIALS), min_size=size,
@@ -93,37 +94,39 @@ def leaves(draw: st.DrawFn, shape: tuple[int, int]) -> Leaf:
 
 
 @st.composite
-def expressions(draw: st.DrawFn, shape: tuple[int, int], depth: int) -> Any:
+def expressions(draw: st.DrawFn, shape: tuple[int, int], depth: int,
+                dense: bool = True) -> Any:
     """A tree of elementwise ops and broadcast reductions over ``shape`` leaves, at most
-    ``depth`` deep."""
+    ``depth`` deep (dense leaves only if ``dense``)."""
     if depth == 0 or draw(st.integers(0, 3)) == 0:
-        return draw(leaves(shape))
+        return draw(leaves(shape, dense))
     op = draw(st.sampled_from(ELEMENTWISE + REDUCTIONS))
-    a = draw(expressions(shape, depth - 1))
+    a = draw(expressions(shape, depth - 1, dense))
     if op in REDUCTIONS:
         return Node(op, (a,), draw(st.integers(0, 1)))
-    b = draw(operands(shape, depth - 1))
+    b = draw(operands(shape, depth - 1, dense))
     if op == "where":
-        return Node(op, (a, b, draw(operands(shape, depth - 1))))
+        return Node(op, (a, b, draw(operands(shape, depth - 1, dense))))
     if draw(st.integers(0, 4)) == 0:  # swapped: a scalar may come first (``inf - x``)
         return Node(op, (b, a))
     return Node(op, (a, b))
 
 
 @st.composite
-def operands(draw: st.DrawFn, shape: tuple[int, int], depth: int) -> Any:
+def operands(draw: st.DrawFn, shape: tuple[int, int], depth: int, dense: bool) -> Any:
     """An expression, or now and then a Python scalar (it holds its value everywhere and
     never annihilates; the kernels take it as a constant)."""
     if draw(st.integers(0, 3)) == 0:
         return draw(st.sampled_from(SCALARS))
-    return draw(expressions(shape, depth))
+    return draw(expressions(shape, depth, dense))
 
 
 @st.composite
 def programs(draw: st.DrawFn) -> Any:
-    """An expression of depth <= 3 over a random shape up to 4 x 4."""
+    """An expression of depth <= 3 over a random shape up to 4 x 4; a third of them over
+    sparse leaves only (a dense leaf often makes the whole result dense)."""
     shape = (draw(st.integers(1, 4)), draw(st.integers(1, 4)))
-    return draw(expressions(shape, 3))
+    return draw(expressions(shape, 3, draw(st.integers(0, 2)) > 0))
 
 
 def compute_in(expr: Any, tier: str) -> tuple[float, Any]:
