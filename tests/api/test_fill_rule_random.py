@@ -348,3 +348,93 @@ def test_an_implicit_zero_annihilates_only_where_another_operand_stores(
         want = c_np * w
     np.testing.assert_array_equal(results[1], want)
     np.testing.assert_array_equal(results[0], want)
+
+
+@pytest.mark.parametrize("fmts", [("csr", "csc"), ("coo", "csr"), ("csc", "coo")])
+@pytest.mark.parametrize("case", ["maximum", "minimum", "prod(minimum)"])
+def test_an_infinite_fill_annihilates_a_computed_nan(fmts: tuple[str, str], case: str) -> None:
+    """Found by a widened random hunt: ``maximum(Sinf, Snan * 0)`` (fills inf and NaN) where
+    ``Sinf`` stores nothing and ``Snan`` stores inf: the implicit inf annihilates the
+    maximum (inf, as the reference interpreter says) although ``inf * 0`` is NaN there; the
+    kernels once applied finite annihilators only and gave ``maximum(inf, NaN)``, NaN (so
+    did ``prod(minimum(S-inf, ...), axis=1)``, -inf in the reference)."""
+    s = -1.0 if "minimum" in case else 1.0
+    a = s * np.array([[np.inf, -1.0, np.inf], [2.0, np.inf, np.inf]])  # fill s * inf
+    b = np.array([[np.inf, 1.0, np.nan], [1.0, np.inf, 2.0]])  # fill NaN
+    op = np.minimum if "minimum" in case else np.maximum
+    with np.errstate(all="ignore"):
+        want = np.where(np.isinf(a) & ~np.isnan(b), s * np.inf, op(a, b * 0.0))
+        if case.startswith("prod"):
+            want = np.prod(want, axis=1)
+    for name in ("compiled", "eager", "reference"):
+        with _executor("reference" if name == "reference" else None), \
+                compile_mode_set(CompileMode.EAGER if name == "eager" else CompileMode.SYNC), \
+                np.errstate(all="ignore"):
+            sa = xp.asarray(a, format=fmts[0], fill_value=s * np.inf)
+            sb = xp.asarray(b, format=fmts[1], fill_value=np.nan)
+            y = getattr(xp, op.__name__)(sa, sb * 0.0)
+            got = np.asarray(xp.compute(xp.prod(y, axis=1) if case.startswith("prod") else y))
+        np.testing.assert_array_equal(got, want, err_msg=name)
+
+
+@pytest.mark.parametrize("fmts", [("csr", "csr"), ("coo", "csc"), ("csc", "coo")])
+@pytest.mark.parametrize("case", ["sum(S0*(Snan*c))", "prod(min(S-inf,Snan*0))", "S0*(Snan*c)"])
+def test_a_reduction_visits_where_no_operand_stores(fmts: tuple[str, str], case: str) -> None:
+    """Found by a widened random hunt: ``sum(S0 * (Snan * 0.5), axis=1)`` (fills 0 and NaN)
+    is NaN in a row where neither operand stores an entry somewhere (``0 * NaN`` there, the
+    fill rule's op(fills)), though ``S0``'s implicit 0 annihilates where ``Snan`` stores.
+    The kernel once iterated ``S0``'s entries only, trusting the analysis wherever the value
+    needed the constant (``0.5``), and gave the row's stored sum; ``prod(minimum(S-inf,
+    Snan * 0), axis=1)`` gave NaN for -inf so."""
+    a = np.array([[0.0, 2.0, 0.0], [0.0, 0.0, 3.0]])
+    b = np.array([[1.0, 1.0, np.nan], [np.inf, 1.0, 2.0]])  # fill NaN
+    if "min" in case:
+        a = np.array([[-np.inf, 1.0, -np.inf], [-2.0, -np.inf, -np.inf]])  # fill -inf
+    fill = -np.inf if "min" in case else 0.0
+    with np.errstate(all="ignore"):
+        absent, stored = a == fill, ~np.isnan(b)  # the implicit entries, and b's stored
+        z = -np.inf if "min" in case else 0.0  # the annihilator where a is absent
+        inner = b * (0.0 if "min" in case else 0.5)
+        vals = np.where(absent & stored, z, (np.minimum if "min" in case else np.multiply)(
+            a, inner))
+        want = vals if case.startswith("S0") else np.prod(vals, axis=1) if "prod" in case \
+            else np.sum(vals, axis=1)
+    for name in ("compiled", "eager", "reference"):
+        with _executor("reference" if name == "reference" else None), \
+                compile_mode_set(CompileMode.EAGER if name == "eager" else CompileMode.SYNC), \
+                np.errstate(all="ignore"):
+            sa = xp.asarray(a, format=fmts[0], fill_value=fill)
+            sb = xp.asarray(b, format=fmts[1], fill_value=np.nan)
+            if "min" in case:
+                y = xp.prod(xp.minimum(sa, sb * 0.0), axis=1)
+            else:
+                y = sa * (sb * 0.5)
+                y = y if case.startswith("S0") else xp.sum(y, axis=1)
+            got = np.asarray(xp.compute(y))
+        np.testing.assert_array_equal(got, want, err_msg=name)
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc", "coo"])
+@pytest.mark.parametrize("case", ["sum(S0,0)*Dinf", "minimum(max(S-inf,0),Dnan)"])
+def test_a_fused_reduction_to_a_vector_is_dense_in_every_tier(fmt: str, case: str) -> None:
+    """Found by a widened random hunt (sparse leaves only): ``sum(S0, axis=0) * Dinf`` with
+    an empty column in ``S0``. A reduction to a vector is dense (as NumPy's), so ``0 * inf``
+    is NaN there; the optimizer fuses the map into the reduction (an epilogue) and the eager
+    tier, which interprets that optimized plan, once gave the reduction the region of the
+    empty column and annihilated the map (0; ``minimum(max(S-inf, axis=0), Dnan)``: -inf)."""
+    s0 = np.array([[0.0, 1.0, 2.0], [0.0, 0.0, 3.0]])
+    sinf = np.array([[-np.inf, np.inf, 1.0], [-np.inf, 2.0, 3.0]])
+    with np.errstate(all="ignore"):
+        want = np.sum(s0, axis=0) * np.inf if case.startswith("sum") else \
+            np.minimum(np.max(sinf, axis=0), np.nan)
+    for name in ("compiled", "eager", "reference"):
+        with _executor("reference" if name == "reference" else None), \
+                compile_mode_set(CompileMode.EAGER if name == "eager" else CompileMode.SYNC), \
+                np.errstate(all="ignore"):
+            if case.startswith("sum"):
+                y = xp.sum(xp.asarray(s0, format=fmt), axis=0) * xp.asarray(np.full(3, np.inf))
+            else:
+                y = xp.minimum(xp.max(xp.asarray(sinf, format=fmt, fill_value=-np.inf), axis=0),
+                               xp.asarray(np.full(3, np.nan)))
+            got = np.asarray(xp.compute(y))
+        np.testing.assert_array_equal(got, want, err_msg=name)

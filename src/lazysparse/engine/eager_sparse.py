@@ -271,8 +271,15 @@ class StoredInterpreter(Interpreter):
                                                                   "relabel"), v.fill, None,
                                          v.implicit))
             case Reformat(tns=Immediate(val=spec), arg=arg):
-                return self.reformat(getattr(spec, "spec", spec), self.eval(arg))
+                spec = getattr(spec, "spec", spec)
+                self.note_dense_epilogue(spec, arg)
+                return self.reformat(spec, self.eval(arg))
         return super().eval(node)
+
+    def without_region(self, v: Any) -> Any:
+        if isinstance(v, Stored):  # a fused epilogue's dense-stored sparse product
+            v = self.densified(v, masked=False)
+        return super().without_region(v)
 
     def reformat(self, spec: Any, v: Any) -> Any:
         """``v`` with the result format ``spec``; a dense spec makes every entry data (a

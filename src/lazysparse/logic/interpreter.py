@@ -100,6 +100,8 @@ class Interpreter:
         self.values: dict[Alias, Value] = {}  # query results with their implicit masks
         self.sub: dict[Alias, Value] = {}
         self.sizes: dict[Field, int] = {}
+        # aggregates a dense query maps (fused epilogues): evaluated without a region
+        self.full_aggregates: set[int] = set()
 
     # -- statements ---------------------------------------------------------------------
     def run(self, node: LogicNode) -> tuple[Any, ...] | None:
@@ -191,12 +193,13 @@ class Interpreter:
                 return self.record(self.mapjoin(op, args))
             case Aggregate(op=Immediate(val=op), init=Immediate(val=init), arg=arg, idxs=idxs):
                 fast = self.contract(op, init, arg, idxs) if self.max_elements else None
-                if fast is not None:
-                    return self.record(fast)
-                return self.record(self.aggregate(op, init, self.eval(arg), idxs))
+                v = fast if fast is not None else self.aggregate(op, init, self.eval(arg), idxs)
+                return self.record(self.without_region(v) if id(node) in
+                                   self.full_aggregates else v)
             case Reformat(tns=Immediate(val=spec), arg=arg):
-                v = self.eval(arg)
                 spec = getattr(spec, "spec", spec)  # a prototype Tensor gives its spec
+                self.note_dense_epilogue(spec, arg)
+                v = self.eval(arg)
                 dense = all_located(getattr(spec, "level_kinds", ()))
                 return Value(v.data, v.fields, v.fill, spec, None if dense else v.implicit)
             case Subquery(lhs=lhs, arg=arg):
@@ -208,6 +211,26 @@ class Interpreter:
             case Field():
                 raise ValueError(f"{node!r} used as a value outside a mapjoin")
         raise TypeError(f"interpret: not an expression node: {node!r}")
+
+    def note_dense_epilogue(self, spec: Any, body: LogicNode) -> None:
+        """Mark the aggregate a query of dense ``spec`` maps (an EPILOGUE, fused by
+        ``optimizer.epilogue``) to be evaluated without an implicit region: the fusion keeps
+        a dense result only over an aggregate stored dense (``sum(S, axis=0)``, dense as in
+        NumPy) or one whose region decides nothing, and the kernel maps every entry, the
+        init where nothing was reached (``sum(S, axis=0) * Dinf`` is NaN at an empty
+        column, not an annihilated 0)."""
+        if not all_located(getattr(spec, "level_kinds", ())):
+            return
+        while isinstance(body, Reorder):
+            body = body.arg
+        agg = epilogue_aggregate(body) if isinstance(body, MapJoin) else None
+        if agg is not None:
+            self.full_aggregates.add(id(agg))
+
+    def without_region(self, v: Any) -> Any:
+        """``v`` with no implicit entry, its fill kept (a dense-stored aggregate's value:
+        ``implicit`` False, so the map's fill is still ``op(init, ...)``, the kernel's)."""
+        return Value(v.data, v.fields, v.fill, v.spec, False)
 
     def contract(self, op: Operator, init: Any, arg: LogicNode,
                  idxs: tuple[Field, ...]) -> Value | None:

@@ -66,6 +66,10 @@ class NumbaPrinter(LoopPrinter):
     indices, ``lsk.`` intrinsics, fill loops instead of NumPy constructors."""
 
     def const(self, c: Const) -> str:
+        if isinstance(c.value, float) and not math.isfinite(c.value):  # no inf/nan names
+            text = "math.nan" if math.isnan(c.value) else \
+                "math.inf" if c.value > 0 else "-math.inf"
+            return f"{np_type(c.dtype)}({text})" if c.dtype else text
         return f"{np_type(c.dtype)}({c.value!r})" if c.dtype else repr(c.value)
 
     def index(self, e: Expr) -> str:

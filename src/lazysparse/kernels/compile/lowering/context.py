@@ -156,7 +156,10 @@ class LowerContext:
     def holds_data(self, node: PNode, st: State) -> Expr | bool:
         """Whether ``node`` holds data here (True: always; False: never, a constant): a
         dense operand always, a sparse one where it stores an entry, a map where all its
-        annihilating arguments do (their patterns' intersection, the fill rule), a selection
+        annihilating arguments do (their patterns' intersection, the fill rule) when it is
+        the annihilator where no operand stores (``PApply.absent_annihilated``; else the
+        annihilator it takes where only another argument stores is data: ``minimum(S-inf,
+        Snan * 0)`` is -inf there and NaN where neither stores), a selection
         (``where(S > 0, D, 0)``) where its selector or the argument it then selects does,
         or else where any of its arguments does."""
         match node:
@@ -171,7 +174,8 @@ class LowerContext:
             case PConst():
                 return False
             case PApply(args=args):
-                if self._annihilator(node) is not None:  # data where they all store
+                if self._annihilator(node) is not None and node.absent_annihilated:
+                    # data where they all store
                     both: Expr | bool = True
                     for i in node.annihilates:
                         h = self.holds_data(args[i], st)
@@ -196,14 +200,14 @@ class LowerContext:
     @staticmethod
     def _annihilator(node: PApply) -> Any:
         """The value an implicit annihilating argument of ``node`` forces (the fill rule),
-        or None where the kernels do not apply it (no such argument, complex results,
-        non-finite annihilators)."""
+        or None where the kernels do not apply it (no such argument, complex results).
+        Infinite annihilators count: ``maximum(Sinf, x)`` is inf where ``Sinf`` stores
+        nothing even where ``x`` is NaN, as in the reference interpreter."""
         if not node.annihilates:
             return None
         i = node.annihilates[0]
         z = node.op.annihilator_at(i, node.operand_dtypes[i])
-        if z is None or np.dtype(node.dtype).kind == "c" or (
-                isinstance(z, float | np.floating) and not np.isfinite(z)):
+        if z is None or np.dtype(node.dtype).kind == "c":
             return None
         return z
 
@@ -224,7 +228,7 @@ class LowerContext:
         """``value``, or argument ``i``'s annihilator where that argument stores nothing and
         another argument holds data."""
         z = node.op.annihilator_at(i, node.operand_dtypes[i])
-        if z is None or (isinstance(z, float | np.floating) and not np.isfinite(z)):
+        if z is None:
             return value
         mine = self.holds_data(node.args[i], st)
         if mine is True:

@@ -143,8 +143,11 @@ class PApply(PNode):
     argument ``i`` makes the op return argument ``j`` (``where``'s condition; the registry's
     ``Operator.selections``), ``uniform`` is True when the op returns one of its arguments
     and every argument it may return has the same fill-time value (``where(c, A * B, 0)``
-    is 0 where ``A`` is absent, whatever ``c``). All are structure: a constant decides them
-    (``where(A != 0, ...)`` and ``where(A != 5, ...)`` iterate differently)."""
+    is 0 where ``A`` is absent, whatever ``c``), ``absent_annihilated`` is False when an
+    op with annihilating arguments is not its annihilator where no operand stores anything
+    (``S0 * (Snan * 0.5)`` is ``0 * NaN`` there: a loop may not skip where ``S0`` is
+    absent). All are structure: a constant decides them (``where(A != 0, ...)`` and
+    ``where(A != 5, ...)`` iterate differently)."""
 
     op: Operator
     args: tuple[PNode, ...]
@@ -153,6 +156,7 @@ class PApply(PNode):
     annihilates: tuple[int, ...] = ()
     selects: tuple[tuple[int, int], ...] = ()
     uniform: bool = False
+    absent_annihilated: bool = True
 
 
 def walk_pointwise(node: PNode) -> list[PNode]:
@@ -426,8 +430,10 @@ class _Reader:
         dts = tuple(_value_dtype(k, self.consts) for k in kids)
         opds = tuple(np.dtype(d) for d in op.operand_dtypes(*dts))
         ann, sel = _fill_algebra(op, kids, opds, self.tensors, self.consts)
-        return PApply(op, kids, opds, np.dtype(op.result_dtype(*dts)), ann, sel,
-                      _uniform_selection(op, kids, opds, self.tensors, self.consts))
+        rdt = np.dtype(op.result_dtype(*dts))
+        return PApply(op, kids, opds, rdt, ann, sel,
+                      _uniform_selection(op, kids, opds, self.tensors, self.consts),
+                      _absent_annihilated(op, kids, opds, rdt, ann, self.tensors, self.consts))
 
 
 def analyze_query(query: Query, env: dict[Alias, Any]) -> tuple[KernelInfo, QueryData]:
@@ -540,6 +546,25 @@ def _fill_algebra(op: Operator, kids: tuple[PNode, ...], opds: tuple[np.dtype, .
     return tuple(ann), tuple(sel)
 
 
+def _absent_annihilated(op: Operator, kids: tuple[PNode, ...], opds: tuple[np.dtype, ...],
+                        dtype: np.dtype, ann: tuple[int, ...], tensors: list[Any],
+                        consts: list[Any]) -> bool:
+    """Whether the op its arguments ``ann`` annihilate is that annihilator also where no
+    operand stores anything (their fill-time values, this call's constants; a dense operand
+    holds data, so the annihilator wins): ``S0 * (Snan * 0.5)`` is ``0 * NaN = NaN`` there,
+    so co-iteration may not skip where ``S0`` is absent (``coiterate._annihilates_below``
+    reads this when the value needs the constants)."""
+    if not ann:
+        return True
+    vals = [fill_time_value(k, tensors, consts) for k in kids]
+    if any(v is None for v in vals):
+        return True
+    z = op.annihilator_at(ann[0], opds[ann[0]])
+    with np.errstate(all="ignore"):
+        v = op.apply(*(np.asarray(x).astype(od)[()] for x, od in zip(vals, opds, strict=True)))
+    return bool(same_value(np.asarray(v).astype(dtype)[()], np.asarray(z).astype(dtype)[()]))
+
+
 def _uniform_selection(op: Operator, kids: tuple[PNode, ...], opds: tuple[np.dtype, ...],
                        tensors: list[Any], consts: list[Any]) -> bool:
     """Whether ``op`` returns one of its arguments and all it may return have one fill-time
@@ -577,7 +602,10 @@ def decisions_hold(info: KernelInfo, tensors: Any, consts: Any, init: Any = None
             node.op, node.args, node.operand_dtypes, tensors, consts) == (node.annihilates,
                                                                            node.selects)
             and _uniform_selection(node.op, node.args, node.operand_dtypes, tensors,
-                                   consts) == node.uniform)
+                                   consts) == node.uniform
+            and _absent_annihilated(node.op, node.args, node.operand_dtypes, node.dtype,
+                                    node.annihilates, tensors, consts)
+            == node.absent_annihilated)
 
     unit = init if info.unit_reduced else None
     return same(info.expr) and info.fill_identity == _fill_identity(

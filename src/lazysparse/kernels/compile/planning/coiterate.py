@@ -134,10 +134,12 @@ def _annihilates_below(node: PApply, info: KernelInfo, fills: tuple[Any, ...],
     the fill rule annihilates), or the value where no operand stores anything is ``z``.
     ``S0 * Sinf`` (fills 0 and inf) is ``0 * inf = NaN`` where neither stores, even where
     ``Sinf``'s rows are all present at this loop; a value needing the constants was decided
-    by analysis (``PApply.annihilates``)."""
+    by analysis (``PApply.absent_annihilated``: ``S0 * (Snan * 0.5)`` is NaN there)."""
     vals = [_deep_fill(a, info, fills, consts) for a in node.args]
-    if any(isinstance(v, _Deep) for v in vals):
+    if any(v is _Deep.DATA for v in vals):
         return True
+    if any(isinstance(v, _Deep) for v in vals):
+        return node.absent_annihilated
     with np.errstate(all="ignore"):
         v = node.op.apply(*(np.asarray(x).astype(od)[()]  # type: ignore[attr-defined]
                             for x, od in zip(vals, node.operand_dtypes, strict=True)))
