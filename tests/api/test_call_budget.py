@@ -19,31 +19,34 @@ import scipy.sparse as sp
 import lazysparse as xp
 
 
+def calls_once(fn: Callable[[], Any]) -> int:
+    """The Python function calls one call of ``fn`` makes (``sys.setprofile``; no garbage
+    collection meanwhile: a collection's callbacks are not the expression's cost)."""
+    n = 0
+
+    def count(_frame: Any, event: str, _arg: Any) -> None:
+        nonlocal n
+        if event == "call":
+            n += 1
+
+    was_enabled = gc.isenabled()
+    gc.disable()
+    sys.setprofile(count)
+    try:
+        fn()
+    finally:
+        sys.setprofile(None)
+        if was_enabled:
+            gc.enable()
+    return n
+
+
 def python_calls(fn: Callable[[], Any]) -> int:
     """The Python function calls of one call of ``fn`` (the fewest of three, after two
     warm-up calls: a cache cleared by an earlier test fills again first)."""
     fn()
     fn()
-    counts = []
-    for _ in range(3):
-        n = 0
-
-        def count(_frame: Any, event: str, _arg: Any) -> None:
-            nonlocal n
-            if event == "call":
-                n += 1
-
-        was_enabled = gc.isenabled()
-        gc.disable()  # a collection's callbacks are not the expression's cost
-        sys.setprofile(count)
-        try:
-            fn()
-        finally:
-            sys.setprofile(None)
-            if was_enabled:
-                gc.enable()
-        counts.append(n)
-    return min(counts)
+    return min(calls_once(fn) for _ in range(3))
 
 
 _RNG = np.random.default_rng(34)

@@ -6,8 +6,6 @@ classes)."""
 
 from __future__ import annotations
 
-import gc
-import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -19,6 +17,7 @@ import scipy.sparse.linalg as spla
 import lazysparse as xp
 from lazysparse.api.array import replay
 from lazysparse.api.array.replay import Replay
+from tests.api.test_call_budget import calls_once
 from tests.sparse_linalg.problems import convection_diffusion, indefinite, laplacian_2d, rhs, tall
 
 SL = xp.sparse_linalg
@@ -88,33 +87,12 @@ def test_replayed_cg_matches_scipy_iterate_by_iterate() -> None:
         np.testing.assert_allclose(o, t, rtol=1e-11, atol=1e-13)
 
 
-def _calls(fn: Callable[[], Any]) -> int:
-    """The Python function calls one call of ``fn`` makes (``sys.setprofile``)."""
-    n = 0
-
-    def count(_frame: Any, event: str, _arg: Any) -> None:
-        nonlocal n
-        if event == "call":
-            n += 1
-
-    was_enabled = gc.isenabled()
-    gc.disable()
-    sys.setprofile(count)
-    try:
-        fn()
-    finally:
-        sys.setprofile(None)
-        if was_enabled:
-            gc.enable()
-    return n
-
-
 def _calls_per_iteration(run: Callable[[int], Any], k: int = 10) -> float:
     """Python calls per iteration: ``2k`` iterations less ``k`` (the set-up cancels), each
     run once before it is counted."""
     run(k)
     run(2 * k)
-    return (_calls(lambda: run(2 * k)) - _calls(lambda: run(k))) / k
+    return (calls_once(lambda: run(2 * k)) - calls_once(lambda: run(k))) / k
 
 
 # calls per iteration on CPython 3.11 with LAZYSPARSE_COMPILE=sync, about 10% over what the
