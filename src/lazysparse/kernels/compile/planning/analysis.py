@@ -8,6 +8,7 @@ so their values are not part of the structure.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -559,10 +560,21 @@ def _absent_annihilated(op: Operator, kids: tuple[PNode, ...], opds: tuple[np.dt
     vals = [fill_time_value(k, tensors, consts) for k in kids]
     if any(v is None for v in vals):
         return True
-    z = op.annihilator_at(ann[0], opds[ann[0]])
+    return same_in(apply_to_values(op, vals, opds), op.annihilator_at(ann[0], opds[ann[0]]),
+                   dtype)
+
+
+def apply_to_values(op: Operator, vals: Sequence[Any], opds: Sequence[np.dtype]) -> Any:
+    """``op`` of scalar values, each cast to its operand dtype first, with IEEE's results
+    and no warnings (``0 * inf`` is NaN): the fill algebra's one evaluation."""
     with np.errstate(all="ignore"):
-        v = op.apply(*(np.asarray(x).astype(od)[()] for x, od in zip(vals, opds, strict=True)))
-    return bool(same_value(np.asarray(v).astype(dtype)[()], np.asarray(z).astype(dtype)[()]))
+        return op.apply(*(np.asarray(x).astype(od)[()]  # type: ignore[attr-defined]
+                          for x, od in zip(vals, opds, strict=True)))
+
+
+def same_in(a: Any, b: Any, dtype: np.dtype) -> bool:
+    """Whether ``a`` and ``b`` are the same value once cast to ``dtype`` (``same_value``)."""
+    return bool(same_value(np.asarray(a).astype(dtype)[()], np.asarray(b).astype(dtype)[()]))
 
 
 def _uniform_selection(op: Operator, kids: tuple[PNode, ...], opds: tuple[np.dtype, ...],
@@ -701,8 +713,7 @@ def _annihilated_fill(node: PApply, tensors: Any, consts: Any) -> Any:
     vals = [fill_time_value(a, tensors, consts) for a in node.args]
     if any(v is None for v in vals):
         return node.op.annihilator_at(i, node.operand_dtypes[i])
-    return node.op.apply(*(np.asarray(v).astype(od)[()]  # type: ignore[attr-defined]
-                           for v, od in zip(vals, node.operand_dtypes, strict=True)))
+    return apply_to_values(node.op, vals, node.operand_dtypes)
 
 
 def eval_fill(expr: PNode, tensors: list[Any], consts: list[Any], result: Any = None) -> Any:

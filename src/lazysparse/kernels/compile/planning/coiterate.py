@@ -23,6 +23,8 @@ from lazysparse.kernels.compile.planning.analysis import (
     PConst,
     PField,
     PNode,
+    apply_to_values,
+    same_in,
     same_value,
 )
 from lazysparse.kernels.compile.planning.regions import (
@@ -114,10 +116,7 @@ def _value_of_fills(op: Any, subs: list[tuple[Region, Missing]],
     does: the lowering's ``_annihilated``); None where some value is not known now."""
     if not all(m.known for _, m in subs):
         return None
-    with np.errstate(all="ignore"):
-        v = op.apply(*(np.asarray(m.value).astype(od)[()]  # type: ignore[attr-defined]
-                       for (_, m), od in zip(subs, opds, strict=True)))
-    return np.asarray(v)[()]
+    return np.asarray(apply_to_values(op, [m.value for _, m in subs], opds))[()]
 
 
 class _Deep(StrEnum):
@@ -140,11 +139,7 @@ def _annihilates_below(node: PApply, info: KernelInfo, fills: tuple[Any, ...],
         return True
     if any(isinstance(v, _Deep) for v in vals):
         return node.absent_annihilated
-    with np.errstate(all="ignore"):
-        v = node.op.apply(*(np.asarray(x).astype(od)[()]  # type: ignore[attr-defined]
-                            for x, od in zip(vals, node.operand_dtypes, strict=True)))
-    return bool(same_value(np.asarray(v).astype(node.dtype)[()],
-                           np.asarray(z).astype(node.dtype)[()]))
+    return same_in(apply_to_values(node.op, vals, node.operand_dtypes), z, node.dtype)
 
 
 def _deep_fill(node: PNode, info: KernelInfo, fills: tuple[Any, ...],
@@ -170,9 +165,7 @@ def _deep_fill(node: PNode, info: KernelInfo, fills: tuple[Any, ...],
         return node.op.annihilator_at(i, node.operand_dtypes[i])
     if any(isinstance(v, _Deep) for v in vals):
         return _Deep.DATA if _Deep.DATA in vals else _Deep.UNKNOWN
-    with np.errstate(all="ignore"):
-        return node.op.apply(*(np.asarray(x).astype(od)[()]  # type: ignore[attr-defined]
-                               for x, od in zip(vals, node.operand_dtypes, strict=True)))
+    return apply_to_values(node.op, vals, node.operand_dtypes)
 
 
 def _selected_region(node: PApply, subs: list[tuple[Region, Missing]]

@@ -24,6 +24,7 @@ from lazysparse.kernels.compile.planning.analysis import (
     PApply,
     PField,
     PNode,
+    apply_to_values,
 )
 
 
@@ -48,13 +49,9 @@ def _outcomes(node: PNode) -> set[Outcome]:
     if not isinstance(node, PApply):  # a constant, an epilogue's reduction result
         return {Outcome.ANY}
     out: set[Outcome] = set()
-    for combo in itertools.product(*(sorted(_outcomes(a), key=_rank) for a in node.args)):
+    for combo in itertools.product(*(_outcomes(a) for a in node.args)):
         out |= _apply(node, combo)
     return out
-
-
-def _rank(o: Outcome) -> str:
-    return o.name
 
 
 def _apply(node: PApply, args: tuple[Outcome, ...]) -> set[Outcome]:
@@ -102,9 +99,7 @@ def _all_implicit(node: PApply, args: tuple[Outcome, ...]) -> Outcome:
     and ``op`` maps zeros to 0."""
     if any(a is Outcome.ANY for a in args):
         return Outcome.ANY
-    zeros = [np.asarray(0).astype(d)[()] for d in node.operand_dtypes]
-    with np.errstate(all="ignore"):
-        v = node.op.apply(*zeros)  # type: ignore[attr-defined]
+    v = apply_to_values(node.op, [0] * len(args), node.operand_dtypes)
     return Outcome.ZERO if _is_zero(v) else Outcome.ANY
 
 
